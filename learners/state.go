@@ -1,0 +1,326 @@
+package learners
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"math/rand/v2"
+)
+
+// FormatVersion is the version byte that starts every learner snapshot. A
+// future format bumps it and keeps reading the older ones.
+const FormatVersion = 1
+
+// ErrSnapshot reports a snapshot that cannot be restored: truncated, of an
+// unknown version, or taken from a different learner configuration.
+var ErrSnapshot = errors.New("bad learner snapshot")
+
+// maxSnapshotLen bounds any length read from a snapshot so that a corrupt
+// length cannot trigger a huge allocation.
+const maxSnapshotLen = 1 << 31
+
+// Config is what a learner needs besides its parameters: the input dimension
+// and the identity of its random stream.
+type Config struct {
+	// Dim is the input dimension (≥ 1).
+	Dim int
+	// Seed is the global seed of the run.
+	Seed uint64
+	// Key identifies the entity (customer, device, ...) that owns the learner;
+	// with Seed it fixes the learner's PCG stream, so that keys are independent.
+	Key string
+}
+
+// rngFor returns the PCG stream of (seed, key): both words are mixed with
+// SplitMix64 so that nearby seeds and similar keys give unrelated streams.
+func rngFor(seed uint64, key string) rand.PCG {
+	h := fnv.New64a()
+	h.Write([]byte(key))
+	return *rand.NewPCG(splitmix(seed), splitmix(h.Sum64()^splitmix(seed+0x9e3779b97f4a7c15)))
+}
+
+func splitmix(z uint64) uint64 {
+	z += 0x9e3779b97f4a7c15
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}
+
+// meta is embedded by every learner: its identity, written at the head of
+// every snapshot and checked when one is restored.
+type meta struct {
+	name   string
+	dim    int
+	params []byte // canonical JSON of the resolved parameters
+}
+
+// Name is the catalog name of the learner.
+func (m *meta) Name() string { return m.name }
+
+// Dim is the input dimension.
+func (m *meta) Dim() int { return m.dim }
+
+// header starts a snapshot: version, name, dimension and parameters.
+func (m *meta) header() *encoder {
+	e := &encoder{b: make([]byte, 0, 64+len(m.params))}
+	e.b = append(e.b, FormatVersion)
+	e.str(m.name)
+	e.int(m.dim)
+	e.bytes(m.params)
+	return e
+}
+
+// snapshotHeader is the identity part of a snapshot.
+type snapshotHeader struct {
+	name   string
+	dim    int
+	params []byte
+}
+
+func readHeader(data []byte) (snapshotHeader, *decoder, error) {
+	if len(data) == 0 {
+		return snapshotHeader{}, nil, fmt.Errorf("empty snapshot: %w", ErrSnapshot)
+	}
+	if data[0] != FormatVersion {
+		return snapshotHeader{}, nil, fmt.Errorf("snapshot format version %d, this build reads %d: %w", data[0], FormatVersion, ErrSnapshot)
+	}
+	d := &decoder{b: data[1:]}
+	h := snapshotHeader{name: d.str(), dim: d.int(), params: d.bytes()}
+	if d.err != nil {
+		return h, nil, d.err
+	}
+	return h, d, nil
+}
+
+// open checks that a snapshot belongs to a learner of this name, dimension and
+// parameters, and returns a decoder positioned at the body.
+func (m *meta) open(data []byte) (*decoder, error) {
+	h, d, err := readHeader(data)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case h.name != m.name:
+		return nil, fmt.Errorf("snapshot of learner %q restored into %q: %w", h.name, m.name, ErrSnapshot)
+	case h.dim != m.dim:
+		return nil, fmt.Errorf("snapshot of dimension %d restored into dimension %d: %w", h.dim, m.dim, ErrSnapshot)
+	case !bytes.Equal(h.params, m.params):
+		return nil, fmt.Errorf("snapshot parameters %s differ from the learner's %s (use Restore to take the snapshot's): %w", h.params, m.params, ErrSnapshot)
+	}
+	return d, nil
+}
+
+// encoder appends fixed-width little-endian values; floats keep their exact bits.
+type encoder struct{ b []byte }
+
+func (e *encoder) u64(v uint64)   { e.b = binary.LittleEndian.AppendUint64(e.b, v) }
+func (e *encoder) f64(v float64)  { e.u64(math.Float64bits(v)) }
+func (e *encoder) int(v int)      { e.b = binary.AppendVarint(e.b, int64(v)) }
+func (e *encoder) bytes(b []byte) { e.int(len(b)); e.b = append(e.b, b...) }
+func (e *encoder) str(s string)   { e.int(len(s)); e.b = append(e.b, s...) }
+
+func (e *encoder) bool(v bool) {
+	if v {
+		e.b = append(e.b, 1)
+	} else {
+		e.b = append(e.b, 0)
+	}
+}
+
+func (e *encoder) f64s(v []float64) {
+	e.int(len(v))
+	for _, x := range v {
+		e.f64(x)
+	}
+}
+
+func (e *encoder) ints(v []int) {
+	e.int(len(v))
+	for _, x := range v {
+		e.int(x)
+	}
+}
+
+func (e *encoder) vec(x Vector) {
+	e.int(x.dim)
+	e.bool(x.idx != nil)
+	if x.idx != nil {
+		e.int(len(x.idx))
+		for _, i := range x.idx {
+			e.int(int(i))
+		}
+	}
+	e.f64s(x.val)
+}
+
+func (e *encoder) rng(r *rand.PCG) {
+	b, _ := r.MarshalBinary() // PCG marshaling cannot fail
+	e.bytes(b)
+}
+
+// decoder reads what encoder wrote. The first error sticks and every later
+// read returns a zero value, so callers check d.err once at the end.
+type decoder struct {
+	b   []byte
+	err error
+}
+
+func (d *decoder) fail(what string) {
+	if d.err == nil {
+		d.err = fmt.Errorf("truncated or corrupt %s: %w", what, ErrSnapshot)
+	}
+}
+
+func (d *decoder) u64() uint64 {
+	if d.err != nil || len(d.b) < 8 {
+		d.fail("u64")
+		return 0
+	}
+	v := binary.LittleEndian.Uint64(d.b)
+	d.b = d.b[8:]
+	return v
+}
+
+func (d *decoder) f64() float64 { return math.Float64frombits(d.u64()) }
+
+func (d *decoder) int() int {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.fail("integer")
+		return 0
+	}
+	d.b = d.b[n:]
+	return int(v)
+}
+
+// length reads a length and checks it against [0, max] and against the bytes
+// left after it (every element takes at least one byte).
+func (d *decoder) length(max int) int {
+	n := d.int()
+	if d.err != nil {
+		return 0
+	}
+	if n < 0 || n > max || n > len(d.b) || n > maxSnapshotLen {
+		d.fail(fmt.Sprintf("length %d (max %d)", n, max))
+		return 0
+	}
+	return n
+}
+
+func (d *decoder) bytes() []byte {
+	n := d.length(maxSnapshotLen)
+	if d.err != nil {
+		return nil
+	}
+	v := append([]byte(nil), d.b[:n]...)
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) str() string { return string(d.bytes()) }
+
+func (d *decoder) bool() bool {
+	if d.err != nil || len(d.b) < 1 || d.b[0] > 1 {
+		d.fail("bool")
+		return false
+	}
+	v := d.b[0] == 1
+	d.b = d.b[1:]
+	return v
+}
+
+// f64s reads a float slice whose length must be exactly n (n < 0: any length
+// that fits in the remaining bytes).
+func (d *decoder) f64s(n int) []float64 {
+	got := d.length(maxSnapshotLen)
+	if d.err == nil && got > len(d.b)/8 {
+		d.fail(fmt.Sprintf("vector of length %d in %d bytes", got, len(d.b)))
+	}
+	if d.err == nil && n >= 0 && got != n {
+		d.fail(fmt.Sprintf("vector of length %d (want %d)", got, n))
+	}
+	if d.err != nil {
+		return nil
+	}
+	v := make([]float64, got)
+	for i := range v {
+		v[i] = d.f64()
+	}
+	return v
+}
+
+func (d *decoder) ints(max int) []int {
+	n := d.length(maxSnapshotLen)
+	if d.err != nil {
+		return nil
+	}
+	v := make([]int, n)
+	for i := range v {
+		v[i] = d.int()
+		if v[i] < 0 || v[i] > max {
+			d.fail("index")
+			return nil
+		}
+	}
+	return v
+}
+
+// vec reads a stored input and re-validates it.
+func (d *decoder) vec(dim int) Vector {
+	if got := d.int(); d.err == nil && got != dim {
+		d.fail("stored input dimension")
+	}
+	sparse := d.bool()
+	var idx []int32
+	if sparse {
+		n := d.length(dim)
+		idx = make([]int32, n)
+		for k := range idx {
+			idx[k] = int32(d.int())
+		}
+	}
+	val := d.f64s(-1)
+	if d.err != nil {
+		return Vector{}
+	}
+	var x Vector
+	var err error
+	if sparse {
+		x, err = NewSparse(dim, idx, val)
+	} else if len(val) != dim {
+		err = fmt.Errorf("dense input of length %d", len(val))
+	} else {
+		x, err = NewDense(val)
+	}
+	if err != nil {
+		d.err = fmt.Errorf("stored input: %v: %w", err, ErrSnapshot)
+	}
+	return x
+}
+
+func (d *decoder) rng(r *rand.PCG) {
+	b := d.bytes()
+	if d.err != nil {
+		return
+	}
+	var tmp rand.PCG
+	if err := tmp.UnmarshalBinary(b); err != nil {
+		d.err = fmt.Errorf("rng state: %v: %w", err, ErrSnapshot)
+		return
+	}
+	*r = tmp
+}
+
+// end fails unless the whole snapshot was consumed.
+func (d *decoder) end() error {
+	if d.err == nil && len(d.b) != 0 {
+		d.err = fmt.Errorf("%d trailing bytes: %w", len(d.b), ErrSnapshot)
+	}
+	return d.err
+}
