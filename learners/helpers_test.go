@@ -218,7 +218,7 @@ func boxStream(seed uint64, T, n int) stream {
 			}
 		}
 		shift := (t / 150) % 3
-		y := sign(v[shift]+v[shift+1]-0.8) // fixed-size windows of relevant attributes
+		y := sign(v[shift] + v[shift+1] - 0.8) // fixed-size windows of relevant attributes
 		x, _ := NewDense(v)
 		s.xs = append(s.xs, x)
 		s.ys = append(s.ys, y)

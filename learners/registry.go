@@ -317,7 +317,9 @@ func entries() []entry {
 			func() ODMParams { return defaultODMParams() }, newODM),
 		define("dynamic-odm", "ensemble of restarted ODM learners over geometric epochs, exponentially weighted",
 			"Zhang, Zhao, Jin, Optimal margin distribution learning in dynamic environments (AAAI 2020)", false,
-			func() DynamicODMParams { return DynamicODMParams{ODMParams: defaultODMParams(), Init: "random", InitStd: 0.01, C: 1} }, newDynamicODM),
+			func() DynamicODMParams {
+				return DynamicODMParams{ODMParams: defaultODMParams(), Init: "random", InitStd: 0.01, C: 1}
+			}, newDynamicODM),
 		define("sop", "second-order Perceptron: mistake-driven ridge regression on the updates",
 			"Cesa-Bianchi, Conconi, Gentile, A second-order Perceptron algorithm (SIAM J. Comput. 2005)", false,
 			func() SOPParams { return SOPParams{A: 1} }, newSOP),

@@ -281,4 +281,3 @@ func (r *rls) pHat(x Vector) (p, wx float64) {
 	wx = dot(r.w, x)
 	return wx / (1 + r.quad(x)), wx
 }
-
