@@ -307,7 +307,7 @@ func TestLASECMatchesLiteralForm(t *testing.T) {
 				cs = `"inf"`
 			}
 			s := gaussStream(12, 400, 6, 100)
-			fast := mustNew(t, "lasec-ss", fmt.Sprintf(`{"b":1,"c":%s,"a":"inf"}`, cs), Config{Dim: 6}).(*secondOrderSS)
+			fast := mustNew(t, "lasec-ss", fmt.Sprintf(`{"b":1,"c":%s,"a":"inf"}`, cs), Config{Dim: 6}).(*secondOrder)
 			lit := newLiteralLASEC(6, 1, c)
 			updates := 0
 			for i, x := range s.xs {

@@ -92,6 +92,19 @@ func checkLabel(y int) error {
 	return nil
 }
 
+// current validates x and y for Learn and returns p if it was predicted
+// against the learner's current state (version), else a fresh prediction: a
+// delayed label must be judged by the state that learns from it.
+func current(l Learner, version uint64, x Vector, y int, p Prediction) (Prediction, error) {
+	if err := checkLabel(y); err != nil {
+		return p, err
+	}
+	if p.stamp == version && version != 0 {
+		return p, checkDim(x, l.Dim())
+	}
+	return l.Predict(x)
+}
+
 // alwaysDecide is embedded by deterministic learners that learn from every
 // label: Decide only marks the round as wanting its label.
 type alwaysDecide struct{}

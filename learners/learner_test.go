@@ -36,7 +36,7 @@ func TestCatalogHasEveryDesignLearner(t *testing.T) {
 			t.Errorf("%s: missing source or summary", in.Name)
 		}
 		for _, p := range in.Params {
-			if p.Doc == "" || p.Default == nil {
+			if b, _ := json.Marshal(p.Default); p.Doc == "" || p.Default == nil || string(b) == "null" {
 				t.Errorf("%s.%s: missing doc or default", in.Name, p.Name)
 			}
 		}
@@ -137,8 +137,8 @@ func TestInfiniteParamsRoundTripJSON(t *testing.T) {
 	if !bytes.Equal(snapshot(t, r), b) {
 		t.Fatal("restored snapshot differs")
 	}
-	if !strings.Contains(string(l.(*secondOrderSS).params), `"c":"inf"`) {
-		t.Errorf("canonical params %s", l.(*secondOrderSS).params)
+	if !strings.Contains(string(l.(*secondOrder).params), `"c":"inf"`) {
+		t.Errorf("canonical params %s", l.(*secondOrder).params)
 	}
 }
 

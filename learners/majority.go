@@ -123,15 +123,11 @@ func (l *weightedMajority) Decide(p Prediction) Prediction {
 }
 
 func (l *weightedMajority) Learn(x Vector, y int, p Prediction) error {
-	if err := checkLabel(y); err != nil {
-		return err
+	if len(p.members) != len(l.members) {
+		p.stamp = 0 // not a weighted-majority prediction: recompute
 	}
-	if p.stamp != l.version || len(p.members) != len(l.members) {
-		var err error
-		if p, err = l.Predict(x); err != nil {
-			return err
-		}
-	} else if err := checkDim(x, l.dim); err != nil {
+	p, err := current(l, l.version, x, y, p)
+	if err != nil {
 		return err
 	}
 	total := 0.0

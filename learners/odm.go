@@ -3,7 +3,6 @@ package learners
 import (
 	"fmt"
 	"math"
-	"math/rand/v2"
 )
 
 // ODMParams configures `odm` (ALGORITHMS §6.1) and the candidates of `dynamic-odm`.
@@ -100,12 +99,14 @@ func (c *odmLearner) decode(d *decoder, dim int) odmLearner {
 	return out
 }
 
-func newODMLearner(p *ODMParams, d int) odmLearner {
+// newODMLearner starts a candidate at w = 0; norm asks for ‖w‖ tracking (the
+// Dynamic ODM weights need fₜ(w) = ‖w‖²/2 + λℓ).
+func newODMLearner(p *ODMParams, d int, norm bool) odmLearner {
 	eta := 0.0
 	if p.Schedule == "constant" {
 		eta = p.Eta
 	}
-	return odmLearner{odmLoss: odmLoss{p.Lambda, p.Mu, p.Theta}, eta: eta, w: newScaledVec(d), s: 1}
+	return odmLearner{odmLoss: odmLoss{p.Lambda, p.Mu, p.Theta}, eta: eta, w: newScaledVec(d, norm), s: 1}
 }
 
 // odm is the standalone online ODM learner: starts at w = 0, never restarts.
@@ -124,7 +125,7 @@ func newODM(p *ODMParams, cfg Config) (Learner, error) {
 	if err := p.validate(m.name); err != nil {
 		return nil, err
 	}
-	return &odm{meta: m, c: newODMLearner(p, cfg.Dim), version: 1}, nil
+	return &odm{meta: m, c: newODMLearner(p, cfg.Dim, false), version: 1}, nil
 }
 
 func (l *odm) Predict(x Vector) (Prediction, error) {
@@ -175,7 +176,7 @@ type DynamicODMParams struct {
 	Horizon    int     `json:"horizon" doc:"stream length T when known (sets N and ε); 0 = unknown"`
 	Candidates int     `json:"candidates" def:"⌊log₂T⌋+1, or 20 when T is unknown" doc:"number N of restarted candidates"`
 	Epochs     string  `json:"epochs" def:"doubling" doc:"restart periods: doubling (Δᵢ = 2^(i−1)) or paper (Δᵢ = max(1, ⌈2^(i−1)/√(2C)⌉))"`
-	Periods    []int   `json:"periods,omitempty" doc:"explicit restart periods Δᵢ ≥ 1, overriding candidates and epochs"`
+	Periods    []int   `json:"periods,omitempty" def:"none" doc:"explicit restart periods Δᵢ ≥ 1, overriding candidates and epochs"`
 	Epsilon    float64 `json:"epsilon" def:"√(8 ln N/T), or √(8 ln N/t) when T is unknown" doc:"learning rate ε > 0 of the exponential weights"`
 	C          float64 `json:"C" doc:"bound C > 0 on the per-round objective; weights use exp(−ε·f/C)"`
 	Init       string  `json:"init" doc:"restart vector: random (N(0, init_std²·I) from the learner's RNG) or zero"`
@@ -185,8 +186,10 @@ type DynamicODMParams struct {
 // dynamicODM is Dynamic ODM (seed 003): N online ODM candidates restarted on
 // geometric epochs Δᵢ, mixed with exponential weights on their objectives, so
 // that some candidate always has a restart horizon matching the drift rate and
-// no knowledge of the drift is needed. Restarts with random vectors cost O(d)
-// (d draws); everything else is O(N·nnz) per round.
+// no knowledge of the drift is needed. It costs O(N·nnz) per round with
+// init=zero (restarts clear only what the epoch wrote); the default random
+// restart draws d normals, O(d) per restart, about 2d per round over all
+// candidates — use init=zero for high-dimensional sparse streams.
 type dynamicODM struct {
 	meta
 	alwaysDecide
@@ -198,8 +201,7 @@ type dynamicODM struct {
 	zero    bool
 	std     float64
 	t       int // rounds learned
-	src     rand.PCG
-	rng     *rand.Rand
+	randSource
 	version uint64
 }
 
@@ -236,14 +238,17 @@ func newDynamicODM(p *DynamicODMParams, cfg Config) (Learner, error) {
 		eps = math.Sqrt(8 * math.Log(float64(n)) / float64(p.Horizon))
 	}
 	l := &dynamicODM{meta: m, periods: periods, logBeta: make([]float64, n), eps: eps, c: p.C,
-		zero: p.Init == "zero", std: p.InitStd, src: rngFor(cfg.Seed, cfg.Key), version: 1}
-	l.rng = rand.New(&l.src)
+		zero: p.Init == "zero", std: p.InitStd, version: 1}
+	l.seed(cfg)
 	for i := range l.logBeta {
 		l.logBeta[i] = -math.Log(float64(n))
 	}
 	l.cands = make([]odmLearner, n)
 	for i := range l.cands {
-		l.cands[i] = newODMLearner(&p.ODMParams, cfg.Dim)
+		l.cands[i] = newODMLearner(&p.ODMParams, cfg.Dim, true)
+		if l.zero {
+			l.cands[i].w.lazyReset() // zero restarts cost O(writes since the last one)
+		}
 		l.restart(i)
 	}
 	return l, nil
@@ -394,9 +399,7 @@ func (l *dynamicODM) UnmarshalBinary(data []byte) error {
 	if err != nil {
 		return err
 	}
-	version, t := d.u64(), d.int()
-	var src rand.PCG
-	d.rng(&src)
+	version, t, src := d.u64(), d.int(), d.rng()
 	logBeta := d.f64s(len(l.cands))
 	cands := make([]odmLearner, len(l.cands))
 	for i := range cands {

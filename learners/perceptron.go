@@ -9,35 +9,49 @@ import (
 // PerceptronParams configures `perceptron`; it has none.
 type PerceptronParams struct{}
 
-// perceptron is Rosenblatt's Perceptron (ALGORITHMS §2.1): w ← w + y·x when y·w·x ≤ 0.
+// PerceptronSSParams configures `perceptron-ss`.
+type PerceptronSSParams struct {
+	B Real `json:"b" doc:"query scale b > 0: query with probability b/(b+|w·x|); \"inf\" queries always (the Perceptron)"`
+}
+
+// perceptron is Rosenblatt's Perceptron (ALGORITHMS §2.1), w ← w + y·x when
+// y·w·x ≤ 0, and, with a finite query scale, the selective-sampling Perceptron
+// of Cesa-Bianchi, Gentile and Zaniboni (2006, §5.3): it asks for a label with
+// probability b/(b + |w·x|), so confident predictions rarely cost a label.
 type perceptron struct {
 	meta
-	alwaysDecide
+	sampler
 	w       []float64
 	version uint64
 }
 
 func newPerceptron(p *PerceptronParams, cfg Config) (Learner, error) {
-	m, err := newMeta("perceptron", cfg, p)
+	return newPerceptronVariant("perceptron", p, Real(math.Inf(1)), cfg)
+}
+
+func newPerceptronSS(p *PerceptronSSParams, cfg Config) (Learner, error) {
+	if err := checkScale("perceptron-ss", "b", p.B); err != nil {
+		return nil, err
+	}
+	return newPerceptronVariant("perceptron-ss", p, p.B, cfg)
+}
+
+func newPerceptronVariant(name string, params any, scale Real, cfg Config) (Learner, error) {
+	m, err := newMeta(name, cfg, params)
 	if err != nil {
 		return nil, err
 	}
-	return &perceptron{meta: m, w: make([]float64, cfg.Dim), version: 1}, nil
+	l := &perceptron{meta: m, w: make([]float64, cfg.Dim), version: 1}
+	l.sampler.init(float64(scale), cfg)
+	return l, nil
 }
 
 func (l *perceptron) Predict(x Vector) (Prediction, error) {
-	if err := checkDim(x, l.dim); err != nil {
-		return Prediction{}, err
-	}
-	m := dot(l.w, x)
-	if err := checkMargin(m); err != nil {
-		return Prediction{}, err
-	}
-	return labelPrediction(m, l.version), nil
+	return l.predict(x, l.dim, l.version, func() float64 { return dot(l.w, x) })
 }
 
-// margin returns p.Score when p was made against the current state, else
-// recomputes it, validating x either way.
+// linearMargin returns p.Score when p was made against the current state, else
+// recomputes it, validating x and y either way.
 func linearMargin(x Vector, y int, p Prediction, dim int, version uint64, f func() float64) (float64, error) {
 	if err := checkDim(x, dim); err != nil {
 		return 0, err
@@ -67,6 +81,7 @@ func (l *perceptron) Learn(x Vector, y int, p Prediction) error {
 func (l *perceptron) MarshalBinary() ([]byte, error) {
 	e := l.header()
 	e.u64(l.version)
+	e.rng(&l.src)
 	e.f64s(l.w)
 	return e.b, nil
 }
@@ -76,18 +91,19 @@ func (l *perceptron) UnmarshalBinary(data []byte) error {
 	if err != nil {
 		return err
 	}
-	version, w := d.u64(), d.f64s(l.dim)
+	version, src := d.u64(), d.rng()
+	w := d.f64s(l.dim)
 	if err := d.end(); err != nil {
 		return err
 	}
-	l.version, l.w = version, w
+	l.version, l.src, l.w = version, src, w
 	return nil
 }
 
 // ModifiedPerceptronParams configures `modified-perceptron` (ALGORITHMS §2.2).
 type ModifiedPerceptronParams struct {
 	Init             string    `json:"init" doc:"first-example (w = y·x̂ on the first nonzero input), random (w = g/‖g‖, g ~ N(0,I) from the learner's RNG) or given (w0)"`
-	W0               []float64 `json:"w0,omitempty" doc:"initial weight vector for init=given; nonzero, length = dimension; normalized"`
+	W0               []float64 `json:"w0,omitempty" def:"none" doc:"initial weight vector for init=given; nonzero, length = dimension; normalized"`
 	RenormalizeEvery int       `json:"renormalize_every" doc:"renormalize w to unit length every this many updates (0 = never); never changes a prediction"`
 }
 
@@ -113,7 +129,7 @@ func newModifiedPerceptron(p *ModifiedPerceptronParams, cfg Config) (Learner, er
 	if p.RenormalizeEvery < 0 {
 		return nil, paramError(m.name, "renormalize_every", p.RenormalizeEvery, "must be ≥ 0")
 	}
-	l := &modifiedPerceptron{meta: m, w: newScaledVec(cfg.Dim), renormEach: p.RenormalizeEvery, version: 1}
+	l := &modifiedPerceptron{meta: m, w: newScaledVec(cfg.Dim, true), renormEach: p.RenormalizeEvery, version: 1}
 	switch p.Init {
 	case "first-example":
 		if p.W0 != nil {
@@ -263,7 +279,7 @@ func newShiftingPerceptron(p *ShiftingPerceptronParams, cfg Config) (Learner, er
 	if !(p.Lambda > 0) || !finite(p.Lambda) {
 		return nil, paramError(m.name, "lambda", p.Lambda, "must be finite and > 0")
 	}
-	return &shiftingPerceptron{meta: m, lambda: p.Lambda, w: newScaledVec(cfg.Dim), version: 1}, nil
+	return &shiftingPerceptron{meta: m, lambda: p.Lambda, w: newScaledVec(cfg.Dim, false), version: 1}, nil
 }
 
 func (l *shiftingPerceptron) Predict(x Vector) (Prediction, error) {
@@ -334,9 +350,8 @@ type budgetPerceptron struct {
 	xs        []Vector
 	ys        []int
 	evictions int
-	src       rand.PCG
-	rng       *rand.Rand
-	version   uint64
+	randSource
+	version uint64
 }
 
 func newBudgetPerceptron(p *BudgetPerceptronParams, cfg Config) (Learner, error) {
@@ -351,8 +366,8 @@ func newBudgetPerceptron(p *BudgetPerceptronParams, cfg Config) (Learner, error)
 		return nil, paramError(m.name, "recompute_every", p.RecomputeEvery, "must be ≥ 0")
 	}
 	l := &budgetPerceptron{meta: m, budget: p.Budget, amongAll: p.EvictAmongAll, recompute: p.RecomputeEvery,
-		w: make([]float64, cfg.Dim), src: rngFor(cfg.Seed, cfg.Key), version: 1}
-	l.rng = rand.New(&l.src)
+		w: make([]float64, cfg.Dim), version: 1}
+	l.seed(cfg)
 	return l, nil
 }
 
@@ -431,9 +446,7 @@ func (l *budgetPerceptron) UnmarshalBinary(data []byte) error {
 	if err != nil {
 		return err
 	}
-	version, evictions := d.u64(), d.int()
-	var src rand.PCG
-	d.rng(&src)
+	version, evictions, src := d.u64(), d.int(), d.rng()
 	w := d.f64s(l.dim)
 	n := d.length(l.budget)
 	xs, ys := make([]Vector, 0, n), make([]int, 0, n)

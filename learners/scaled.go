@@ -12,8 +12,15 @@ import (
 type scaledVec struct {
 	s       float64
 	v       []float64
-	sqn     float64 // ‖v‖², maintained incrementally, recomputed exactly on fold
+	norm    bool    // maintain sqn (costs two multiplies per touched entry)
+	sqn     float64 // ‖v‖², maintained incrementally when norm is set, recomputed exactly on fold
 	rescale int     // rescalings since the last fold
+
+	// Lazy clearing (lazyReset): the coordinates written since the last
+	// reset, so that a reset costs what the writes cost, not O(d).
+	lazy    bool
+	dirty   []int32
+	isDirty []bool
 }
 
 // foldEvery and foldLog bound how far s may drift from 1 before it is folded
@@ -23,7 +30,37 @@ const (
 	foldLog   = 300
 )
 
-func newScaledVec(d int) scaledVec { return scaledVec{s: 1, v: make([]float64, d)} }
+// newScaledVec returns w = 0 of dimension d; norm asks for ‖w‖ tracking.
+func newScaledVec(d int, norm bool) scaledVec {
+	return scaledVec{s: 1, v: make([]float64, d), norm: norm}
+}
+
+// lazyReset makes reset cost O(entries written since the last reset) instead
+// of O(d), for vectors that are reset often (Dynamic ODM's short epochs).
+func (w *scaledVec) lazyReset() {
+	w.lazy = true
+	w.isDirty = make([]bool, len(w.v))
+}
+
+// markDirty records the coordinates of x as written.
+func (w *scaledVec) markDirty(x Vector) {
+	if x.idx == nil {
+		if len(w.dirty) < len(w.v) { // dense input: everything is dirty
+			w.dirty = w.dirty[:0]
+			for i := range w.v {
+				w.isDirty[i] = true
+				w.dirty = append(w.dirty, int32(i))
+			}
+		}
+		return
+	}
+	for _, i := range x.idx {
+		if !w.isDirty[i] {
+			w.isDirty[i] = true
+			w.dirty = append(w.dirty, i)
+		}
+	}
+}
 
 // dot returns w·x.
 func (w *scaledVec) dot(x Vector) float64 { return w.s * dot(w.v, x) }
@@ -31,6 +68,13 @@ func (w *scaledVec) dot(x Vector) float64 { return w.s * dot(w.v, x) }
 // add sets w ← w + c·x in O(nnz), keeping ‖v‖² current.
 func (w *scaledVec) add(c float64, x Vector) {
 	c /= w.s
+	if w.lazy {
+		w.markDirty(x)
+	}
+	if !w.norm {
+		axpy(w.v, c, x)
+		return
+	}
 	if x.idx == nil {
 		for i, xv := range x.val {
 			old := w.v[i]
@@ -61,9 +105,19 @@ func (w *scaledVec) scale(f float64) {
 	}
 }
 
-// reset sets w = 0.
+// reset sets w = 0: O(d), or O(entries written since the last reset) when lazy.
 func (w *scaledVec) reset() {
-	clear(w.v)
+	if w.lazy && len(w.dirty) < len(w.v)/2 {
+		for _, i := range w.dirty {
+			w.v[i], w.isDirty[i] = 0, false
+		}
+	} else {
+		clear(w.v)
+		if w.lazy {
+			clear(w.isDirty)
+		}
+	}
+	w.dirty = w.dirty[:0]
 	w.s, w.sqn, w.rescale = 1, 0, 0
 }
 
@@ -72,6 +126,13 @@ func (w *scaledVec) set(u []float64) {
 	copy(w.v, u)
 	w.s, w.rescale = 1, 0
 	w.sqn = floats.Dot(w.v, w.v)
+	if w.lazy {
+		w.dirty = w.dirty[:0]
+		for i := range w.isDirty {
+			w.isDirty[i] = true
+			w.dirty = append(w.dirty, int32(i))
+		}
+	}
 }
 
 // fold multiplies s into v and recomputes ‖v‖² exactly.
@@ -93,6 +154,8 @@ func (w *scaledVec) dense() []float64 {
 	return out
 }
 
+// encode writes the state; the dirty set is not state (it only makes resets
+// cheaper), so a restored vector starts with every nonzero marked dirty.
 func (w *scaledVec) encode(e *encoder) {
 	e.f64(w.s)
 	e.f64s(w.v)
@@ -101,5 +164,15 @@ func (w *scaledVec) encode(e *encoder) {
 }
 
 func (w *scaledVec) decode(d *decoder, dim int) scaledVec {
-	return scaledVec{s: d.f64(), v: d.f64s(dim), sqn: d.f64(), rescale: d.int()}
+	out := scaledVec{s: d.f64(), v: d.f64s(dim), norm: w.norm, sqn: d.f64(), rescale: d.int()}
+	if w.lazy && d.err == nil {
+		out.lazyReset()
+		for i, v := range out.v {
+			if v != 0 {
+				out.isDirty[i] = true
+				out.dirty = append(out.dirty, int32(i))
+			}
+		}
+	}
+	return out
 }

@@ -2,6 +2,7 @@ package learners
 
 import (
 	"fmt"
+	"math"
 
 	"gonum.org/v1/gonum/floats"
 )
@@ -166,20 +167,12 @@ func (r *rls) decode(d *decoder) rls {
 	return out
 }
 
-// secondOrderParams are the checks shared by the ridge parameters.
+// checkRidge validates a ridge (initial regularization) parameter.
 func checkRidge(learner, name string, v float64) error {
 	if !(v > 0) || !finite(v) {
 		return paramError(learner, name, v, "must be finite and > 0")
 	}
 	return nil
-}
-
-// checkDrift validates LASEC's 0 < b < c ≤ ∞ and returns 1/c.
-func checkDrift(learner string, b float64, c Real) (float64, error) {
-	if !(float64(c) > b) {
-		return 0, paramError(learner, "c", float64(c), fmt.Sprintf("must be > b = %g (or \"inf\" for no drift)", b))
-	}
-	return 1 / float64(c), nil // 1/∞ = 0
 }
 
 // SOPParams configures `sop` (ALGORITHMS §5.1).
@@ -195,56 +188,100 @@ type LASECParams struct {
 	Diagonal bool    `json:"diagonal" doc:"keep only the diagonal of the covariance (lazy +1/c): O(nnz) per round; an approximation for high dimension"`
 }
 
-// secondOrder is `sop` and `lasec`: mistake-driven RLS on the updates, with
-// drift for LASEC. Predict costs O(nnz): the exposed Score is w·x, which has the
-// sign of the paper's p̂ = w·x/(1+s) (the shrunk p̂ matters only for query
-// rules, which the -ss variants compute).
+// SOPSSParams configures `sop-ss` (ALGORITHMS §5.3).
+type SOPSSParams struct {
+	A        float64 `json:"a" doc:"ridge a > 0"`
+	B        Real    `json:"b" doc:"query scale b > 0: query with probability b/(b+|p̂|); \"inf\" gives SOP"`
+	Diagonal bool    `json:"diagonal" doc:"diagonal covariance approximation for high dimension"`
+}
+
+// LASECSSParams configures `lasec-ss` (seed 004, Fig. 1).
+type LASECSSParams struct {
+	B        float64 `json:"b" doc:"ridge b > 0"`
+	C        Real    `json:"c" doc:"drift c ∈ (b, ∞]; \"inf\" gives SOP-SS"`
+	A        Real    `json:"a" doc:"query scale a > 0: query with probability a/(a+|p̂|); \"inf\" gives LASEC"`
+	Diagonal bool    `json:"diagonal" doc:"diagonal covariance approximation for high dimension"`
+}
+
+// secondOrder is the mistake-driven second-order family: `sop` (Cesa-Bianchi,
+// Conconi, Gentile 2005), `lasec` (Moroshko, Crammer 2014: SOP whose covariance
+// grows by I/c per update, so it keeps adapting under drift) and their
+// selective samplers `sop-ss` and `lasec-ss`.
+//
+// The supervised learners expose Score = w·x, which costs O(nnz) and has the
+// sign of the paper's p̂ = w·x/(1+s). The samplers expose p̂ itself, whose
+// magnitude drives the query rule, and pay O(d·nnz) per round for s.
 type secondOrder struct {
 	meta
-	alwaysDecide
+	sampler
+	shrunk  bool // Score = p̂ (samplers) rather than w·x
 	r       rls
 	version uint64
 }
 
 func newSOP(p *SOPParams, cfg Config) (Learner, error) {
-	m, err := newMeta("sop", cfg, p)
-	if err != nil {
+	if err := checkRidge("sop", "a", p.A); err != nil {
 		return nil, err
 	}
-	if err := checkRidge(m.name, "a", p.A); err != nil {
-		return nil, err
-	}
-	return &secondOrder{meta: m, r: newRLS(cfg.Dim, p.A, 0, p.Diagonal), version: 1}, nil
+	return newSecondOrder("sop", p, cfg, p.A, Real(math.Inf(1)), p.Diagonal, false, Real(math.Inf(1)))
 }
 
 func newLASEC(p *LASECParams, cfg Config) (Learner, error) {
-	m, err := newMeta("lasec", cfg, p)
+	if err := checkRidge("lasec", "b", p.B); err != nil {
+		return nil, err
+	}
+	return newSecondOrder("lasec", p, cfg, p.B, p.C, p.Diagonal, false, Real(math.Inf(1)))
+}
+
+func newSOPSS(p *SOPSSParams, cfg Config) (Learner, error) {
+	if err := checkRidge("sop-ss", "a", p.A); err != nil {
+		return nil, err
+	}
+	if err := checkScale("sop-ss", "b", p.B); err != nil {
+		return nil, err
+	}
+	return newSecondOrder("sop-ss", p, cfg, p.A, Real(math.Inf(1)), p.Diagonal, true, p.B)
+}
+
+func newLASECSS(p *LASECSSParams, cfg Config) (Learner, error) {
+	if err := checkRidge("lasec-ss", "b", p.B); err != nil {
+		return nil, err
+	}
+	if err := checkScale("lasec-ss", "a", p.A); err != nil {
+		return nil, err
+	}
+	return newSecondOrder("lasec-ss", p, cfg, p.B, p.C, p.Diagonal, true, p.A)
+}
+
+func newSecondOrder(name string, params any, cfg Config, ridge float64, c Real, diagonal, shrunk bool, scale Real) (Learner, error) {
+	m, err := newMeta(name, cfg, params)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkRidge(m.name, "b", p.B); err != nil {
-		return nil, err
+	if !(float64(c) > ridge) {
+		return nil, paramError(name, "c", float64(c), fmt.Sprintf("must be > b = %g (or \"inf\" for no drift)", ridge))
 	}
-	invC, err := checkDrift(m.name, p.B, p.C)
-	if err != nil {
-		return nil, err
+	l := &secondOrder{meta: m, shrunk: shrunk,
+		r: newRLS(cfg.Dim, ridge, 1/float64(c), diagonal), version: 1}
+	l.sampler.init(float64(scale), cfg)
+	return l, nil
+}
+
+// margin is the exposed score: p̂ for the samplers, w·x otherwise.
+func (l *secondOrder) margin(x Vector) float64 {
+	wx := dot(l.r.w, x)
+	if !l.shrunk {
+		return wx
 	}
-	return &secondOrder{meta: m, r: newRLS(cfg.Dim, p.B, invC, p.Diagonal), version: 1}, nil
+	return wx / (1 + l.r.quad(x))
 }
 
 func (l *secondOrder) Predict(x Vector) (Prediction, error) {
-	if err := checkDim(x, l.dim); err != nil {
-		return Prediction{}, err
-	}
-	m := dot(l.r.w, x)
-	if err := checkMargin(m); err != nil {
-		return Prediction{}, err
-	}
-	return labelPrediction(m, l.version), nil
+	return l.predict(x, l.dim, l.version, func() float64 { return l.margin(x) })
 }
 
 func (l *secondOrder) Learn(x Vector, y int, p Prediction) error {
-	m, err := linearMargin(x, y, p, l.dim, l.version, func() float64 { return dot(l.r.w, x) })
+	m, err := linearMargin(x, y, p, l.dim, l.version, func() float64 { return l.margin(x) })
 	if err != nil {
 		return err
 	}
@@ -258,6 +295,7 @@ func (l *secondOrder) Learn(x Vector, y int, p Prediction) error {
 func (l *secondOrder) MarshalBinary() ([]byte, error) {
 	e := l.header()
 	e.u64(l.version)
+	e.rng(&l.src)
 	l.r.encode(e)
 	return e.b, nil
 }
@@ -267,17 +305,109 @@ func (l *secondOrder) UnmarshalBinary(data []byte) error {
 	if err != nil {
 		return err
 	}
-	version := d.u64()
+	version, src := d.u64(), d.rng()
 	r := l.r.decode(d)
 	if err := d.end(); err != nil {
 		return err
 	}
-	l.version, l.r = version, r
+	l.version, l.src, l.r = version, src, r
 	return nil
 }
 
-// pHat is the shrunk second-order margin p̂ = w·x/(1+s) and its parts.
-func (r *rls) pHat(x Vector) (p, wx float64) {
-	wx = dot(r.w, x)
-	return wx / (1 + r.quad(x)), wx
+// BBQParams configures `bbq` and `bbq-i` (ALGORITHMS §5.4).
+type BBQParams struct {
+	Kappa float64 `json:"kappa" doc:"κ ∈ [0,1]: query when r = xᵀ(A+xxᵀ)⁻¹x exceeds ρ·t^−κ; larger κ queries more"`
+	A     float64 `json:"a" doc:"ridge a > 0: A starts at a·I"`
+	Rho   float64 `json:"rho" doc:"threshold factor ρ ≥ 0 (DOGMA uses 0.5; 0 queries every round with x ≠ 0)"`
+}
+
+// bbq is Bound-on-Bias Query (Cesa-Bianchi, Gentile, Orabona 2009): a
+// deterministic sampler that asks for a label while the RLS estimate is still
+// uncertain in x's direction. BBQ-I (seed 004) updates only on queried
+// mistakes, so it keeps querying and adapts better after a drift.
+type bbq struct {
+	meta
+	onlyMistakes bool
+	kappa, rho   float64
+	r            rls
+	t            int // rounds decided so far
+	version      uint64
+}
+
+func newBBQ(p *BBQParams, cfg Config) (Learner, error)  { return newBBQVariant("bbq", false, p, cfg) }
+func newBBQI(p *BBQParams, cfg Config) (Learner, error) { return newBBQVariant("bbq-i", true, p, cfg) }
+
+func newBBQVariant(name string, onlyMistakes bool, p *BBQParams, cfg Config) (Learner, error) {
+	m, err := newMeta(name, cfg, p)
+	if err != nil {
+		return nil, err
+	}
+	if !(p.Kappa >= 0 && p.Kappa <= 1) {
+		return nil, paramError(name, "kappa", p.Kappa, "must be in [0, 1]")
+	}
+	if err := checkRidge(name, "a", p.A); err != nil {
+		return nil, err
+	}
+	if !(p.Rho >= 0) || !finite(p.Rho) {
+		return nil, paramError(name, "rho", p.Rho, "must be finite and ≥ 0")
+	}
+	return &bbq{meta: m, onlyMistakes: onlyMistakes, kappa: p.Kappa, rho: p.Rho, r: newRLS(cfg.Dim, p.A, 0, false), version: 1}, nil
+}
+
+func (l *bbq) Predict(x Vector) (Prediction, error) {
+	if err := checkDim(x, l.dim); err != nil {
+		return Prediction{}, err
+	}
+	wx := dot(l.r.w, x)
+	v := l.r.quad(x)
+	if err := checkMargin(wx + v); err != nil {
+		return Prediction{}, err
+	}
+	p := labelPrediction(wx, l.version)
+	p.QueryProb = 0
+	if v/(1+v) > l.rho*math.Pow(float64(l.t+1), -l.kappa) {
+		p.QueryProb = 1
+	}
+	return p, nil
+}
+
+// Decide advances the round counter t and queries deterministically.
+func (l *bbq) Decide(p Prediction) Prediction {
+	l.t++
+	p.Query = p.QueryProb == 1
+	return p
+}
+
+func (l *bbq) Learn(x Vector, y int, p Prediction) error {
+	m, err := linearMargin(x, y, p, l.dim, l.version, func() float64 { return dot(l.r.w, x) })
+	if err != nil {
+		return err
+	}
+	if !l.onlyMistakes || float64(y)*m <= 0 {
+		l.r.update(x, y)
+		l.version++
+	}
+	return nil
+}
+
+func (l *bbq) MarshalBinary() ([]byte, error) {
+	e := l.header()
+	e.u64(l.version)
+	e.int(l.t)
+	l.r.encode(e)
+	return e.b, nil
+}
+
+func (l *bbq) UnmarshalBinary(data []byte) error {
+	d, err := l.open(data)
+	if err != nil {
+		return err
+	}
+	version, t := d.u64(), d.int()
+	r := l.r.decode(d)
+	if err := d.end(); err != nil {
+		return err
+	}
+	l.version, l.t, l.r = version, t, r
+	return nil
 }

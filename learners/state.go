@@ -42,6 +42,20 @@ func rngFor(seed uint64, key string) rand.PCG {
 	return *rand.NewPCG(splitmix(seed), splitmix(h.Sum64()^splitmix(seed+0x9e3779b97f4a7c15)))
 }
 
+// randSource is a learner's random stream: the PCG state, which snapshots
+// carry, and the generator drawing from it. It lives inside a heap-allocated
+// learner and is never copied, so rng keeps pointing at src.
+type randSource struct {
+	src rand.PCG
+	rng *rand.Rand
+}
+
+// seed starts the stream of (cfg.Seed, cfg.Key).
+func (r *randSource) seed(cfg Config) {
+	r.src = rngFor(cfg.Seed, cfg.Key)
+	r.rng = rand.New(&r.src)
+}
+
 func splitmix(z uint64) uint64 {
 	z += 0x9e3779b97f4a7c15
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
@@ -304,17 +318,17 @@ func (d *decoder) vec(dim int) Vector {
 	return x
 }
 
-func (d *decoder) rng(r *rand.PCG) {
+// rng reads a PCG state written by encoder.rng.
+func (d *decoder) rng() rand.PCG {
+	var r rand.PCG
 	b := d.bytes()
 	if d.err != nil {
-		return
+		return r
 	}
-	var tmp rand.PCG
-	if err := tmp.UnmarshalBinary(b); err != nil {
+	if err := r.UnmarshalBinary(b); err != nil {
 		d.err = fmt.Errorf("rng state: %v: %w", err, ErrSnapshot)
-		return
 	}
-	*r = tmp
+	return r
 }
 
 // end fails unless the whole snapshot was consumed.

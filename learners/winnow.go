@@ -43,9 +43,13 @@ func winnowSum(w []float64, x Vector, boolean bool) (float64, error) {
 // x = 1 multiplies or divides by α exactly, so that learners agree bit for bit
 // on Boolean inputs.
 func multiplicative(w []float64, x Vector, alpha, lnAlpha float64, promote bool, floor float64) {
-	step := func(i int, v float64) {
+	for k, v := range x.val {
 		if v == 0 {
-			return
+			continue
+		}
+		i := k
+		if x.idx != nil {
+			i = int(x.idx[k])
 		}
 		switch {
 		case promote && v == 1:
@@ -57,15 +61,6 @@ func multiplicative(w []float64, x Vector, alpha, lnAlpha float64, promote bool,
 		default:
 			w[i] = math.Max(floor, w[i]*math.Exp(-v*lnAlpha))
 		}
-	}
-	if x.idx == nil {
-		for i, v := range x.val {
-			step(i, v)
-		}
-		return
-	}
-	for k, i := range x.idx {
-		step(int(i), x.val[k])
 	}
 }
 
@@ -132,15 +127,8 @@ func (l *winnow2) Predict(x Vector) (Prediction, error) {
 }
 
 func (l *winnow2) Learn(x Vector, y int, p Prediction) error {
-	if p.stamp != l.version {
-		var err error
-		if p, err = l.Predict(x); err != nil {
-			return err
-		}
-	} else if err := checkDim(x, l.dim); err != nil {
-		return err
-	}
-	if err := checkLabel(y); err != nil {
+	p, err := current(l, l.version, x, y, p)
+	if err != nil {
 		return err
 	}
 	if p.Label == y {
@@ -206,10 +194,10 @@ type trackingWinnow struct {
 	m                   float64
 	heavyOnly           bool
 	w                   []float64
-	src                 rand.PCG
-	promotions          int
-	demotions           int
-	version             uint64
+	randSource
+	promotions int
+	demotions  int
+	version    uint64
 }
 
 func newTrackingWinnow(p *TrackingWinnowParams, cfg Config) (Learner, error) {
@@ -256,8 +244,10 @@ func newTrackingWinnow(p *TrackingWinnowParams, cfg Config) (Learner, error) {
 	for i := range w {
 		w[i] = winit
 	}
-	return &trackingWinnow{meta: mt, alpha: alpha, lnAlpha: math.Log(alpha), eps: eps, transform: p.Transform,
-		m: p.M, heavyOnly: p.TransformOnlyHeavy, w: w, src: rngFor(cfg.Seed, cfg.Key), version: 1}, nil
+	l := &trackingWinnow{meta: mt, alpha: alpha, lnAlpha: math.Log(alpha), eps: eps, transform: p.Transform,
+		m: p.M, heavyOnly: p.TransformOnlyHeavy, w: w, version: 1}
+	l.seed(cfg)
+	return l, nil
 }
 
 // transformed applies the instance transformation to x, drawing transformation-2
@@ -298,8 +288,11 @@ func (l *trackingWinnow) Predict(x Vector) (Prediction, error) {
 	if err := checkDim(x, l.dim); err != nil {
 		return Prediction{}, err
 	}
-	src := l.src // transformation 2 draws from a copy: Predict changes nothing
-	xh, draws := l.transformed(x, &src)
+	xh, draws := x, 0
+	if l.transform != 0 {
+		src := l.src // transformation 2 draws from a copy: Predict changes nothing
+		xh, draws = l.transformed(x, &src)
+	}
 	r, err := winnowSum(l.w, xh, false)
 	if err != nil {
 		return Prediction{}, err
@@ -311,31 +304,26 @@ func (l *trackingWinnow) Predict(x Vector) (Prediction, error) {
 
 // Decide consumes the transformation-2 draws the prediction used.
 func (l *trackingWinnow) Decide(p Prediction) Prediction {
-	r := rand.New(&l.src)
 	for i := 0; i < p.draws; i++ {
-		r.Float64()
+		l.rng.Float64()
 	}
 	p.Query = true
 	return p
 }
 
 func (l *trackingWinnow) Learn(x Vector, y int, p Prediction) error {
-	if p.stamp != l.version {
-		var err error
-		if p, err = l.Predict(x); err != nil {
-			return err
-		}
-	} else if err := checkDim(x, l.dim); err != nil {
-		return err
-	}
-	if err := checkLabel(y); err != nil {
+	p, err := current(l, l.version, x, y, p)
+	if err != nil {
 		return err
 	}
 	if p.Label == y {
 		return nil
 	}
-	src := p.rng0 // the same x̂ the prediction saw
-	xh, _ := l.transformed(x, &src)
+	xh := x
+	if l.transform != 0 {
+		src := p.rng0 // the same x̂ the prediction saw
+		xh, _ = l.transformed(x, &src)
+	}
 	multiplicative(l.w, xh, l.alpha, l.lnAlpha, y > 0, l.eps)
 	if y > 0 {
 		l.promotions++
@@ -361,9 +349,7 @@ func (l *trackingWinnow) UnmarshalBinary(data []byte) error {
 	if err != nil {
 		return err
 	}
-	version, pr, de := d.u64(), d.int(), d.int()
-	var src rand.PCG
-	d.rng(&src)
+	version, pr, de, src := d.u64(), d.int(), d.int(), d.rng()
 	w := d.f64s(l.dim)
 	if err := d.end(); err != nil {
 		return err
@@ -392,9 +378,8 @@ type swin struct {
 	thetaDet           float64
 	randomized         bool
 	w                  []float64
-	src                rand.PCG
-	rng                *rand.Rand
-	version            uint64
+	randSource
+	version uint64
 }
 
 func newSwin(p *SwinParams, cfg Config) (Learner, error) {
@@ -422,8 +407,8 @@ func newSwin(p *SwinParams, cfg Config) (Learner, error) {
 		w[i] = w0
 	}
 	l := &swin{meta: m, alpha: p.Alpha, beta: p.Beta, floor: p.Beta / n, lnAlpha: math.Log(p.Alpha), ell: ell,
-		thetaDet: SwinThetaDet(p.Alpha, p.Beta), randomized: p.Randomized, w: w, src: rngFor(cfg.Seed, cfg.Key), version: 1}
-	l.rng = rand.New(&l.src)
+		thetaDet: SwinThetaDet(p.Alpha, p.Beta), randomized: p.Randomized, w: w, version: 1}
+	l.seed(cfg)
 	return l, nil
 }
 
@@ -483,15 +468,8 @@ func (l *swin) Decide(p Prediction) Prediction {
 }
 
 func (l *swin) Learn(x Vector, y int, p Prediction) error {
-	if p.stamp != l.version {
-		var err error
-		if p, err = l.Predict(x); err != nil {
-			return err
-		}
-	} else if err := checkDim(x, l.dim); err != nil {
-		return err
-	}
-	if err := checkLabel(y); err != nil {
+	p, err := current(l, l.version, x, y, p)
+	if err != nil {
 		return err
 	}
 	// Update whenever the mistake probability is nonzero, independent of the draw.
@@ -515,9 +493,7 @@ func (l *swin) UnmarshalBinary(data []byte) error {
 	if err != nil {
 		return err
 	}
-	version := d.u64()
-	var src rand.PCG
-	d.rng(&src)
+	version, src := d.u64(), d.rng()
 	w := d.f64s(l.dim)
 	if err := d.end(); err != nil {
 		return err

@@ -1,0 +1,65 @@
+// Command consumer is the driftstream service and its tools. Subcommands:
+//
+//	learners [-json]   print the learner catalog (names, parameters, defaults, papers)
+//
+// Exit codes: 0 ok, 2 bad usage or configuration (the message says what and
+// how to fix it), 1 runtime error.
+package main
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"slices"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// Exit codes shared by every subcommand.
+const (
+	exitOK    = 0
+	exitError = 1
+	exitUsage = 2
+)
+
+// command is one subcommand: its one-line help and its entry point.
+type command struct {
+	help string
+	run  func(args []string, stdout, stderr io.Writer) int
+}
+
+func commands() map[string]command {
+	return map[string]command{
+		"learners": {"print the learner catalog as a table (-json: as JSON)", runLearners},
+	}
+}
+
+// run dispatches to a subcommand and returns the process exit code.
+func run(args []string, stdout, stderr io.Writer) int {
+	cmds := commands()
+	if len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help" {
+		usage(stderr, cmds)
+		if len(args) == 0 {
+			return exitUsage
+		}
+		return exitOK
+	}
+	c, ok := cmds[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "consumer: unknown subcommand %q\n", args[0])
+		usage(stderr, cmds)
+		return exitUsage
+	}
+	return c.run(args[1:], stdout, stderr)
+}
+
+func usage(w io.Writer, cmds map[string]command) {
+	fmt.Fprintf(w, "usage: consumer <subcommand> [flags]\n\nsubcommands:\n")
+	for _, n := range slices.Sorted(maps.Keys(cmds)) {
+		fmt.Fprintf(w, "  %-10s %s\n", n, cmds[n].help)
+	}
+	fmt.Fprintf(w, "\nRun 'consumer <subcommand> -h' for its flags.\n")
+}
