@@ -64,13 +64,6 @@ func multiplicative(w []float64, x Vector, alpha, lnAlpha float64, promote bool,
 	}
 }
 
-// thresholdPrediction is the prediction of a deterministic threshold learner:
-// label 1 iff r ≥ θ, score r − θ.
-func thresholdPrediction(r, theta float64, stamp uint64) Prediction {
-	p := labelPrediction(r-theta, stamp)
-	return p
-}
-
 // Winnow2Params configures `winnow2` (ALGORITHMS §4.1).
 type Winnow2Params struct {
 	Alpha        float64  `json:"alpha" doc:"promotion factor α > 1"`
@@ -123,7 +116,7 @@ func (l *winnow2) Predict(x Vector) (Prediction, error) {
 	if err != nil {
 		return Prediction{}, err
 	}
-	return thresholdPrediction(r, l.theta, l.version), checkMargin(r)
+	return labelPrediction(r-l.theta, l.version), checkMargin(r)
 }
 
 func (l *winnow2) Learn(x Vector, y int, p Prediction) error {
@@ -297,7 +290,7 @@ func (l *trackingWinnow) Predict(x Vector) (Prediction, error) {
 	if err != nil {
 		return Prediction{}, err
 	}
-	p := thresholdPrediction(r, 1, l.version)
+	p := labelPrediction(r-1, l.version)
 	p.rng0, p.draws = l.src, draws
 	return p, checkMargin(r)
 }
