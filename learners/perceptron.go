@@ -129,7 +129,7 @@ func newModifiedPerceptron(p *ModifiedPerceptronParams, cfg Config) (Learner, er
 	if p.RenormalizeEvery < 0 {
 		return nil, paramError(m.name, "renormalize_every", p.RenormalizeEvery, "must be ≥ 0")
 	}
-	l := &modifiedPerceptron{meta: m, w: newScaledVec(cfg.Dim, true), renormEach: p.RenormalizeEvery, version: 1}
+	l := &modifiedPerceptron{meta: m, w: newScaledVec(cfg.Dim, false), renormEach: p.RenormalizeEvery, version: 1}
 	switch p.Init {
 	case "first-example":
 		if p.W0 != nil {
@@ -204,7 +204,12 @@ func (l *modifiedPerceptron) Learn(x Vector, y int, p Prediction) error {
 	if err := checkLabel(y); err != nil {
 		return err
 	}
-	m, norm := l.normalizedMargin(x)
+	var m, norm float64
+	if p.stamp == l.version { // fresh prediction: reuse its margin
+		m, norm = p.Score, math.Sqrt(x.SquaredNorm())
+	} else {
+		m, norm = l.normalizedMargin(x)
+	}
 	if err := checkMargin(m + norm); err != nil {
 		return err
 	}
@@ -213,7 +218,7 @@ func (l *modifiedPerceptron) Learn(x Vector, y int, p Prediction) error {
 	}
 	if !l.started {
 		l.w.reset()
-		l.w.add(float64(y)/norm, x) // w = y·x̂ (first-example start counts as an update)
+		l.w.addKnown(float64(y)/norm, x, 0, norm*norm) // w = y·x̂ (first-example start counts as an update)
 		l.started = true
 		l.version++
 		return nil
@@ -221,12 +226,14 @@ func (l *modifiedPerceptron) Learn(x Vector, y int, p Prediction) error {
 	if float64(y)*m > 0 {
 		return nil
 	}
-	l.w.add(-2*m/norm, x) // Householder reflection: w ← w − 2(w·x̂)x̂
+	// Householder reflection w ← w − 2(w·x̂)x̂, with ‖v‖² updated in O(1):
+	// v·x = (w·x)/s = m·‖x‖/s.
+	l.w.addKnown(-2*m/norm, x, m*norm/l.w.s, norm*norm)
 	l.version++
 	l.sinceNorm++
 	if l.renormEach > 0 && l.sinceNorm >= l.renormEach {
 		l.sinceNorm = 0
-		l.w.s = 1 / math.Sqrt(l.w.sqn) // ‖w‖ = s·‖v‖ = 1, O(1)
+		l.w.scale(1 / (l.w.s * math.Sqrt(l.w.sqn))) // ‖w‖ = s·‖v‖ = 1, O(1); folds periodically
 	}
 	return nil
 }

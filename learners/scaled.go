@@ -92,6 +92,19 @@ func (w *scaledVec) add(c float64, x Vector) {
 	}
 }
 
+// addKnown sets w ← w + c·x like add, but updates ‖v‖² in O(1) from
+// vx = v·x and xx = ‖x‖², which the caller already has:
+// ‖v + c'x‖² = ‖v‖² + 2c'(v·x) + c'²‖x‖². Rounding drift in the tracked norm
+// is removed at every fold.
+func (w *scaledVec) addKnown(c float64, x Vector, vx, xx float64) {
+	c /= w.s
+	axpy(w.v, c, x)
+	w.sqn += 2*c*vx + c*c*xx
+	if w.lazy {
+		w.markDirty(x)
+	}
+}
+
 // scale sets w ← f·w in O(1); f = 0 clears w (O(d), the only way to reach 0).
 func (w *scaledVec) scale(f float64) {
 	if f == 0 {

@@ -7,35 +7,23 @@ import (
 )
 
 // winnowSum returns r = Σ wᵢxᵢ, checking that x ∈ [0,1]ⁿ (boolean: {0,1}ⁿ),
-// the domain of the multiplicative learners.
+// the domain of the multiplicative learners. The check is a separate tight
+// loop so that the sum can use the vectorized dot product.
 func winnowSum(w []float64, x Vector, boolean bool) (float64, error) {
-	r := 0.0
-	check := func(i int, v float64) error {
-		if boolean && v != 0 && v != 1 {
-			return fmt.Errorf("x[%d] = %v: this learner needs Boolean inputs (0 or 1): %w", i, v, ErrDomain)
-		}
-		if !(v >= 0 && v <= 1) {
-			return fmt.Errorf("x[%d] = %v: this learner needs inputs in [0,1] (use complemented attributes 1−x for negative weights): %w", i, v, ErrDomain)
-		}
-		return nil
-	}
-	if x.idx == nil {
-		for i, v := range x.val {
-			if v < 0 || v > 1 || (boolean && v != 0 && v != 1) || v != v {
-				return 0, check(i, v)
+	for k, v := range x.val {
+		// On [0,1], v(1−v) = 0 iff v ∈ {0,1}: one predictable branch instead of two random ones.
+		if !(v >= 0 && v <= 1) || (boolean && v*(1-v) != 0) {
+			i := k
+			if x.idx != nil {
+				i = int(x.idx[k])
 			}
-			r += w[i] * v
+			if boolean {
+				return 0, fmt.Errorf("x[%d] = %v: this learner needs Boolean inputs (0 or 1): %w", i, v, ErrDomain)
+			}
+			return 0, fmt.Errorf("x[%d] = %v: this learner needs inputs in [0,1] (use complemented attributes 1−x for negative weights): %w", i, v, ErrDomain)
 		}
-		return r, nil
 	}
-	for k, i := range x.idx {
-		v := x.val[k]
-		if v < 0 || v > 1 || (boolean && v != 0 && v != 1) || v != v {
-			return 0, check(int(i), v)
-		}
-		r += w[i] * v
-	}
-	return r, nil
+	return dot(w, x), nil
 }
 
 // multiplicative applies wᵢ ← wᵢ·α^{±xᵢ} to the active attributes, with
@@ -51,16 +39,21 @@ func multiplicative(w []float64, x Vector, alpha, lnAlpha float64, promote bool,
 		if x.idx != nil {
 			i = int(x.idx[k])
 		}
+		var nw float64
 		switch {
 		case promote && v == 1:
-			w[i] *= alpha
+			nw = w[i] * alpha
 		case promote:
-			w[i] *= math.Exp(v * lnAlpha)
+			nw = w[i] * math.Exp(v*lnAlpha)
 		case v == 1:
-			w[i] = math.Max(floor, w[i]/alpha)
+			nw = w[i] / alpha
 		default:
-			w[i] = math.Max(floor, w[i]*math.Exp(-v*lnAlpha))
+			nw = w[i] * math.Exp(-v*lnAlpha)
 		}
+		if nw < floor { // weights are finite and positive: no NaN case, unlike math.Max
+			nw = floor
+		}
+		w[i] = nw
 	}
 }
 
