@@ -1,0 +1,35 @@
+// Package streams holds driftstream's stream sources: deterministic seeded
+// generators of drifting concepts (ALGORITHMS.md §7) and, later, readers for
+// CSV, JSONL and ARFF files. Every source implements Source, which the
+// backtest and the Kafka pipeline both consume.
+package streams
+
+import (
+	"context"
+	"time"
+
+	"github.com/driftstream/driftstream/learners"
+)
+
+// Example is one event of a stream: an input with an optional label.
+type Example struct {
+	// ID identifies the event within its key; generators number events from 0.
+	ID string
+	// Key is the entity the event belongs to ("" for single-entity streams).
+	Key string
+	// Time is the event time; zero when the source has none.
+	Time time.Time
+	// X is the input.
+	X learners.Vector
+	// Label is −1 or +1, or 0 for an unlabeled event.
+	Label int
+}
+
+// Source yields examples in stream order. Next returns io.EOF after the last
+// example; it respects ctx cancellation.
+type Source interface {
+	// Dim is the dimension of every X the source yields.
+	Dim() int
+	// Next returns the next example.
+	Next(ctx context.Context) (Example, error)
+}
