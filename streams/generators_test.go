@@ -10,6 +10,28 @@ import (
 	"testing"
 )
 
+// errEOF is io.EOF under a name the table tests can compare against.
+var errEOF = io.EOF
+
+// drainAny reads a source to its end without assuming labels are present.
+func drainAny(t *testing.T, src Source) []Example {
+	t.Helper()
+	var out []Example
+	for {
+		ex, err := src.Next(context.Background())
+		if errors.Is(err, io.EOF) {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ex.X.Dim() != src.Dim() {
+			t.Fatalf("example dimension %d, source says %d", ex.X.Dim(), src.Dim())
+		}
+		out = append(out, ex)
+	}
+}
+
 func drain(t *testing.T, src Source) []Example {
 	t.Helper()
 	var out []Example
