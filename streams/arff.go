@@ -155,11 +155,11 @@ func (s *arffSource) layout() error {
 	}
 	var err error
 	if s.labelCol, err = column(s.opts.Label, names, len(s.attrs)); err != nil {
-		return fmt.Errorf("%s: label attribute: %w", s.path, err)
+		return fmt.Errorf("%s: label attribute: %v: %w", s.path, err, ErrOption)
 	}
 	if s.labelCol >= 0 {
 		if a := s.attrs[s.labelCol]; a.values != nil && s.opts.Labels.Positive != "" && !contains(a.values, s.opts.Labels.Positive) {
-			return fmt.Errorf("%s: positive label %q is not a value of %s {%s}", s.path, s.opts.Labels.Positive, a.name, strings.Join(a.values, ","))
+			return fmt.Errorf("%s: positive label %q is not a value of %s {%s}: %w", s.path, s.opts.Labels.Positive, a.name, strings.Join(a.values, ","), ErrOption)
 		}
 	}
 	for i := range s.attrs {

@@ -57,7 +57,7 @@ func OpenCSV(path string, opts CSVOptions) (Source, error) {
 		}
 	}
 	if opts.Label != "" && opts.LabelFile != "" {
-		return nil, fmt.Errorf("%s: both a label column and a label file given; choose one", path)
+		return nil, fmt.Errorf("%s: both a label column and a label file given; choose one: %w", path, ErrOption)
 	}
 	rc, err := openData(path)
 	if err != nil {
@@ -89,11 +89,11 @@ func OpenCSV(path string, opts CSVOptions) (Source, error) {
 	}
 	if s.labelCol, err = column(opts.Label, header, ncol); err != nil {
 		rc.Close()
-		return nil, fmt.Errorf("%s: label column: %w", path, err)
+		return nil, fmt.Errorf("%s: label column: %v: %w", path, err, ErrOption)
 	}
 	if s.keyCol, err = column(opts.Key, header, ncol); err != nil {
 		rc.Close()
-		return nil, fmt.Errorf("%s: key column: %w", path, err)
+		return nil, fmt.Errorf("%s: key column: %v: %w", path, err, ErrOption)
 	}
 	s.dim = ncol
 	for _, c := range []int{s.labelCol, s.keyCol} {

@@ -15,6 +15,10 @@ import (
 // ErrFormat reports malformed input data; the message names file, line and column.
 var ErrFormat = errors.New("malformed input")
 
+// ErrOption reports reader options that cannot work: no positive label value,
+// a label column that does not exist, conflicting options.
+var ErrOption = errors.New("invalid reader option")
+
 // openData opens path for reading, decompressing gzip transparently (detected
 // by its magic bytes, so a .gz suffix is not required).
 func openData(path string) (io.ReadCloser, error) {
@@ -74,7 +78,7 @@ func (m LabelMap) label(raw string) (int, error) {
 
 func (m LabelMap) check() error {
 	if m.Positive == "" {
-		return errors.New("no positive label value: say which value is +1 (for example -positive UP or -positive 1)")
+		return fmt.Errorf("no positive label value: say which value is +1 (for example -positive UP or -positive 1): %w", ErrOption)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 // Command consumer is the driftstream service and its tools. Subcommands:
 //
 //	learners [-json]   print the learner catalog (names, parameters, defaults, papers)
+//	backtest ...       replay a file or generator through learners; summary, curves, plot
 //
 // Exit codes: 0 ok, 2 bad usage or configuration (the message says what and
 // how to fix it), 1 runtime error.
@@ -34,6 +35,7 @@ type command struct {
 func commands() map[string]command {
 	return map[string]command{
 		"learners": {"print the learner catalog as a table (-json: as JSON)", runLearners},
+		"backtest": {"replay a file or generator through learners and write a report", runBacktest},
 	}
 }
 

@@ -1,0 +1,189 @@
+// Package backtest replays a stream through learners prequentially (predict,
+// count the mistake, then learn) and reports accuracy, mistakes, label queries
+// and speed per learner, with curves over time and confidence intervals over
+// repeated seeds. It is the engine of `consumer backtest`.
+package backtest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"time"
+
+	"github.com/driftstream/driftstream/learners"
+	"github.com/driftstream/driftstream/streams"
+	"gonum.org/v1/gonum/stat"
+	"gonum.org/v1/gonum/stat/distuv"
+)
+
+// Spec names one learner to evaluate, with its JSON parameters.
+type Spec struct {
+	Name   string          `json:"name"`
+	Params json.RawMessage `json:"params,omitempty"`
+	// Label distinguishes two specs of the same learner in reports; defaults to Name.
+	Label string `json:"label,omitempty"`
+}
+
+// Options configures a run.
+type Options struct {
+	// Window is the number of recent labeled events in windowed accuracy.
+	Window int
+	// Points is the number of samples per curve (0: 500).
+	Points int
+	// Progress, when set, receives a line per learner run and periodic progress.
+	Progress io.Writer
+}
+
+// Run is one learner's pass over one stream.
+type Run struct {
+	Events   int     // events seen
+	Labeled  int     // events with a label (the ones scored)
+	Mistakes int     // mistakes on labeled events
+	Expected float64 // expected mistakes (randomized predictions)
+	Queries  int     // rounds on which the learner asked for the label
+	Seconds  float64
+	// Curve samples cumulative mistakes and windowed accuracy over time.
+	Curve []Point
+}
+
+// Point is one sample of a learning curve.
+type Point struct {
+	Event          int     `json:"event"`
+	CumMistakes    int     `json:"cumulative_mistakes"`
+	WindowAccuracy float64 `json:"window_accuracy"`
+}
+
+// Accuracy is the share of labeled events predicted right.
+func (r Run) Accuracy() float64 {
+	if r.Labeled == 0 {
+		return math.NaN()
+	}
+	return 1 - float64(r.Mistakes)/float64(r.Labeled)
+}
+
+// QueryRate is the share of events whose label the learner asked for.
+func (r Run) QueryRate() float64 {
+	if r.Events == 0 {
+		return math.NaN()
+	}
+	return float64(r.Queries) / float64(r.Events)
+}
+
+// Load reads a whole source into memory, so that every learner and every
+// calibration pass sees exactly the same events.
+func Load(ctx context.Context, src streams.Source) ([]streams.Example, error) {
+	var out []streams.Example
+	for {
+		ex, err := src.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ex)
+	}
+}
+
+// Evaluate runs one learner prequentially over events: predict and decide
+// every event; score labeled events; teach the learner the labels it asks for.
+func Evaluate(ctx context.Context, spec Spec, events []streams.Example, dim int, seed uint64, opts Options) (Run, error) {
+	l, err := learners.New(spec.Name, spec.Params, learners.Config{Dim: dim, Seed: seed})
+	if err != nil {
+		return Run{}, err
+	}
+	window := opts.Window
+	if window <= 0 {
+		window = 500
+	}
+	points := opts.Points
+	if points <= 0 {
+		points = 500
+	}
+	every := max(1, len(events)/points)
+	recent := make([]bool, window) // ring of correct/incorrect
+	inWindow, wrongInWindow := 0, 0
+	var run Run
+	start := time.Now()
+	lastReport := start
+	for i, ex := range events {
+		if i%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return Run{}, err
+			}
+			if opts.Progress != nil && time.Since(lastReport) > 2*time.Second {
+				lastReport = time.Now()
+				fmt.Fprintf(opts.Progress, "  %s: %d/%d events (%.0f%%)\n", spec.label(), i, len(events), 100*float64(i)/float64(len(events)))
+			}
+		}
+		p, err := l.Predict(ex.X)
+		if err != nil {
+			return Run{}, fmt.Errorf("%s: event %s: %w", spec.label(), ex.ID, err)
+		}
+		p = l.Decide(p)
+		run.Events++
+		if p.Query {
+			run.Queries++
+		}
+		if ex.Label == 0 {
+			continue
+		}
+		run.Labeled++
+		wrong := p.Label != ex.Label
+		run.Expected += p.ExpectedMistake(ex.Label)
+		if wrong {
+			run.Mistakes++
+		}
+		slot := (run.Labeled - 1) % window
+		if inWindow == window {
+			if recent[slot] {
+				wrongInWindow--
+			}
+		} else {
+			inWindow++
+		}
+		recent[slot] = wrong
+		if wrong {
+			wrongInWindow++
+		}
+		if p.Query {
+			if err := l.Learn(ex.X, ex.Label, p); err != nil {
+				return Run{}, fmt.Errorf("%s: event %s: %w", spec.label(), ex.ID, err)
+			}
+		}
+		if i%every == 0 || i == len(events)-1 {
+			run.Curve = append(run.Curve, Point{Event: i + 1, CumMistakes: run.Mistakes, WindowAccuracy: 1 - float64(wrongInWindow)/float64(inWindow)})
+		}
+	}
+	run.Seconds = time.Since(start).Seconds()
+	return run, nil
+}
+
+func (s Spec) label() string {
+	if s.Label != "" {
+		return s.Label
+	}
+	return s.Name
+}
+
+// Interval is a mean with a 95% confidence interval (Student t over repeats).
+type Interval struct {
+	Mean float64 `json:"mean"`
+	Lo   float64 `json:"ci95_lo"`
+	Hi   float64 `json:"ci95_hi"`
+}
+
+// meanCI returns the mean of xs and its 95% Student-t interval (a point
+// interval for a single value).
+func meanCI(xs []float64) Interval {
+	m := stat.Mean(xs, nil)
+	if len(xs) < 2 {
+		return Interval{m, m, m}
+	}
+	se := stat.StdDev(xs, nil) / math.Sqrt(float64(len(xs)))
+	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(len(xs) - 1)}.Quantile(0.975)
+	return Interval{m, m - t*se, m + t*se}
+}

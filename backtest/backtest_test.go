@@ -1,0 +1,157 @@
+package backtest
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/driftstream/driftstream/learners"
+	"github.com/driftstream/driftstream/streams"
+)
+
+func synthEvents(t *testing.T, spec string, seed uint64) ([]streams.Example, int) {
+	t.Helper()
+	src, err := streams.OpenSynth(spec, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, err := Load(context.Background(), src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ev, src.Dim()
+}
+
+// Evaluate's counts agree with a hand-rolled prequential loop.
+func TestEvaluateMatchesManualLoop(t *testing.T) {
+	ev, dim := synthEvents(t, "synth:switching-gaussian?T=3000&d=8&period=500", 1)
+	ev[10].Label = 0 // one unlabeled event: predicted, not scored, not learned
+	run, err := Evaluate(context.Background(), Spec{Name: "lasec-ss", Params: json.RawMessage(`{"a":0.05}`)}, ev, dim, 3, Options{Window: 100, Points: 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, _ := learners.New("lasec-ss", json.RawMessage(`{"a":0.05}`), learners.Config{Dim: dim, Seed: 3})
+	mistakes, queries, labeled := 0, 0, 0
+	var lastWindow []bool
+	for _, ex := range ev {
+		p, _ := l.Predict(ex.X)
+		p = l.Decide(p)
+		if p.Query {
+			queries++
+		}
+		if ex.Label == 0 {
+			continue
+		}
+		labeled++
+		if p.Label != ex.Label {
+			mistakes++
+		}
+		lastWindow = append(lastWindow, p.Label != ex.Label)
+		if p.Query {
+			l.Learn(ex.X, ex.Label, p)
+		}
+	}
+	if run.Mistakes != mistakes || run.Queries != queries || run.Labeled != labeled || run.Events != len(ev) {
+		t.Fatalf("run %+v, manual mistakes %d queries %d labeled %d", run, mistakes, queries, labeled)
+	}
+	wrong := 0
+	for _, w := range lastWindow[len(lastWindow)-100:] {
+		if w {
+			wrong++
+		}
+	}
+	last := run.Curve[len(run.Curve)-1]
+	if last.Event != len(ev) || last.CumMistakes != mistakes || math.Abs(last.WindowAccuracy-(1-float64(wrong)/100)) > 1e-12 {
+		t.Fatalf("last curve point %+v, want window accuracy %v", last, 1-float64(wrong)/100)
+	}
+	if len(run.Curve) < 30 || len(run.Curve) > 32 {
+		t.Fatalf("%d curve points, want about 30", len(run.Curve))
+	}
+}
+
+func TestCalibrateReachesTargetRate(t *testing.T) {
+	ev, dim := synthEvents(t, "synth:switching-gaussian?T=4000&d=10&period=500", 2)
+	for _, name := range []string{"perceptron-ss", "sop-ss", "lasec-ss", "bbq-i"} {
+		for _, target := range []float64{0.1, 0.4} {
+			s, err := Calibrate(context.Background(), Spec{Name: name}, ev, dim, 1, target)
+			if err != nil {
+				t.Fatal(err)
+			}
+			run, _ := Evaluate(context.Background(), s, ev, dim, 1, Options{})
+			if math.Abs(run.QueryRate()-target) > 0.02 {
+				t.Errorf("%s at target %v: query rate %v with %s", name, target, run.QueryRate(), s.Params)
+			}
+		}
+	}
+	// Learners without a query rule pass through unchanged.
+	s, _ := Calibrate(context.Background(), Spec{Name: "lasec"}, ev, dim, 1, 0.2)
+	if s.Params != nil {
+		t.Fatalf("lasec got params %s", s.Params)
+	}
+}
+
+func TestMeanCI(t *testing.T) {
+	ci := meanCI([]float64{1, 2, 3, 4})
+	// mean 2.5, sd 1.29099, se 0.645497, t(3, .975) = 3.182446
+	if math.Abs(ci.Mean-2.5) > 1e-12 || math.Abs(ci.Hi-(2.5+3.182446*0.645497)) > 1e-5 {
+		t.Fatalf("%+v", ci)
+	}
+	if one := meanCI([]float64{0.7}); one.Lo != 0.7 || one.Hi != 0.7 {
+		t.Fatalf("%+v", one)
+	}
+}
+
+func TestCompareWritesReport(t *testing.T) {
+	data := func(ctx context.Context, r int) ([]streams.Example, int, error) {
+		src, err := streams.OpenSynth("synth:sea?T=2000&block=500", uint64(r)+1)
+		if err != nil {
+			return nil, 0, err
+		}
+		ev, err := Load(ctx, src)
+		return ev, src.Dim(), err
+	}
+	res, err := Compare(context.Background(), Config{Name: "sea", Data: data, Seed: 1, Repeats: 3,
+		Learners: []Spec{{Name: "perceptron"}, {Name: "lasec", Params: json.RawMessage(`{"c":10}`)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := WriteFiles(dir, res); err != nil {
+		t.Fatal(err)
+	}
+	if err := Plot(dir, res); err != nil {
+		t.Fatal(err)
+	}
+	var sum map[string]any
+	b, _ := os.ReadFile(filepath.Join(dir, "summary.json"))
+	if err := json.Unmarshal(b, &sum); err != nil {
+		t.Fatal(err)
+	}
+	if sum["events"].(float64) != 2000 || len(sum["learners"].([]any)) != 2 {
+		t.Fatalf("summary %s", b)
+	}
+	for _, l := range sum["learners"].([]any) {
+		for _, k := range []string{"name", "params", "mistakes", "accuracy", "queries", "query_rate", "events_per_sec", "accuracy_ci95"} {
+			if _, ok := l.(map[string]any)[k]; !ok {
+				t.Errorf("learner entry lacks %q", k)
+			}
+		}
+	}
+	ci := res.Summary.Learners[0].AccuracyCI
+	if !(ci.Lo < ci.Mean && ci.Mean < ci.Hi) {
+		t.Fatalf("3 repeats on re-drawn streams should give a non-degenerate interval: %+v", ci)
+	}
+	curve, _ := os.ReadFile(filepath.Join(dir, "curve.csv"))
+	if !strings.HasPrefix(string(curve), "learner,repeat,event,cumulative_mistakes,window_accuracy\n") || strings.Count(string(curve), "\n") < 2*3*100 {
+		t.Fatalf("curve.csv too short: %d lines", strings.Count(string(curve), "\n"))
+	}
+	for _, f := range []string{"accuracy.svg", "accuracy.png"} {
+		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() < 1000 {
+			t.Fatalf("%s: %v", f, err)
+		}
+	}
+}

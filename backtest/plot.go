@@ -1,0 +1,115 @@
+package backtest
+
+import (
+	"fmt"
+	"image/color"
+	"path/filepath"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+)
+
+// Plot writes accuracy.svg and accuracy.png into dir: windowed accuracy (top)
+// and cumulative mistakes (bottom) over time, one line per learner, the mean
+// over repeats with a shaded 95% band when there is more than one.
+func Plot(dir string, res Result) error {
+	top, err := panel(res, "windowed accuracy", func(p Point) float64 { return p.WindowAccuracy })
+	if err != nil {
+		return err
+	}
+	bottom, err := panel(res, "cumulative mistakes", func(p Point) float64 { return float64(p.CumMistakes) })
+	if err != nil {
+		return err
+	}
+	top.Title.Text = fmt.Sprintf("%s — %d events, %d repeat(s)", res.Summary.Data, res.Summary.Events, res.Summary.Repeats)
+	for _, ext := range []string{"svg", "png"} {
+		const w, h = 10 * vg.Inch, 8 * vg.Inch
+		c, err := draw.NewFormattedCanvas(w, h, ext)
+		if err != nil {
+			return err
+		}
+		tiles := draw.Tiles{Rows: 2, Cols: 1, PadTop: vg.Points(4), PadBottom: vg.Points(4), PadX: vg.Points(4), PadY: vg.Points(8)}
+		canvases := plot.Align([][]*plot.Plot{{top}, {bottom}}, tiles, draw.New(c))
+		top.Draw(canvases[0][0])
+		bottom.Draw(canvases[1][0])
+		if err := save(filepath.Join(dir, "accuracy."+ext), c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func panel(res Result, ylabel string, value func(Point) float64) (*plot.Plot, error) {
+	p := plot.New()
+	p.X.Label.Text = "event"
+	p.Y.Label.Text = ylabel
+	p.Legend.Top = true
+	p.Legend.Left = ylabel == "cumulative mistakes"
+	p.Add(plotter.NewGrid())
+	for i, ls := range res.Summary.Learners {
+		runs := res.Runs[i]
+		if len(runs) == 0 || len(runs[0].Curve) == 0 {
+			continue
+		}
+		n := len(runs[0].Curve)
+		mean := make(plotter.XYs, n)
+		lo, hi := make(plotter.XYs, n), make(plotter.XYs, n)
+		for k := 0; k < n; k++ {
+			vals := make([]float64, 0, len(runs))
+			for _, r := range runs {
+				if k < len(r.Curve) {
+					vals = append(vals, value(r.Curve[k]))
+				}
+			}
+			ci := meanCI(vals)
+			x := float64(runs[0].Curve[k].Event)
+			mean[k], lo[k], hi[k] = plotter.XY{X: x, Y: ci.Mean}, plotter.XY{X: x, Y: ci.Lo}, plotter.XY{X: x, Y: ci.Hi}
+		}
+		col := plotutil.Color(i)
+		if len(runs) > 1 {
+			band, err := plotter.NewPolygon(append(hi, reverse(lo)...))
+			if err != nil {
+				return nil, err
+			}
+			r, g, b, _ := col.RGBA()
+			band.Color = color.NRGBA{R: uint8(r >> 8), G: uint8(g >> 8), B: uint8(b >> 8), A: 50}
+			band.LineStyle.Width = 0
+			p.Add(band)
+		}
+		line, err := plotter.NewLine(mean)
+		if err != nil {
+			return nil, err
+		}
+		line.Color = col
+		line.Dashes = plotutil.Dashes(i / 7)
+		line.Width = vg.Points(1.2)
+		p.Add(line)
+		p.Legend.Add(ls.Name, line)
+	}
+	return p, nil
+}
+
+func reverse(xy plotter.XYs) plotter.XYs {
+	out := make(plotter.XYs, len(xy))
+	for i, v := range xy {
+		out[len(xy)-1-i] = v
+	}
+	return out
+}
+
+// save writes a formatted canvas to path.
+func save(path string, c vg.CanvasWriterTo) error {
+	f, err := createFile(path)
+	if err != nil {
+		return err
+	}
+	if _, err := c.WriteTo(f); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return f.Close()
+}
+

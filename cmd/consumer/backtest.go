@@ -1,0 +1,199 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/driftstream/driftstream/backtest"
+	"github.com/driftstream/driftstream/learners"
+	"github.com/driftstream/driftstream/streams"
+)
+
+// usageError marks errors that the user fixes by changing flags (exit 2).
+type usageError struct{ error }
+
+func (e usageError) Unwrap() error { return e.error }
+
+// runBacktest replays a file or generator through learners and writes the
+// report (DESIGN §5).
+func runBacktest(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("backtest", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	data := fs.String("data", "", "data: a CSV or ARFF file (.gz read transparently) or synth:NAME?k=v&... (see -list-generators)")
+	format := fs.String("format", "auto", "file format: auto (by extension: .csv/.txt → csv, .arff → arff), csv or arff")
+	label := fs.String("label", "", "label column: header name, 1-based index, first or last (required for labeled files)")
+	positive := fs.String("positive", "", "label value that means +1 (required with -label or -label-file)")
+	negative := fs.String("negative", "", "label value that means -1; when set, any other value is an error")
+	header := fs.Bool("header", false, "the CSV file's first row names the columns")
+	labelFile := fs.String("label-file", "", "labels one per line in a separate file, row for row")
+	names := fs.String("learners", "", "comma-separated learners to compare (see 'consumer learners')")
+	paramsFlag := fs.String("params", "", `JSON object of parameters per learner, e.g. {"lasec":{"c":50},"swin":{"randomized":true}}`)
+	seed := fs.Uint64("seed", 1, "seed: learners' RNG streams; generators draw stream seed+repeat")
+	repeats := fs.Int("repeats", 1, "repeat with seeds seed..seed+N-1 and report means with 95% confidence intervals")
+	target := fs.Float64("query-rate-target", 0, "calibrate each sampler's query parameter to this query rate (0 = off)")
+	window := fs.Int("window", 500, "window of labeled events for windowed accuracy")
+	out := fs.String("out", "", "output directory for summary.json, curve.csv, accuracy.svg and accuracy.png")
+	listGen := fs.Bool("list-generators", false, "list the built-in generators and their parameters, then exit")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if *listGen {
+		for _, g := range streams.Generators() {
+			fmt.Fprintf(stdout, "%s: %s\n", g.Name, g.Summary)
+			for _, p := range g.Params {
+				fmt.Fprintf(stdout, "  %-12s %-8s %s\n", p.Name, p.Default, p.Doc)
+			}
+		}
+		return exitOK
+	}
+	fail := func(err error) int {
+		fmt.Fprintf(stderr, "backtest: %v\n", err)
+		var ue usageError
+		if errors.As(err, &ue) || errors.Is(err, learners.ErrParam) || errors.Is(err, learners.ErrUnknownLearner) ||
+			errors.Is(err, streams.ErrParam) || errors.Is(err, streams.ErrUnknownGenerator) || errors.Is(err, streams.ErrOption) {
+			return exitUsage
+		}
+		return exitError
+	}
+	switch {
+	case fs.NArg() > 0:
+		return fail(usageError{fmt.Errorf("unexpected arguments %q", fs.Args())})
+	case *data == "":
+		return fail(usageError{errors.New("-data is required: a file or synth:NAME?k=v")})
+	case *names == "":
+		return fail(usageError{fmt.Errorf("-learners is required; valid: %s", strings.Join(learners.Names(), ", "))})
+	case *out == "":
+		return fail(usageError{errors.New("-out is required: the directory for the report")})
+	case *repeats < 1:
+		return fail(usageError{fmt.Errorf("-repeats %d: must be ≥ 1", *repeats)})
+	case *target < 0 || *target >= 1:
+		return fail(usageError{fmt.Errorf("-query-rate-target %v: must be in (0, 1), or 0 for off", *target)})
+	case *window < 1:
+		return fail(usageError{fmt.Errorf("-window %d: must be ≥ 1", *window)})
+	}
+	specs, err := learnerSpecs(*names, *paramsFlag)
+	if err != nil {
+		return fail(err)
+	}
+	src, err := dataSource(*data, *format, streams.CSVOptions{Header: *header, Label: *label, LabelFile: *labelFile,
+		Labels: streams.LabelMap{Positive: *positive, Negative: *negative}})
+	if err != nil {
+		return fail(err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	res, err := backtest.Compare(ctx, backtest.Config{Name: *data, Data: src, Learners: specs, Seed: *seed, Repeats: *repeats,
+		QueryRateTarget: *target, Options: backtest.Options{Window: *window, Progress: stderr}})
+	if err != nil {
+		return fail(err)
+	}
+	if err := backtest.WriteFiles(*out, res); err != nil {
+		return fail(err)
+	}
+	if err := backtest.Plot(*out, res); err != nil {
+		return fail(err)
+	}
+	for _, ls := range res.Summary.Learners {
+		fmt.Fprintf(stdout, "%-22s accuracy %.4f [%.4f, %.4f]  mistakes %.1f  query rate %.3f  %.0f events/s\n",
+			ls.Name, ls.Accuracy, ls.AccuracyCI.Lo, ls.AccuracyCI.Hi, ls.Mistakes, ls.QueryRate, ls.EventsPerSec)
+	}
+	fmt.Fprintf(stderr, "wrote %s\n", filepath.Join(*out, "summary.json"))
+	return exitOK
+}
+
+// learnerSpecs parses -learners and -params, checking every name.
+func learnerSpecs(names, params string) ([]backtest.Spec, error) {
+	per := map[string]json.RawMessage{}
+	if params != "" {
+		if err := json.Unmarshal([]byte(params), &per); err != nil {
+			return nil, usageError{fmt.Errorf("-params must be a JSON object keyed by learner name: %v", err)}
+		}
+	}
+	var specs []backtest.Spec
+	seen := map[string]bool{}
+	for _, n := range strings.Split(names, ",") {
+		n = strings.TrimSpace(n)
+		if _, err := learners.Lookup(n); err != nil {
+			return nil, err
+		}
+		if seen[n] {
+			return nil, usageError{fmt.Errorf("-learners lists %s twice", n)}
+		}
+		seen[n] = true
+		specs = append(specs, backtest.Spec{Name: n, Params: per[n]})
+	}
+	for n := range per {
+		if !seen[n] {
+			return nil, usageError{fmt.Errorf("-params has parameters for %s, which is not in -learners", n)}
+		}
+	}
+	return specs, nil
+}
+
+// dataSource returns the loader for -data: a generator re-seeded per repeat,
+// or a file read once.
+func dataSource(data, format string, csvOpts streams.CSVOptions) (backtest.Data, error) {
+	if streams.IsSynth(data) {
+		if _, err := streams.OpenSynth(data, 0); err != nil { // validate up front
+			return nil, err
+		}
+		return func(ctx context.Context, r int) ([]streams.Example, int, error) {
+			src, err := streams.OpenSynth(data, uint64(r)+1)
+			if err != nil {
+				return nil, 0, err
+			}
+			ev, err := backtest.Load(ctx, src)
+			return ev, src.Dim(), err
+		}, nil
+	}
+	if format == "auto" {
+		switch ext := strings.ToLower(strings.TrimSuffix(data, ".gz")); {
+		case strings.HasSuffix(ext, ".csv"), strings.HasSuffix(ext, ".txt"):
+			format = "csv"
+		case strings.HasSuffix(ext, ".arff"):
+			format = "arff"
+		default:
+			return nil, usageError{fmt.Errorf("cannot tell the format of %s from its name; set -format csv or -format arff", data)}
+		}
+	}
+	var open func() (streams.Source, error)
+	switch format {
+	case "csv":
+		open = func() (streams.Source, error) { return streams.OpenCSV(data, csvOpts) }
+	case "arff":
+		if csvOpts.Header || csvOpts.LabelFile != "" {
+			return nil, usageError{errors.New("-header and -label-file apply to CSV files, not ARFF")}
+		}
+		open = func() (streams.Source, error) {
+			return streams.OpenARFF(data, streams.ARFFOptions{Label: csvOpts.Label, Labels: csvOpts.Labels})
+		}
+	default:
+		return nil, usageError{fmt.Errorf("-format %q: must be auto, csv or arff", format)}
+	}
+	src, err := open()
+	if err != nil {
+		return nil, err
+	}
+	var cached []streams.Example
+	return func(ctx context.Context, _ int) ([]streams.Example, int, error) {
+		if cached == nil {
+			var err error
+			if cached, err = backtest.Load(ctx, src); err != nil {
+				return nil, 0, err
+			}
+		}
+		return cached, src.Dim(), nil
+	}, nil
+}
