@@ -112,4 +112,3 @@ func save(path string, c vg.CanvasWriterTo) error {
 	}
 	return f.Close()
 }
-

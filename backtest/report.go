@@ -225,5 +225,4 @@ func WriteFiles(dir string, res Result) error {
 	return f.Close()
 }
 
-
 func createFile(path string) (*os.File, error) { return os.Create(path) }
