@@ -14,6 +14,7 @@ import (
 	"syscall"
 
 	"github.com/driftstream/driftstream/backtest"
+	"github.com/driftstream/driftstream/experiments"
 	"github.com/driftstream/driftstream/learners"
 	"github.com/driftstream/driftstream/streams"
 )
@@ -43,6 +44,7 @@ func runBacktest(args []string, stdout, stderr io.Writer) int {
 	window := fs.Int("window", 500, "window of labeled events for windowed accuracy")
 	out := fs.String("out", "", "output directory for summary.json, curve.csv, accuracy.svg and accuracy.png")
 	listGen := fs.Bool("list-generators", false, "list the built-in generators and their parameters, then exit")
+	experiment := fs.String("experiment", "", "run a paper reproduction by name (list: show them); replaces -data and -learners")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
@@ -58,6 +60,12 @@ func runBacktest(args []string, stdout, stderr io.Writer) int {
 		}
 		return exitOK
 	}
+	if *experiment == "list" {
+		for _, e := range experiments.Catalog() {
+			fmt.Fprintf(stdout, "%-24s %s\n", e.Name, e.Paper)
+		}
+		return exitOK
+	}
 	fail := func(err error) int {
 		fmt.Fprintf(stderr, "backtest: %v\n", err)
 		var ue usageError
@@ -66,6 +74,11 @@ func runBacktest(args []string, stdout, stderr io.Writer) int {
 			return exitUsage
 		}
 		return exitError
+	}
+	if *experiment != "" {
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		return runExperiment(*experiment, set, *seed, *repeats, *window, *out, args, stdout, stderr, fail)
 	}
 	switch {
 	case fs.NArg() > 0:
@@ -99,17 +112,60 @@ func runBacktest(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(err)
 	}
-	if err := backtest.WriteFiles(*out, res); err != nil {
+	if err := report(*out, res, stdout, stderr); err != nil {
 		return fail(err)
 	}
-	if err := backtest.Plot(*out, res); err != nil {
-		return fail(err)
+	return exitOK
+}
+
+// report writes the files and plot and prints one line per learner.
+func report(out string, res backtest.Result, stdout, stderr io.Writer) error {
+	if err := backtest.WriteFiles(out, res); err != nil {
+		return err
+	}
+	if err := backtest.Plot(out, res); err != nil {
+		return err
 	}
 	for _, ls := range res.Summary.Learners {
-		fmt.Fprintf(stdout, "%-22s accuracy %.4f [%.4f, %.4f]  mistakes %.1f  query rate %.3f  %.0f events/s\n",
+		fmt.Fprintf(stdout, "%-26s accuracy %.4f [%.4f, %.4f]  mistakes %.1f  query rate %.3f  %.0f events/s\n",
 			ls.Name, ls.Accuracy, ls.AccuracyCI.Lo, ls.AccuracyCI.Hi, ls.Mistakes, ls.QueryRate, ls.EventsPerSec)
 	}
-	fmt.Fprintf(stderr, "wrote %s\n", filepath.Join(*out, "summary.json"))
+	fmt.Fprintf(stderr, "wrote %s\n", filepath.Join(out, "summary.json"))
+	return nil
+}
+
+// runExperiment runs a reproduction; only -seed, -repeats, -window and -out apply.
+func runExperiment(name string, set map[string]bool, seed uint64, repeats, window int, out string, args []string, stdout, stderr io.Writer, fail func(error) int) int {
+	e, err := experiments.Lookup(name)
+	if err != nil {
+		return fail(usageError{err})
+	}
+	for f := range set {
+		switch f {
+		case "experiment", "seed", "repeats", "window", "out":
+		default:
+			return fail(usageError{fmt.Errorf("-%s does not apply to -experiment (it fixes data and learners); allowed: -seed, -repeats, -window, -out", f)})
+		}
+	}
+	if out == "" {
+		return fail(usageError{errors.New("-out is required: the directory for the report")})
+	}
+	if !set["repeats"] {
+		repeats = 0 // the experiment's own count
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	res, err := backtest.Compare(ctx, e.Config(seed, repeats, backtest.Options{Window: window, Progress: stderr}))
+	if err != nil {
+		return fail(err)
+	}
+	if err := report(out, res, stdout, stderr); err != nil {
+		return fail(err)
+	}
+	md := e.Markdown(res, "go run ./cmd/consumer backtest "+strings.Join(args, " "))
+	if err := os.WriteFile(filepath.Join(out, "experiment.md"), []byte(md), 0o644); err != nil {
+		return fail(err)
+	}
 	return exitOK
 }
 

@@ -1,0 +1,52 @@
+package experiments
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/driftstream/driftstream/backtest"
+	"github.com/driftstream/driftstream/learners"
+	"github.com/driftstream/driftstream/streams"
+)
+
+// Every experiment's stream and learners are valid, so a reproduction never
+// fails on its own configuration.
+func TestCatalogIsValid(t *testing.T) {
+	seen := map[string]bool{}
+	for _, e := range Catalog() {
+		if seen[e.Name] || e.Paper == "" || e.Claim == "" || e.Repeats < 1 {
+			t.Errorf("%s: duplicate or incomplete", e.Name)
+		}
+		seen[e.Name] = true
+		src, err := streams.OpenSynth(e.Data, 1)
+		if err != nil {
+			t.Fatalf("%s: %v", e.Name, err)
+		}
+		for _, s := range e.Learners {
+			if _, err := learners.New(s.Name, s.Params, learners.Config{Dim: src.Dim()}); err != nil {
+				t.Errorf("%s: %v", e.Name, err)
+			}
+		}
+	}
+	if _, err := Lookup("nope"); err == nil || !strings.Contains(err.Error(), "crammer-random-d5") {
+		t.Fatalf("Lookup error %v", err)
+	}
+}
+
+// One repeat of the seed-000 random-drift experiment lands in the paper's
+// 250–300 mistake range for the Perceptron, and the report names the claim.
+func TestCrammerRandomDriftOneRepeat(t *testing.T) {
+	e, _ := Lookup("crammer-random-d5")
+	res, err := backtest.Compare(context.Background(), e.Config(1, 1, backtest.Options{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := res.Summary.Learners[0].Mistakes; m < 200 || m > 380 {
+		t.Fatalf("Perceptron made %v mistakes", m)
+	}
+	md := e.Markdown(res, "cmd")
+	if !strings.Contains(md, "250–300") || !strings.Contains(md, "| perceptron |") {
+		t.Fatalf("markdown:\n%s", md)
+	}
+}
