@@ -2,11 +2,14 @@ package streams
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
 	"math/rand/v2"
+	"net/url"
 	"strconv"
+	"strings"
 
 	"github.com/driftstream/driftstream/learners"
 )
@@ -19,6 +22,7 @@ func generators() []Generator {
 		{Name: "shifting-disjunction", Summary: "seed 002: Boolean inputs, a monotone disjunction gaining and losing literals", build: shiftingDisjunction},
 		{Name: "sea", Summary: "SEA concepts: f₁ + f₂ ≤ θ with θ switching 8, 9, 7, 9.5 and label noise", build: sea},
 		{Name: "hyperplane", Summary: "rotating hyperplane (MOA): weights drift by mag_change per example", build: hyperplane},
+		{Name: "concept-drift", Summary: "gradual drift from one generator to another along a sigmoid (River); old.k=v and new.k=v set their parameters", build: conceptDrift},
 	}
 }
 
@@ -323,4 +327,104 @@ func shiftingDisjunction(p *params, seed uint64) (Source, error) {
 		return x, y
 	}}
 	return src, nil
+}
+
+// conceptDrift mixes two generators (§7.6, River's ConceptDriftStream): at
+// example i (1-based) it draws U and takes the next example from new iff
+// U ≤ 1/(1 + e^{−4(i−p)/w}). Width 0 is an abrupt switch at p (the example at
+// p itself comes from either with probability ½). Parameters of the two
+// streams are passed as old.k=v and new.k=v; each gets T examples unless told
+// otherwise. RNG streams: old gets seed, new seed+1, the choice stream 3 of seed.
+func conceptDrift(p *params, seed uint64) (Source, error) {
+	names := []string{"hyperplane"} // the default for both: two seeds, two concepts
+	for _, g := range generators() {
+		if g.Name != "concept-drift" && g.Name != "hyperplane" {
+			names = append(names, g.Name)
+		}
+	}
+	oldName := p.choice("old", "generator before the drift", names...)
+	newName := p.choice("new", "generator after the drift", names...)
+	T := p.int("T", 10000, 1, "stream length")
+	pos := p.float("position", 5000, 0, math.MaxFloat64, "center p of the drift (example index, 1-based)")
+	width := p.float("width", 1000, 0, math.MaxFloat64, "width w of the drift (0 = abrupt)")
+	if p.describe {
+		p.infos = append(p.infos, ParamInfo{Name: "old.*, new.*", Default: "(their defaults, T = T)", Doc: "parameters of the two generators, e.g. old.block=2000"})
+		return nil, nil
+	}
+	if p.err != nil {
+		return nil, p.err
+	}
+	subSpec := func(prefix, name string) string {
+		vals := url.Values{}
+		for k, v := range p.vals {
+			if rest, ok := strings.CutPrefix(k, prefix+"."); ok {
+				p.used[k] = true
+				vals[rest] = v
+			}
+		}
+		if _, ok := vals["T"]; !ok {
+			vals.Set("T", strconv.Itoa(T))
+		}
+		return name + "?" + vals.Encode()
+	}
+	oldSrc, err := OpenSynth(subSpec("old", oldName), seed)
+	if err != nil {
+		return nil, fmt.Errorf("generator concept-drift: old: %w", err)
+	}
+	newSrc, err := OpenSynth(subSpec("new", newName), seed+1)
+	if err != nil {
+		return nil, fmt.Errorf("generator concept-drift: new: %w", err)
+	}
+	if oldSrc.Dim() != newSrc.Dim() {
+		return nil, fmt.Errorf("generator concept-drift: old %s has dimension %d, new %s has %d: %w", oldName, oldSrc.Dim(), newName, newSrc.Dim(), ErrParam)
+	}
+	return &driftSource{old: oldSrc, new: newSrc, T: T, pos: pos, width: width, choice: rngStream(seed, 3)}, nil
+}
+
+// driftSource is the concept-drift mixture.
+type driftSource struct {
+	old, new   Source
+	t, T       int
+	pos, width float64
+	choice     *rand.Rand
+}
+
+func (d *driftSource) Dim() int { return d.old.Dim() }
+
+// probNew is the probability that example i (1-based) comes from the new stream.
+func (d *driftSource) probNew(i int) float64 {
+	x := float64(i) - d.pos
+	if d.width == 0 {
+		switch {
+		case x > 0:
+			return 1
+		case x < 0:
+			return 0
+		}
+		return 0.5
+	}
+	return 1 / (1 + math.Exp(-4*x/d.width))
+}
+
+func (d *driftSource) Next(ctx context.Context) (Example, error) {
+	if err := ctx.Err(); err != nil {
+		return Example{}, err
+	}
+	if d.t >= d.T {
+		return Example{}, io.EOF
+	}
+	d.t++
+	from := d.old
+	if d.choice.Float64() <= d.probNew(d.t) {
+		from = d.new
+	}
+	ex, err := from.Next(ctx)
+	if errors.Is(err, io.EOF) {
+		return Example{}, fmt.Errorf("concept-drift: a component stream ended before example %d; give it a larger T: %w", d.t, ErrParam)
+	}
+	if err != nil {
+		return Example{}, err
+	}
+	ex.ID = strconv.Itoa(d.t - 1)
+	return ex, nil
 }

@@ -261,3 +261,44 @@ func TestNextRespectsCancellation(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// §8.20: concept-drift with width 0 is an abrupt switch at the position; with
+// a width, the share taken from the new stream follows the sigmoid.
+func TestConceptDrift(t *testing.T) {
+	// sea with orientation le vs gt: every example tells which stream it came from.
+	spec := "synth:concept-drift?old=sea&new=sea&old.noise_pct=0&new.noise_pct=0&new.orientation=gt&T=2000&position=1000&width=0"
+	exs := drain(t, open(t, spec, 4))
+	fromNew := func(ex Example) bool {
+		x := ex.X.Dense()
+		le := x[0]+x[1] <= 8
+		return (ex.Label == 1) != le
+	}
+	for i, ex := range exs {
+		if i+1 < 1000 && fromNew(ex) || i+1 > 1000 && !fromNew(ex) {
+			t.Fatalf("example %d came from the wrong stream", i+1)
+		}
+	}
+	spec = strings.Replace(spec, "width=0", "width=400", 1)
+	exs = drain(t, open(t, spec, 4))
+	count := func(lo, hi int) float64 {
+		n := 0
+		for _, ex := range exs[lo:hi] {
+			if fromNew(ex) {
+				n++
+			}
+		}
+		return float64(n) / float64(hi-lo)
+	}
+	if early, mid, late := count(0, 300), count(900, 1100), count(1700, 2000); early > 0.05 || late < 0.95 || mid < 0.35 || mid > 0.65 {
+		t.Fatalf("share from new: early %v, middle %v, late %v", early, mid, late)
+	}
+	if exs := drain(t, open(t, "synth:concept-drift?T=100", 1)); len(exs) != 100 {
+		t.Fatal("defaults do not give a working stream")
+	}
+	if _, err := OpenSynth("synth:concept-drift?old=sea&new=hyperplane", 1); !errors.Is(err, ErrParam) || !strings.Contains(err.Error(), "dimension") {
+		t.Fatalf("dimension mismatch: %v", err)
+	}
+	if _, err := OpenSynth("synth:concept-drift?old.colour=1", 1); !errors.Is(err, ErrParam) || !strings.Contains(err.Error(), "colour") {
+		t.Fatalf("bad sub-parameter: %v", err)
+	}
+}
