@@ -22,6 +22,7 @@ type Experiment struct {
 	// Claim is what the paper reports, to compare with our figures.
 	Claim string
 	// Data is a synth: spec; each repeat re-draws it with seed + repeat.
+	// "{data}" stands for the shared data directory.
 	Data     string
 	Learners []backtest.Spec
 	Repeats  int
@@ -96,6 +97,15 @@ func Catalog() []Experiment {
 			Data:  "synth:switching-gaussian?d=50&T=10000&period=500", Learners: selective(), Repeats: 10, QueryRateTarget: 0.4,
 		},
 		{
+			Name:  "moroshko-usps",
+			Paper: "Moroshko, Crammer 2014 (seed 004) §5, USPS: train + test (9,298 images, 256 features), the positive digits re-drawn every 500 examples",
+			Claim: "LASEC slightly above SOP, both above the first-order methods (Shifting λ = 1e-4, RBP B = 1000)",
+			Data:  "synth:drifting-classes?file={data}/usps/usps_train.csv.gz,{data}/usps/usps_test.csv.gz&period=500",
+			Learners: []backtest.Spec{spec("perceptron", "", ""), spec("shifting-perceptron", `{"lambda":0.0001}`, "shifting λ=1e-4"),
+				spec("budget-perceptron", `{"budget":1000}`, "budget B=1000"), spec("sop", "", ""), spec("lasec", "", "")},
+			Repeats: 10,
+		},
+		{
 			Name:  "auer-warmuth-swin",
 			Paper: "Auer, Warmuth 1998 (seed 002) §6: shifting disjunction, n = 100, T = 10,000, a literal switched every 1000 rounds (reconstructed, ALGORITHMS §7.3)",
 			Claim: "Winnow without the floor does well on the first concept, then accumulates more and more mistakes as the schedule shifts; SWIN tracks; switching a literal on costs more than switching one off",
@@ -124,12 +134,12 @@ func Lookup(name string) (Experiment, error) {
 }
 
 // Config turns the experiment into a backtest comparison; repeats overrides
-// the experiment's own count when > 0.
-func (e Experiment) Config(seed uint64, repeats int, opts backtest.Options) backtest.Config {
+// the experiment's own count when > 0; dataDir replaces "{data}".
+func (e Experiment) Config(seed uint64, repeats int, dataDir string, opts backtest.Options) backtest.Config {
 	if repeats <= 0 {
 		repeats = e.Repeats
 	}
-	data := e.Data
+	data := strings.ReplaceAll(e.Data, "{data}", dataDir)
 	return backtest.Config{
 		Name: e.Name + " (" + data + ")", Learners: e.Learners, Seed: seed, Repeats: repeats,
 		QueryRateTarget: e.QueryRateTarget, Options: opts,

@@ -2,6 +2,8 @@ package experiments
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -19,7 +21,7 @@ func TestCatalogIsValid(t *testing.T) {
 			t.Errorf("%s: duplicate or incomplete", e.Name)
 		}
 		seen[e.Name] = true
-		src, err := streams.OpenSynth(e.Data, 1)
+		src, err := streams.OpenSynth(strings.ReplaceAll(e.Data, "{data}", dataDir(t)), 1)
 		if err != nil {
 			t.Fatalf("%s: %v", e.Name, err)
 		}
@@ -38,7 +40,7 @@ func TestCatalogIsValid(t *testing.T) {
 // 250–300 mistake range for the Perceptron, and the report names the claim.
 func TestCrammerRandomDriftOneRepeat(t *testing.T) {
 	e, _ := Lookup("crammer-random-d5")
-	res, err := backtest.Compare(context.Background(), e.Config(1, 1, backtest.Options{}))
+	res, err := backtest.Compare(context.Background(), e.Config(1, 1, "", backtest.Options{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,4 +51,16 @@ func TestCrammerRandomDriftOneRepeat(t *testing.T) {
 	if !strings.Contains(md, "250–300") || !strings.Contains(md, "| perceptron |") {
 		t.Fatalf("markdown:\n%s", md)
 	}
+}
+
+// dataDir is ../shared/data (or $DRIFTSTREAM_DATA); CI always has it.
+func dataDir(t *testing.T) string {
+	if d := os.Getenv("DRIFTSTREAM_DATA"); d != "" {
+		return d
+	}
+	d := filepath.Join("..", "..", "shared", "data")
+	if _, err := os.Stat(d); err != nil {
+		t.Skipf("shared data not present at %s (set DRIFTSTREAM_DATA)", d)
+	}
+	return d
 }

@@ -29,6 +29,9 @@ type CSVOptions struct {
 	LabelFile string
 	// Key is an optional column holding the entity key (name or 1-based index).
 	Key string
+	// RawClass keeps the label column's raw value in Example.Class instead of
+	// mapping it (multiclass files; Labels is then not used).
+	RawClass bool
 }
 
 // csvSource streams a CSV file. Columns other than label and key are numeric
@@ -51,7 +54,7 @@ type csvSource struct {
 // OpenCSV opens a CSV stream. The dimension is the number of columns of the
 // first data row minus the label and key columns; every row must match it.
 func OpenCSV(path string, opts CSVOptions) (Source, error) {
-	if opts.Label != "" || opts.LabelFile != "" {
+	if (opts.Label != "" || opts.LabelFile != "") && !opts.RawClass {
 		if err := opts.Labels.check(); err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
@@ -174,6 +177,10 @@ func (s *csvSource) Next(ctx context.Context) (Example, error) {
 		_, col := s.r.FieldPos(c)
 		switch c {
 		case s.labelCol:
+			if s.opts.RawClass {
+				ex.Class = strings.TrimSpace(f)
+				continue
+			}
 			y, err := s.opts.Labels.label(f)
 			if err != nil {
 				return Example{}, posError(s.path, line, col, "%v", err)

@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -22,6 +23,7 @@ func generators() []Generator {
 		{Name: "shifting-disjunction", Summary: "seed 002: Boolean inputs, a monotone disjunction gaining and losing literals", build: shiftingDisjunction},
 		{Name: "sea", Summary: "SEA concepts: f₁ + f₂ ≤ θ with θ switching 8, 9, 7, 9.5 and label noise", build: sea},
 		{Name: "hyperplane", Summary: "rotating hyperplane (MOA): weights drift by mag_change per example", build: hyperplane},
+		{Name: "drifting-classes", Summary: "a multiclass CSV file whose positive classes are re-drawn every period rows (the drifting-USPS stream)", build: driftingClasses},
 		{Name: "concept-drift", Summary: "gradual drift from one generator to another along a sigmoid (River); old.k=v and new.k=v set their parameters", build: conceptDrift},
 	}
 }
@@ -426,5 +428,108 @@ func (d *driftSource) Next(ctx context.Context) (Example, error) {
 		return Example{}, err
 	}
 	ex.ID = strconv.Itoa(d.t - 1)
+	return ex, nil
+}
+
+// driftingClasses turns a multiclass CSV file (or several, concatenated) into
+// a drifting binary stream (§7.2, the drifting-USPS stream of seed 004): every
+// period rows it re-draws the set of positive classes, each class positive
+// independently with probability ½, re-drawn while the set is empty or full.
+// Rows keep their file order. RNG stream 1 draws the class sets.
+func driftingClasses(p *params, seed uint64) (Source, error) {
+	files := p.str("file", "", "CSV file(s) to concatenate, comma-separated (required)")
+	if p.describe {
+		p.infos[len(p.infos)-1].Default = "(required)"
+	}
+	label := p.str("label", "first", "class column: 1-based index, first or last")
+	period := p.int("period", 500, 1, "rows between re-draws of the positive classes")
+	if p.describe || p.err != nil {
+		return nil, p.err
+	}
+	if files == "" {
+		return nil, fmt.Errorf("generator drifting-classes: parameter file is required (for USPS: file=../shared/data/usps/usps_train.csv.gz,../shared/data/usps/usps_test.csv.gz): %w", ErrParam)
+	}
+	var rows []Example
+	dim := -1
+	for _, path := range strings.Split(files, ",") {
+		src, err := OpenCSV(path, CSVOptions{Label: label, RawClass: true})
+		if err != nil {
+			return nil, fmt.Errorf("generator drifting-classes: %w", err)
+		}
+		if dim >= 0 && src.Dim() != dim {
+			return nil, fmt.Errorf("generator drifting-classes: %s has dimension %d, earlier files %d: %w", path, src.Dim(), dim, ErrFormat)
+		}
+		dim = src.Dim()
+		for {
+			ex, err := src.Next(context.Background())
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				return nil, fmt.Errorf("generator drifting-classes: %w", err)
+			}
+			rows = append(rows, ex)
+		}
+	}
+	var classes []string
+	seen := map[string]bool{}
+	for _, ex := range rows {
+		if !seen[ex.Class] {
+			seen[ex.Class] = true
+			classes = append(classes, ex.Class)
+		}
+	}
+	slices.Sort(classes)
+	if len(classes) < 2 {
+		return nil, fmt.Errorf("generator drifting-classes: %d class(es) in %s; need at least 2: %w", len(classes), files, ErrFormat)
+	}
+	r := rngStream(seed, 1)
+	positive := map[string]bool{}
+	src := &classSource{rows: rows, dim: dim, period: period}
+	src.draw = func() {
+		for {
+			clear(positive)
+			for _, c := range classes {
+				if r.IntN(2) == 1 {
+					positive[c] = true
+				}
+			}
+			if len(positive) > 0 && len(positive) < len(classes) {
+				return
+			}
+		}
+	}
+	src.positive = positive
+	return src, nil
+}
+
+// classSource replays rows with labels from the current positive class set.
+type classSource struct {
+	rows     []Example
+	dim, t   int
+	period   int
+	positive map[string]bool
+	draw     func()
+}
+
+func (s *classSource) Dim() int { return s.dim }
+
+func (s *classSource) Next(ctx context.Context) (Example, error) {
+	if err := ctx.Err(); err != nil {
+		return Example{}, err
+	}
+	if s.t >= len(s.rows) {
+		return Example{}, io.EOF
+	}
+	if s.t%s.period == 0 {
+		s.draw()
+	}
+	ex := s.rows[s.t]
+	ex.ID = strconv.Itoa(s.t)
+	ex.Label = -1
+	if s.positive[ex.Class] {
+		ex.Label = 1
+	}
+	s.t++
 	return ex, nil
 }

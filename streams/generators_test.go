@@ -3,8 +3,11 @@ package streams
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -300,5 +303,48 @@ func TestConceptDrift(t *testing.T) {
 	}
 	if _, err := OpenSynth("synth:concept-drift?old.colour=1", 1); !errors.Is(err, ErrParam) || !strings.Contains(err.Error(), "colour") {
 		t.Fatalf("bad sub-parameter: %v", err)
+	}
+}
+
+func TestDriftingClasses(t *testing.T) {
+	dir := t.TempDir()
+	var b strings.Builder
+	for i := 0; i < 600; i++ {
+		fmt.Fprintf(&b, "%d,%d,%d\n", i%4, i, -i)
+	}
+	path := filepath.Join(dir, "m.csv")
+	os.WriteFile(path, []byte(b.String()), 0o644)
+	exs := drain(t, open(t, "synth:drifting-classes?file="+path+","+path+"&period=100", 3))
+	if len(exs) != 1200 {
+		t.Fatalf("%d rows, want both files concatenated", len(exs))
+	}
+	changed := 0
+	for blk := 0; blk < 12; blk++ {
+		pos := map[string]bool{}
+		for _, ex := range exs[blk*100 : (blk+1)*100] {
+			if ex.Label == 1 {
+				pos[ex.Class] = true
+			}
+		}
+		if len(pos) == 0 || len(pos) == 4 {
+			t.Fatalf("block %d: %d positive classes (must be neither empty nor all)", blk, len(pos))
+		}
+		for _, ex := range exs[blk*100 : (blk+1)*100] {
+			if (ex.Label == 1) != pos[ex.Class] {
+				t.Fatalf("block %d: class %s labelled inconsistently", blk, ex.Class)
+			}
+		}
+		if blk > 0 {
+			prev := exs[(blk-1)*100].Label != exs[blk*100].Label || exs[(blk-1)*100+1].Label != exs[blk*100+1].Label
+			if prev {
+				changed++
+			}
+		}
+	}
+	if changed == 0 {
+		t.Fatal("the positive set never changed")
+	}
+	if _, err := OpenSynth("synth:drifting-classes", 1); !errors.Is(err, ErrParam) || !strings.Contains(err.Error(), "file is required") {
+		t.Fatalf("missing file: %v", err)
 	}
 }

@@ -23,6 +23,9 @@ type Example struct {
 	X learners.Vector
 	// Label is −1 or +1, or 0 for an unlabeled event.
 	Label int
+	// Class is the raw label value of a multiclass file read with RawClass
+	// (Label is then 0 until a mapping such as drifting-classes sets it).
+	Class string
 }
 
 // Source yields examples in stream order. Next returns io.EOF after the last

@@ -160,6 +160,15 @@ func (p *params) choice(key, doc string, options ...string) string {
 	return s
 }
 
+// str reads a free-form string parameter.
+func (p *params) str(key, def, doc string) string {
+	s, ok := p.raw(key, def, doc)
+	if !ok {
+		return def
+	}
+	return s
+}
+
 // bool reads a true/false parameter.
 func (p *params) bool(key string, def bool, doc string) bool {
 	s, ok := p.raw(key, strconv.FormatBool(def), doc)

@@ -45,6 +45,7 @@ func runBacktest(args []string, stdout, stderr io.Writer) int {
 	out := fs.String("out", "", "output directory for summary.json, curve.csv, accuracy.svg and accuracy.png")
 	listGen := fs.Bool("list-generators", false, "list the built-in generators and their parameters, then exit")
 	experiment := fs.String("experiment", "", "run a paper reproduction by name (list: show them); replaces -data and -learners")
+	dataDir := fs.String("data-dir", defaultDataDir(), "with -experiment: the shared data directory ($DRIFTSTREAM_DATA)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
@@ -78,7 +79,7 @@ func runBacktest(args []string, stdout, stderr io.Writer) int {
 	if *experiment != "" {
 		set := map[string]bool{}
 		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-		return runExperiment(*experiment, set, *seed, *repeats, *window, *out, args, stdout, stderr, fail)
+		return runExperiment(*experiment, set, *seed, *repeats, *window, *out, *dataDir, args, stdout, stderr, fail)
 	}
 	switch {
 	case fs.NArg() > 0:
@@ -135,14 +136,14 @@ func report(out string, res backtest.Result, stdout, stderr io.Writer) error {
 }
 
 // runExperiment runs a reproduction; only -seed, -repeats, -window and -out apply.
-func runExperiment(name string, set map[string]bool, seed uint64, repeats, window int, out string, args []string, stdout, stderr io.Writer, fail func(error) int) int {
+func runExperiment(name string, set map[string]bool, seed uint64, repeats, window int, out, dataDir string, args []string, stdout, stderr io.Writer, fail func(error) int) int {
 	e, err := experiments.Lookup(name)
 	if err != nil {
 		return fail(usageError{err})
 	}
 	for f := range set {
 		switch f {
-		case "experiment", "seed", "repeats", "window", "out":
+		case "experiment", "seed", "repeats", "window", "out", "data-dir":
 		default:
 			return fail(usageError{fmt.Errorf("-%s does not apply to -experiment (it fixes data and learners); allowed: -seed, -repeats, -window, -out", f)})
 		}
@@ -155,7 +156,7 @@ func runExperiment(name string, set map[string]bool, seed uint64, repeats, windo
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	res, err := backtest.Compare(ctx, e.Config(seed, repeats, backtest.Options{Window: window, Progress: stderr}))
+	res, err := backtest.Compare(ctx, e.Config(seed, repeats, dataDir, backtest.Options{Window: window, Progress: stderr}))
 	if err != nil {
 		return fail(err)
 	}
@@ -252,4 +253,13 @@ func dataSource(data, format string, csvOpts streams.CSVOptions) (backtest.Data,
 		}
 		return cached, src.Dim(), nil
 	}, nil
+}
+
+// defaultDataDir is $DRIFTSTREAM_DATA, else ../shared/data (the layout of a
+// checkout next to the shared folder).
+func defaultDataDir() string {
+	if d := os.Getenv("DRIFTSTREAM_DATA"); d != "" {
+		return d
+	}
+	return filepath.Join("..", "shared", "data")
 }
