@@ -21,6 +21,9 @@ func TestCatalogIsValid(t *testing.T) {
 			t.Errorf("%s: duplicate or incomplete", e.Name)
 		}
 		seen[e.Name] = true
+		if e.Table != nil {
+			continue
+		}
 		src, err := streams.OpenSynth(strings.ReplaceAll(e.Data, "{data}", dataDir(t)), 1)
 		if err != nil {
 			t.Fatalf("%s: %v", e.Name, err)

@@ -36,3 +36,23 @@ type Source interface {
 	// Next returns the next example.
 	Next(ctx context.Context) (Example, error)
 }
+
+// WithBias appends a constant feature 1 to every input, so that linear
+// learners without a bias term (all of driftstream's) can place a threshold
+// away from the origin, as ALGORITHMS §2 recommends.
+func WithBias(src Source) Source { return biasSource{src} }
+
+type biasSource struct{ Source }
+
+func (b biasSource) Dim() int { return b.Source.Dim() + 1 }
+
+func (b biasSource) Next(ctx context.Context) (Example, error) {
+	ex, err := b.Source.Next(ctx)
+	if err != nil {
+		return ex, err
+	}
+	x := ex.X.Dense()
+	x = append(x, 1)
+	ex.X, err = learners.NewDense(x)
+	return ex, err
+}

@@ -156,6 +156,21 @@ func runExperiment(name string, set map[string]bool, seed uint64, repeats, windo
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	command := "go run ./cmd/consumer backtest " + strings.Join(args, " ")
+	if e.Table != nil {
+		table, err := e.Table(ctx, e.Learners, dataDir, seed, func(s string) { fmt.Fprintln(stderr, s) })
+		if err != nil {
+			return fail(err)
+		}
+		if err := os.MkdirAll(out, 0o755); err != nil {
+			return fail(err)
+		}
+		fmt.Fprint(stdout, table)
+		if err := os.WriteFile(filepath.Join(out, "experiment.md"), []byte(e.TableMarkdown(table, command)), 0o644); err != nil {
+			return fail(err)
+		}
+		return exitOK
+	}
 	res, err := backtest.Compare(ctx, e.Config(seed, repeats, dataDir, backtest.Options{Window: window, Progress: stderr}))
 	if err != nil {
 		return fail(err)
@@ -163,7 +178,7 @@ func runExperiment(name string, set map[string]bool, seed uint64, repeats, windo
 	if err := report(out, res, stdout, stderr); err != nil {
 		return fail(err)
 	}
-	md := e.Markdown(res, "go run ./cmd/consumer backtest "+strings.Join(args, " "))
+	md := e.Markdown(res, command)
 	if err := os.WriteFile(filepath.Join(out, "experiment.md"), []byte(md), 0o644); err != nil {
 		return fail(err)
 	}
