@@ -39,7 +39,10 @@ type Options struct {
 
 // Run is one learner's pass over one stream.
 type Run struct {
-	Events   int     // events seen
+	Events   int     // input events seen
+	// Delayed counts labels that arrived as label records for an earlier event;
+	// Unknown counts label records whose event id was never seen (or already labeled).
+	Delayed, Unknown int
 	Labeled  int     // events with a label (the ones scored)
 	Mistakes int     // mistakes on labeled events
 	Expected float64 // expected mistakes (randomized predictions)
@@ -107,33 +110,10 @@ func Evaluate(ctx context.Context, spec Spec, events []streams.Example, dim int,
 	recent := make([]bool, window) // ring of correct/incorrect
 	inWindow, wrongInWindow := 0, 0
 	var run Run
-	start := time.Now()
-	lastReport := start
-	for i, ex := range events {
-		if i%4096 == 0 {
-			if err := ctx.Err(); err != nil {
-				return Run{}, err
-			}
-			if opts.Progress != nil && time.Since(lastReport) > 2*time.Second {
-				lastReport = time.Now()
-				fmt.Fprintf(opts.Progress, "  %s: %d/%d events (%.0f%%)\n", spec.label(), i, len(events), 100*float64(i)/float64(len(events)))
-			}
-		}
-		p, err := l.Predict(ex.X)
-		if err != nil {
-			return Run{}, fmt.Errorf("%s: event %s: %w", spec.label(), ex.ID, err)
-		}
-		p = l.Decide(p)
-		run.Events++
-		if p.Query {
-			run.Queries++
-		}
-		if ex.Label == 0 {
-			continue
-		}
+	score := func(p learners.Prediction, label int) {
 		run.Labeled++
-		wrong := p.Label != ex.Label
-		run.Expected += p.ExpectedMistake(ex.Label)
+		wrong := p.Label != label
+		run.Expected += p.ExpectedMistake(label)
 		if wrong {
 			run.Mistakes++
 		}
@@ -149,6 +129,58 @@ func Evaluate(ctx context.Context, spec Spec, events []streams.Example, dim int,
 		if wrong {
 			wrongInWindow++
 		}
+	}
+	type pending struct {
+		x learners.Vector
+		p learners.Prediction
+	}
+	waiting := map[string]pending{} // unlabeled events that a label record may label later
+	start := time.Now()
+	lastReport := start
+	for i, ex := range events {
+		if i%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return Run{}, err
+			}
+			if opts.Progress != nil && time.Since(lastReport) > 2*time.Second {
+				lastReport = time.Now()
+				fmt.Fprintf(opts.Progress, "  %s: %d/%d events (%.0f%%)\n", spec.label(), i, len(events), 100*float64(i)/float64(len(events)))
+			}
+		}
+		if ex.LabelRecord {
+			w, ok := waiting[ex.ID]
+			if !ok {
+				run.Unknown++
+				continue
+			}
+			delete(waiting, ex.ID)
+			run.Delayed++
+			score(w.p, ex.Label)
+			if w.p.Query { // the state moved on since: learn with a fresh prediction
+				fresh, err := l.Predict(w.x)
+				if err == nil {
+					err = l.Learn(w.x, ex.Label, fresh)
+				}
+				if err != nil {
+					return Run{}, fmt.Errorf("%s: delayed label for %s: %w", spec.label(), ex.ID, err)
+				}
+			}
+			continue
+		}
+		p, err := l.Predict(ex.X)
+		if err != nil {
+			return Run{}, fmt.Errorf("%s: event %s: %w", spec.label(), ex.ID, err)
+		}
+		p = l.Decide(p)
+		run.Events++
+		if p.Query {
+			run.Queries++
+		}
+		if ex.Label == 0 {
+			waiting[ex.ID] = pending{ex.X, p}
+			continue
+		}
+		score(p, ex.Label)
 		if p.Query {
 			if err := l.Learn(ex.X, ex.Label, p); err != nil {
 				return Run{}, fmt.Errorf("%s: event %s: %w", spec.label(), ex.ID, err)

@@ -155,3 +155,29 @@ func TestCompareWritesReport(t *testing.T) {
 		}
 	}
 }
+
+// Labels that arrive as label records right after their event give exactly
+// the run that inline labels give; labels for unknown ids are counted.
+func TestDelayedLabels(t *testing.T) {
+	ev, dim := synthEvents(t, "synth:switching-gaussian?T=1500&d=6&period=300", 4)
+	var delayed []streams.Example
+	for _, ex := range ev {
+		u := ex
+		u.Label = 0
+		delayed = append(delayed, u, streams.Example{ID: ex.ID, Label: ex.Label, LabelRecord: true})
+	}
+	delayed = append(delayed, streams.Example{ID: "never-seen", Label: 1, LabelRecord: true}, streams.Example{ID: ev[0].ID, Label: 1, LabelRecord: true})
+	for _, s := range []Spec{{Name: "lasec"}, {Name: "perceptron-ss", Params: json.RawMessage(`{"b":2}`)}} {
+		a, err := Evaluate(context.Background(), s, ev, dim, 1, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := Evaluate(context.Background(), s, delayed, dim, 1, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Mistakes != b.Mistakes || a.Queries != b.Queries || a.Labeled != b.Labeled || b.Delayed != len(ev) || b.Unknown != 2 {
+			t.Fatalf("%s: inline %+v vs delayed %+v", s.Name, a, b)
+		}
+	}
+}

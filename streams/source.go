@@ -26,6 +26,8 @@ type Example struct {
 	// Class is the raw label value of a multiclass file read with RawClass
 	// (Label is then 0 until a mapping such as drifting-classes sets it).
 	Class string
+	// LabelRecord marks a label for the earlier event ID (no X): a delayed label.
+	LabelRecord bool
 }
 
 // Source yields examples in stream order. Next returns io.EOF after the last

@@ -30,7 +30,9 @@ func runBacktest(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("backtest", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	data := fs.String("data", "", "data: a CSV or ARFF file (.gz read transparently) or synth:NAME?k=v&... (see -list-generators)")
-	format := fs.String("format", "auto", "file format: auto (by extension: .csv/.txt → csv, .arff → arff), csv or arff")
+	format := fs.String("format", "auto", "file format: auto (by extension: .csv/.txt → csv, .arff → arff, .jsonl → jsonl), csv, arff or jsonl")
+	dim := fs.Int("dim", 0, "jsonl: length of dense \"x\" inputs")
+	hashBits := fs.Int("hash-bits", 0, "jsonl: hash named \"features\" into 2^k buckets")
 	label := fs.String("label", "", "label column: header name, 1-based index, first or last (required for labeled files)")
 	positive := fs.String("positive", "", "label value that means +1 (required with -label or -label-file)")
 	negative := fs.String("negative", "", "label value that means -1; when set, any other value is an error")
@@ -102,7 +104,7 @@ func runBacktest(args []string, stdout, stderr io.Writer) int {
 		return fail(err)
 	}
 	src, err := dataSource(*data, *format, streams.CSVOptions{Header: *header, Label: *label, LabelFile: *labelFile,
-		Labels: streams.LabelMap{Positive: *positive, Negative: *negative}})
+		Labels: streams.LabelMap{Positive: *positive, Negative: *negative}}, streams.JSONLOptions{Dim: *dim, HashBits: *hashBits})
 	if err != nil {
 		return fail(err)
 	}
@@ -216,7 +218,7 @@ func learnerSpecs(names, params string) ([]backtest.Spec, error) {
 
 // dataSource returns the loader for -data: a generator re-seeded per repeat,
 // or a file read once.
-func dataSource(data, format string, csvOpts streams.CSVOptions) (backtest.Data, error) {
+func dataSource(data, format string, csvOpts streams.CSVOptions, jsonlOpts streams.JSONLOptions) (backtest.Data, error) {
 	if streams.IsSynth(data) {
 		if _, err := streams.OpenSynth(data, 0); err != nil { // validate up front
 			return nil, err
@@ -236,8 +238,10 @@ func dataSource(data, format string, csvOpts streams.CSVOptions) (backtest.Data,
 			format = "csv"
 		case strings.HasSuffix(ext, ".arff"):
 			format = "arff"
+		case strings.HasSuffix(ext, ".jsonl"), strings.HasSuffix(ext, ".ndjson"):
+			format = "jsonl"
 		default:
-			return nil, usageError{fmt.Errorf("cannot tell the format of %s from its name; set -format csv or -format arff", data)}
+			return nil, usageError{fmt.Errorf("cannot tell the format of %s from its name; set -format csv, arff or jsonl", data)}
 		}
 	}
 	var open func() (streams.Source, error)
@@ -251,8 +255,13 @@ func dataSource(data, format string, csvOpts streams.CSVOptions) (backtest.Data,
 		open = func() (streams.Source, error) {
 			return streams.OpenARFF(data, streams.ARFFOptions{Label: csvOpts.Label, Labels: csvOpts.Labels})
 		}
+	case "jsonl":
+		if csvOpts.Header || csvOpts.LabelFile != "" || csvOpts.Label != "" || csvOpts.Labels.Positive != "" {
+			return nil, usageError{errors.New("-header, -label, -positive and -label-file do not apply to JSONL: labels are -1/+1 in the events")}
+		}
+		open = func() (streams.Source, error) { return streams.OpenJSONL(data, jsonlOpts) }
 	default:
-		return nil, usageError{fmt.Errorf("-format %q: must be auto, csv or arff", format)}
+		return nil, usageError{fmt.Errorf("-format %q: must be auto, csv, arff or jsonl", format)}
 	}
 	src, err := open()
 	if err != nil {

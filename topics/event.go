@@ -1,0 +1,178 @@
+// Package topics holds driftstream's message contracts (DESIGN.md §2): the
+// JSON input events and label records read from the events and labels topics,
+// with their validation, and the vectorization that turns them into learner
+// inputs. Every decoding error says what is wrong, so that the service can put
+// the record on the dead-letter topic with that reason.
+package topics
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"time"
+
+	"github.com/driftstream/driftstream/learners"
+)
+
+// ErrInvalid reports an event that breaks the contract.
+var ErrInvalid = errors.New("invalid event")
+
+// DefaultMaxBytes bounds an encoded event (1 MiB).
+const DefaultMaxBytes = 1 << 20
+
+// Kind tells an input event from a label record.
+type Kind int
+
+const (
+	// Input is an event with features, optionally labeled.
+	Input Kind = iota
+	// LabelRecord gives the label of an earlier event by id.
+	LabelRecord
+)
+
+// Event is a decoded input event or label record.
+type Event struct {
+	Kind Kind
+	// ID is required and unique per key; it joins labels to events.
+	ID string
+	// TS is the event time, zero when absent.
+	TS time.Time
+	// X is the dense input (exactly one of X and Features for an Input).
+	X []float64
+	// Features are named sparse features, hashed into buckets.
+	Features map[string]float64
+	// Label is −1 or +1, or 0 when the event is unlabeled. A JSON label of 0
+	// means −1 (DESIGN §2).
+	Label int
+}
+
+// wire is the JSON shape; pointers tell absent fields from zero values.
+type wire struct {
+	ID       *string            `json:"id"`
+	TS       *string            `json:"ts"`
+	X        []float64          `json:"x"`
+	Features map[string]float64 `json:"features"`
+	Label    *int               `json:"label"`
+}
+
+// Decode parses and validates one event (DESIGN §2). maxBytes ≤ 0 means
+// DefaultMaxBytes. Unknown fields are rejected so that a misspelt "lable"
+// cannot silently turn a labeled event into an unlabeled one.
+func Decode(b []byte, maxBytes int) (Event, error) {
+	if maxBytes <= 0 {
+		maxBytes = DefaultMaxBytes
+	}
+	if len(b) > maxBytes {
+		return Event{}, fmt.Errorf("event of %d bytes exceeds the limit of %d: %w", len(b), maxBytes, ErrInvalid)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var w wire
+	if err := dec.Decode(&w); err != nil {
+		return Event{}, fmt.Errorf("malformed JSON: %v: %w", err, ErrInvalid)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return Event{}, fmt.Errorf("trailing data after the JSON object: %w", ErrInvalid)
+	}
+	var ev Event
+	if w.ID == nil || *w.ID == "" {
+		return Event{}, fmt.Errorf(`missing "id": %w`, ErrInvalid)
+	}
+	ev.ID = *w.ID
+	if w.TS != nil {
+		ts, err := time.Parse(time.RFC3339Nano, *w.TS)
+		if err != nil {
+			return Event{}, fmt.Errorf(`"ts" %q is not RFC 3339: %w`, *w.TS, ErrInvalid)
+		}
+		ev.TS = ts
+	}
+	if w.Label != nil {
+		switch *w.Label {
+		case 1:
+			ev.Label = 1
+		case 0, -1:
+			ev.Label = -1
+		default:
+			return Event{}, fmt.Errorf(`"label" %d: must be -1, 0 or +1: %w`, *w.Label, ErrInvalid)
+		}
+	}
+	switch {
+	case w.X != nil && w.Features != nil:
+		return Event{}, fmt.Errorf(`both "x" and "features": give exactly one: %w`, ErrInvalid)
+	case w.X == nil && w.Features == nil:
+		if w.Label == nil {
+			return Event{}, fmt.Errorf(`neither "x" nor "features" nor "label": %w`, ErrInvalid)
+		}
+		ev.Kind = LabelRecord
+	case w.X != nil:
+		if len(w.X) == 0 {
+			return Event{}, fmt.Errorf(`empty "x": %w`, ErrInvalid)
+		}
+		ev.X = w.X
+	default:
+		if len(w.Features) == 0 {
+			return Event{}, fmt.Errorf(`empty "features": %w`, ErrInvalid)
+		}
+		for name, v := range w.Features {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return Event{}, fmt.Errorf("feature %q = %v: %w", name, v, ErrInvalid)
+			}
+		}
+		ev.Features = w.Features
+	}
+	return ev, nil
+}
+
+// Vectorizer turns events into learner inputs of one dimension: dense x must
+// have exactly Dim entries; named features are hashed with Hasher (which must
+// then be set, and Dim must equal its bucket count).
+type Vectorizer struct {
+	Dim    int
+	Hasher *learners.Hasher
+}
+
+// NewVectorizer returns a vectorizer for dense inputs of dimension dim, or,
+// with hashBits > 0, for named features hashed into 2^hashBits buckets.
+func NewVectorizer(dim, hashBits int) (Vectorizer, error) {
+	if hashBits > 0 {
+		h, err := learners.NewHasher(hashBits)
+		if err != nil {
+			return Vectorizer{}, err
+		}
+		if dim != 0 && dim != h.Dim() {
+			return Vectorizer{}, fmt.Errorf("dimension %d differs from the 2^%d = %d hash buckets; set one of them", dim, hashBits, h.Dim())
+		}
+		return Vectorizer{Dim: h.Dim(), Hasher: &h}, nil
+	}
+	if dim < 1 {
+		return Vectorizer{}, fmt.Errorf("dimension %d: set the input dimension (dense \"x\") or hash bits (named \"features\")", dim)
+	}
+	return Vectorizer{Dim: dim}, nil
+}
+
+// Vector returns the learner input of an Input event.
+func (v Vectorizer) Vector(ev Event) (learners.Vector, error) {
+	switch {
+	case ev.Kind != Input:
+		return learners.Vector{}, fmt.Errorf("a label record has no features: %w", ErrInvalid)
+	case ev.X != nil:
+		if len(ev.X) != v.Dim {
+			return learners.Vector{}, fmt.Errorf(`"x" has %d entries, the configured dimension is %d: %w`, len(ev.X), v.Dim, ErrInvalid)
+		}
+		x, err := learners.NewDense(ev.X)
+		if err != nil {
+			return learners.Vector{}, fmt.Errorf("%v: %w", err, ErrInvalid)
+		}
+		return x, nil
+	case v.Hasher == nil:
+		return learners.Vector{}, fmt.Errorf(`named "features" need hash bits configured: %w`, ErrInvalid)
+	}
+	x, err := v.Hasher.Vector(ev.Features)
+	if err != nil {
+		return learners.Vector{}, fmt.Errorf("%v: %w", err, ErrInvalid)
+	}
+	return x, nil
+}
