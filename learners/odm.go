@@ -61,7 +61,10 @@ func (o odmLoss) grad(gamma float64) float64 {
 // odmLearner is one online ODM learner: gradient descent on f(w) = ‖w‖²/2 +
 // λℓ(w), w ← (1−η)·w − η·λ·g(γ)·y·x, every round. (Seed 003's Algorithm 1 has
 // a sign error, (1−η)w + ηλ∇ℓ; this is the descent step its FTRL derivation
-// gives.) The shrink is lazy, so a step costs O(nnz).
+// gives.) The shrink is lazy, so a step costs O(nnz). With 1/s steps the
+// update overshoots while λ‖x‖²/(1−θ)² ≫ s, so inputs should be scaled to
+// about unit norm: on raw features of norm ≈ 40 the weights diverge (the
+// learner then reports a non-finite margin as an error).
 type odmLearner struct {
 	odmLoss
 	eta float64 // 0 for inv_t

@@ -50,7 +50,7 @@ func (b biasSource) Dim() int { return b.Source.Dim() + 1 }
 
 func (b biasSource) Next(ctx context.Context) (Example, error) {
 	ex, err := b.Source.Next(ctx)
-	if err != nil {
+	if err != nil || ex.LabelRecord {
 		return ex, err
 	}
 	x := ex.X.Dense()

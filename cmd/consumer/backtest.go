@@ -44,6 +44,7 @@ func runBacktest(args []string, stdout, stderr io.Writer) int {
 	repeats := fs.Int("repeats", 1, "repeat with seeds seed..seed+N-1 and report means with 95% confidence intervals")
 	target := fs.Float64("query-rate-target", 0, "calibrate each sampler's query parameter to this query rate (0 = off)")
 	window := fs.Int("window", 500, "window of labeled events for windowed accuracy")
+	bias := fs.Bool("bias", false, "append a constant feature 1, so that linear learners can learn a threshold away from the origin")
 	out := fs.String("out", "", "output directory for summary.json, curve.csv, accuracy.svg and accuracy.png")
 	listGen := fs.Bool("list-generators", false, "list the built-in generators and their parameters, then exit")
 	experiment := fs.String("experiment", "", "run a paper reproduction by name (list: show them); replaces -data and -learners")
@@ -104,7 +105,7 @@ func runBacktest(args []string, stdout, stderr io.Writer) int {
 		return fail(err)
 	}
 	src, err := dataSource(*data, *format, streams.CSVOptions{Header: *header, Label: *label, LabelFile: *labelFile,
-		Labels: streams.LabelMap{Positive: *positive, Negative: *negative}}, streams.JSONLOptions{Dim: *dim, HashBits: *hashBits})
+		Labels: streams.LabelMap{Positive: *positive, Negative: *negative}}, streams.JSONLOptions{Dim: *dim, HashBits: *hashBits}, *bias)
 	if err != nil {
 		return fail(err)
 	}
@@ -218,7 +219,14 @@ func learnerSpecs(names, params string) ([]backtest.Spec, error) {
 
 // dataSource returns the loader for -data: a generator re-seeded per repeat,
 // or a file read once.
-func dataSource(data, format string, csvOpts streams.CSVOptions, jsonlOpts streams.JSONLOptions) (backtest.Data, error) {
+// With bias, every input gets a constant feature 1 appended.
+func dataSource(data, format string, csvOpts streams.CSVOptions, jsonlOpts streams.JSONLOptions, bias bool) (backtest.Data, error) {
+	withBias := func(src streams.Source) streams.Source {
+		if bias {
+			return streams.WithBias(src)
+		}
+		return src
+	}
 	if streams.IsSynth(data) {
 		if _, err := streams.OpenSynth(data, 0); err != nil { // validate up front
 			return nil, err
@@ -228,6 +236,7 @@ func dataSource(data, format string, csvOpts streams.CSVOptions, jsonlOpts strea
 			if err != nil {
 				return nil, 0, err
 			}
+			src = withBias(src)
 			ev, err := backtest.Load(ctx, src)
 			return ev, src.Dim(), err
 		}, nil
@@ -267,6 +276,7 @@ func dataSource(data, format string, csvOpts streams.CSVOptions, jsonlOpts strea
 	if err != nil {
 		return nil, err
 	}
+	src = withBias(src)
 	var cached []streams.Example
 	return func(ctx context.Context, _ int) ([]streams.Example, int, error) {
 		if cached == nil {
@@ -287,3 +297,4 @@ func defaultDataDir() string {
 	}
 	return filepath.Join("..", "shared", "data")
 }
+
