@@ -39,15 +39,15 @@ type Options struct {
 
 // Run is one learner's pass over one stream.
 type Run struct {
-	Events   int     // input events seen
+	Events int // input events seen
 	// Delayed counts labels that arrived as label records for an earlier event;
 	// Unknown counts label records whose event id was never seen (or already labeled).
 	Delayed, Unknown int
-	Labeled  int     // events with a label (the ones scored)
-	Mistakes int     // mistakes on labeled events
-	Expected float64 // expected mistakes (randomized predictions)
-	Queries  int     // rounds on which the learner asked for the label
-	Seconds  float64
+	Labeled          int     // events with a label (the ones scored)
+	Mistakes         int     // mistakes on labeled events
+	Expected         float64 // expected mistakes (randomized predictions)
+	Queries          int     // rounds on which the learner asked for the label
+	Seconds          float64
 	// Curve samples cumulative mistakes and windowed accuracy over time.
 	Curve []Point
 }

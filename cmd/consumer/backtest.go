@@ -297,4 +297,3 @@ func defaultDataDir() string {
 	}
 	return filepath.Join("..", "shared", "data")
 }
-
