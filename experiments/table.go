@@ -61,15 +61,7 @@ func odmTableSets() []tableSet {
 // Markdown table.
 func RunODMTable(ctx context.Context, learnersToRun []backtest.Spec, dataDir string, seed uint64, progress func(string)) (string, error) {
 	var b strings.Builder
-	b.WriteString("| data set | rows | ")
-	for _, s := range learnersToRun {
-		b.WriteString(specName(s) + " | ")
-	}
-	b.WriteString("D-ODM in seed 003 |\n|---|---|")
-	for range learnersToRun {
-		b.WriteString("---|")
-	}
-	b.WriteString("---|\n")
+	tableHeader(&b, []string{"data set", "rows"}, learnersToRun, "D-ODM in seed 003")
 	for _, set := range odmTableSets() {
 		src, err := set.open(dataDir)
 		if err != nil {
@@ -106,6 +98,16 @@ func RunODMTable(ctx context.Context, learnersToRun []backtest.Spec, dataDir str
 		}
 	}
 	return b.String(), nil
+}
+
+// tableHeader writes a Markdown header: the leading columns, one per learner, a last one.
+func tableHeader(b *strings.Builder, lead []string, specs []backtest.Spec, last string) {
+	cols := append([]string(nil), lead...)
+	for _, s := range specs {
+		cols = append(cols, specName(s))
+	}
+	cols = append(cols, last)
+	b.WriteString("| " + strings.Join(cols, " | ") + " |\n|" + strings.Repeat("---|", len(cols)) + "\n")
 }
 
 func specName(s backtest.Spec) string {
@@ -158,15 +160,8 @@ func RunDimensionSweep(ctx context.Context, learnersToRun []backtest.Spec, _ str
 	const repeats = 5
 	var b strings.Builder
 	for _, drift := range []string{"random", "linear"} {
-		fmt.Fprintf(&b, "\n%s drift (%d repeats; mean mistakes over T = 5000):\n\n| d | ", drift, repeats)
-		for _, s := range learnersToRun {
-			b.WriteString(specName(s) + " | ")
-		}
-		b.WriteString("modified − perceptron |\n|---|")
-		for range learnersToRun {
-			b.WriteString("---|")
-		}
-		b.WriteString("---|\n")
+		fmt.Fprintf(&b, "\n%s drift (%d repeats; mean mistakes over T = 5000):\n\n", drift, repeats)
+		tableHeader(&b, []string{"d"}, learnersToRun, "modified − perceptron")
 		for _, d := range []int{5, 10, 20, 50, 100, 200, 500} {
 			if progress != nil {
 				progress(fmt.Sprintf("%s drift, d = %d", drift, d))

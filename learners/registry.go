@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -138,7 +139,7 @@ func decodeParams(name string, raw json.RawMessage, p any) error {
 	}
 	valid := paramNames(p)
 	for k := range keys {
-		if !contains(valid, k) {
+		if !slices.Contains(valid, k) {
 			if len(valid) == 0 {
 				return fmt.Errorf("learner %s: unknown parameter %q; it takes no parameters: %w", name, k, ErrParam)
 			}
@@ -155,15 +156,6 @@ func decodeParams(name string, raw json.RawMessage, p any) error {
 		return fmt.Errorf("learner %s: %v: %w", name, err, ErrParam)
 	}
 	return nil
-}
-
-func contains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 // paramFields lists the parameter fields of struct type t, flattening embedded

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -158,7 +159,7 @@ func (s *arffSource) layout() error {
 		return fmt.Errorf("%s: label attribute: %v: %w", s.path, err, ErrOption)
 	}
 	if s.labelCol >= 0 {
-		if a := s.attrs[s.labelCol]; a.values != nil && s.opts.Labels.Positive != "" && !contains(a.values, s.opts.Labels.Positive) {
+		if a := s.attrs[s.labelCol]; a.values != nil && s.opts.Labels.Positive != "" && !slices.Contains(a.values, s.opts.Labels.Positive) {
 			return fmt.Errorf("%s: positive label %q is not a value of %s {%s}: %w", s.path, s.opts.Labels.Positive, a.name, strings.Join(a.values, ","), ErrOption)
 		}
 	}
@@ -177,15 +178,6 @@ func (s *arffSource) layout() error {
 		return fmt.Errorf("%s: no feature attributes: %w", s.path, ErrFormat)
 	}
 	return nil
-}
-
-func contains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 func (s *arffSource) Dim() int { return s.dim }
@@ -230,7 +222,7 @@ func (s *arffSource) parseRow(line string) (Example, error) {
 		switch {
 		case i == s.labelCol:
 			y, err := s.opts.Labels.label(v)
-			if err == nil && a.values != nil && v != "?" && !contains(a.values, v) {
+			if err == nil && a.values != nil && v != "?" && !slices.Contains(a.values, v) {
 				err = fmt.Errorf("class %q is not one of {%s}", v, strings.Join(a.values, ","))
 			}
 			if err != nil {
