@@ -34,6 +34,11 @@ type Config struct {
 	Key string
 }
 
+// KeyStream returns the PCG stream of (seed, key) that learners draw from.
+// Other per-key randomness (the service's margin query rule) should use a
+// derived key so that it does not share the learner's stream.
+func KeyStream(seed uint64, key string) rand.PCG { return rngFor(seed, key) }
+
 // rngFor returns the PCG stream of (seed, key): both words are mixed with
 // SplitMix64 so that nearby seeds and similar keys give unrelated streams.
 func rngFor(seed uint64, key string) rand.PCG {

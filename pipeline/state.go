@@ -1,0 +1,213 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+
+	"github.com/driftstream/driftstream/checkpoint"
+	"github.com/driftstream/driftstream/learners"
+)
+
+// errState reports a key state that cannot be decoded.
+var errState = errors.New("bad key state")
+
+// encodeVector writes a pending input: dimension, sparse flag, entries.
+func encodeVector(x learners.Vector) []byte {
+	var b []byte
+	b = binary.AppendUvarint(b, uint64(x.Dim()))
+	if x.Sparse() {
+		b = append(b, 1)
+	} else {
+		b = append(b, 0)
+	}
+	b = binary.AppendUvarint(b, uint64(x.NNZ()))
+	x.Entries(func(i int, v float64) {
+		if x.Sparse() {
+			b = binary.AppendUvarint(b, uint64(i))
+		}
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v))
+	})
+	return b
+}
+
+// stateReader reads what encodeState and encodeVector wrote.
+type stateReader struct {
+	b   []byte
+	err error
+}
+
+func (r *stateReader) uvarint() uint64 {
+	v, n := binary.Uvarint(r.b)
+	if n <= 0 {
+		r.fail()
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *stateReader) varint() int64 {
+	v, n := binary.Varint(r.b)
+	if n <= 0 {
+		r.fail()
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *stateReader) bytes() []byte {
+	n := r.uvarint()
+	if r.err != nil || n > uint64(len(r.b)) {
+		r.fail()
+		return nil
+	}
+	v := r.b[:n]
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *stateReader) fail() {
+	if r.err == nil {
+		r.err = fmt.Errorf("truncated: %w", errState)
+	}
+}
+
+func decodeVector(b []byte) (learners.Vector, error) {
+	r := stateReader{b: b}
+	dim := int(r.uvarint())
+	if r.err != nil || len(r.b) < 1 {
+		return learners.Vector{}, fmt.Errorf("vector header: %w", errState)
+	}
+	sparse := r.b[0] == 1
+	r.b = r.b[1:]
+	n := int(r.uvarint())
+	if r.err != nil || n > dim {
+		return learners.Vector{}, fmt.Errorf("vector of %d entries in dimension %d: %w", n, dim, errState)
+	}
+	idx, val := make([]int32, 0, n), make([]float64, 0, n)
+	for k := 0; k < n; k++ {
+		if sparse {
+			idx = append(idx, int32(r.uvarint()))
+		}
+		if len(r.b) < 8 {
+			return learners.Vector{}, fmt.Errorf("vector values: %w", errState)
+		}
+		val = append(val, math.Float64frombits(binary.LittleEndian.Uint64(r.b)))
+		r.b = r.b[8:]
+	}
+	if r.err != nil {
+		return learners.Vector{}, r.err
+	}
+	if sparse {
+		return learners.NewSparse(dim, idx, val)
+	}
+	if n != dim {
+		return learners.Vector{}, fmt.Errorf("dense vector of %d entries in dimension %d: %w", n, dim, errState)
+	}
+	return learners.NewDense(val)
+}
+
+// decodeState rebuilds a key from its checkpointed bytes.
+func (w *Worker) decodeState(rec checkpoint.KeyRecord) (*keyState, error) {
+	r := stateReader{b: rec.State}
+	snap := r.bytes()
+	rng := r.bytes()
+	if r.err != nil {
+		return nil, r.err
+	}
+	ks, err := w.newKey(rec.Key)
+	if err != nil {
+		return nil, err
+	}
+	if err := ks.learner.UnmarshalBinary(snap); err != nil {
+		return nil, fmt.Errorf("learner: %w", err)
+	}
+	if err := ks.query.UnmarshalBinary(rng); err != nil {
+		return nil, fmt.Errorf("query rng: %v: %w", err, errState)
+	}
+	ks.rng = rand.New(&ks.query)
+	n := r.uvarint()
+	for i := uint64(0); i < n && r.err == nil; i++ {
+		id := string(r.bytes())
+		off := r.varint()
+		x, err := decodeVector(r.bytes())
+		if err != nil {
+			return nil, fmt.Errorf("pending %q: %w", id, err)
+		}
+		ks.pending = append(ks.pending, pending{id: id, offset: off, x: x})
+	}
+	if r.err == nil && len(r.b) != 0 {
+		r.err = fmt.Errorf("%d trailing bytes: %w", len(r.b), errState)
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	ks.applied = rec.AppliedThrough
+	return ks, nil
+}
+
+// Checkpoint writes every key changed since the last checkpoint, then the
+// partition marker, to store. The caller flushes outputs before and commits
+// input offsets after (DESIGN §4); on error nothing is marked clean.
+func (w *Worker) Checkpoint(ctx context.Context, store checkpoint.Store) (records int, err error) {
+	keys := make([]string, 0, len(w.dirty))
+	for k := range w.dirty {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys) // deterministic record order
+	recs := make([]checkpoint.KeyRecord, 0, len(keys))
+	for _, k := range keys {
+		ks := w.keys[k]
+		b, err := encodeState(ks)
+		if err != nil {
+			return 0, fmt.Errorf("checkpoint partition %d, key %q: %w", w.partition, k, err)
+		}
+		recs = append(recs, checkpoint.KeyRecord{Partition: w.partition, Key: k, AppliedThrough: ks.applied, State: b})
+	}
+	if err := store.Write(ctx, recs, checkpoint.Marker{Partition: w.partition, Through: w.through}); err != nil {
+		return 0, fmt.Errorf("checkpoint partition %d: %w", w.partition, err)
+	}
+	clear(w.dirty)
+	return len(recs), nil
+}
+
+// Restore loads the partition's checkpoint into an empty worker and returns
+// the offsets to resume reading from and the problems found. A key whose
+// record cannot be decoded is reported and replayed from scratch (the replay
+// start then covers it: see checkpoint.Snapshot.ReplayFrom).
+func (w *Worker) Restore(ctx context.Context, store checkpoint.Store) (from [2]int64, problems []error, err error) {
+	if len(w.keys) != 0 {
+		return from, nil, fmt.Errorf("restore partition %d: worker already holds %d keys", w.partition, len(w.keys))
+	}
+	snap, err := store.Load(ctx, w.partition)
+	if err != nil {
+		return from, nil, fmt.Errorf("restore partition %d: %w", w.partition, err)
+	}
+	for _, c := range snap.Corrupt {
+		problems = append(problems, c)
+	}
+	for k, rec := range snap.Keys {
+		ks, err := w.decodeState(rec)
+		if err != nil {
+			problems = append(problems, fmt.Errorf("key %q: %w", k, err))
+			snap.Corrupt = append(snap.Corrupt, checkpoint.Corruption{Key: k, Err: err})
+			delete(snap.Keys, k)
+			continue
+		}
+		w.keys[k] = ks
+	}
+	if snap.Marker != nil {
+		w.through = snap.Marker.Through
+	}
+	return snap.ReplayFrom(), problems, nil
+}
+
+// SuppressBelow stops outputs for records below these offsets: they were
+// delivered before the restart (the group's committed offsets).
+func (w *Worker) SuppressBelow(offsets [2]int64) { w.suppress = offsets }

@@ -1,0 +1,316 @@
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/driftstream/driftstream/checkpoint"
+	"github.com/driftstream/driftstream/topics"
+)
+
+const dim = 4
+
+func testConfig(t *testing.T, learner, params string) Config {
+	t.Helper()
+	vec, err := topics.NewVectorizer(dim, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Config{Learner: learner, Params: json.RawMessage(params), Seed: 7, Vector: vec, QueryScale: 1, MaxPending: 50, PendingTTL: 400}
+}
+
+// records builds a partition's input: events for nkeys keys with drifting
+// targets; a third are unlabeled and get a label record a few records later.
+func records(seed uint64, n, nkeys int) []Record {
+	r := rand.New(rand.NewPCG(seed, 9))
+	u := []float64{1, -1, 0.5, 0}
+	var out []Record
+	type late struct {
+		at      int
+		key, id string
+		label   int
+	}
+	var lates []late
+	for i := 0; len(out) < n; i++ {
+		if i%300 == 0 {
+			for j := range u {
+				u[j] = r.NormFloat64()
+			}
+		}
+		for len(lates) > 0 && lates[0].at <= len(out) {
+			l := lates[0]
+			lates = lates[1:]
+			out = append(out, Record{Offset: int64(len(out)), Key: []byte(l.key), Value: []byte(fmt.Sprintf(`{"id":%q,"label":%d}`, l.id, l.label))})
+		}
+		x := make([]float64, dim)
+		m := 0.0
+		for j := range x {
+			x[j] = r.NormFloat64()
+			m += u[j] * x[j]
+		}
+		y := 1
+		if m < 0 {
+			y = -1
+		}
+		key := fmt.Sprintf("k%d", r.IntN(nkeys))
+		id := fmt.Sprintf("e%d", i)
+		xs, _ := json.Marshal(x)
+		if r.IntN(3) == 0 {
+			out = append(out, Record{Offset: int64(len(out)), Key: []byte(key), Value: []byte(fmt.Sprintf(`{"id":%q,"x":%s}`, id, xs))})
+			lates = append(lates, late{at: len(out) + 1 + r.IntN(20), key: key, id: id, label: y})
+		} else {
+			out = append(out, Record{Offset: int64(len(out)), Key: []byte(key), Value: []byte(fmt.Sprintf(`{"id":%q,"x":%s,"label":%d}`, id, xs, y))})
+		}
+	}
+	return out
+}
+
+func run(t *testing.T, w *Worker, recs []Record) []Output {
+	t.Helper()
+	for _, r := range recs {
+		if err := w.Process(context.Background(), r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return w.TakeOutputs()
+}
+
+// states returns every key's encoded state.
+func states(t *testing.T, w *Worker) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	for k, ks := range w.keys {
+		b, err := encodeState(ks)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[k] = b
+	}
+	return out
+}
+
+func TestEveryEventOnePredictionAndBadInputsDeadLetter(t *testing.T) {
+	w, err := NewWorker(testConfig(t, "lasec", ""), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := records(1, 500, 5)
+	bad := []struct{ key, value, class, frag string }{
+		{"k1", `{"id":"b1","x":[1,2`, "invalid_event", "malformed JSON"},
+		{"k1", `{"id":"b2","x":[1,2,3]}`, "rejected_by_learner", "3 entries"},
+		{"", `{"id":"b3","x":[1,2,3,4]}`, "missing_key", "no key"},
+		{"k2", `{"id":"b4","x":[1,2,3,4],"lable":1}`, "invalid_event", "lable"},
+		{"k2", `{"id":"b5","features":{"a":1}}`, "rejected_by_learner", "hash bits"},
+		{"k3", `{"id":"b6","x":[1,2,3,4],"label":7}`, "invalid_event", "label"},
+		{"k3", strings.Repeat(" ", topics.DefaultMaxBytes+1), "invalid_event", "exceeds"},
+	}
+	var all []Record
+	for i, r := range recs {
+		all = append(all, r)
+		if i%60 == 0 && i/60 < len(bad) {
+			b := bad[i/60]
+			all = append(all, Record{Key: []byte(b.key), Value: []byte(b.value)})
+		}
+	}
+	for i := range all {
+		all[i].Offset = int64(i)
+	}
+	outs := run(t, w, all)
+	preds := map[string]int{}
+	var dead []Output
+	for _, o := range outs {
+		switch o.Kind {
+		case OutPrediction:
+			var m predictionMsg
+			json.Unmarshal(o.Value, &m)
+			preds[m.ID]++
+		case OutDeadLetter:
+			dead = append(dead, o)
+		}
+	}
+	events := 0
+	for _, r := range recs {
+		if ev, _ := topics.Decode(r.Value, 0); ev.Kind == topics.Input {
+			events++
+			if preds[ev.ID] != 1 {
+				t.Fatalf("event %s got %d predictions", ev.ID, preds[ev.ID])
+			}
+		}
+	}
+	if len(preds) != events {
+		t.Fatalf("%d predictions for %d events", len(preds), events)
+	}
+	if len(dead) != len(bad) {
+		t.Fatalf("%d dead letters, want %d", len(dead), len(bad))
+	}
+	for i, d := range dead {
+		if !strings.Contains(d.Headers["error"], bad[i].frag) || d.Headers["source-topic"] != "events" || d.Headers["offset"] == "" || !bytes.Equal(d.Value, []byte(bad[i].value)) {
+			t.Errorf("dead letter %d: %v", i, d.Headers)
+		}
+	}
+	st := w.Stats()
+	if st.DeadLetters["invalid_event"] != 4 || st.DeadLetters["rejected_by_learner"] != 2 || st.DeadLetters["missing_key"] != 1 {
+		t.Fatalf("dead letter classes %v", st.DeadLetters)
+	}
+}
+
+// Label queries are answered by label records, which train the learner.
+func TestQueryLabelLearnLoop(t *testing.T) {
+	for _, c := range []struct{ learner, params string }{{"lasec-ss", `{"a":0.5}`}, {"perceptron", ""}} {
+		w, _ := NewWorker(testConfig(t, c.learner, c.params), 0)
+		outs := run(t, w, records(2, 2000, 3))
+		queries := 0
+		for _, o := range outs {
+			if o.Kind == OutQuery {
+				queries++
+			}
+		}
+		st := w.Stats()
+		if queries == 0 || st.LabelsJoined == 0 || st.LabelsJoined > int64(queries) {
+			t.Fatalf("%s: %d queries, stats %+v", c.learner, queries, st)
+		}
+		// Unqueried unlabeled events get label records too: those are unknown ids.
+		if st.LabelsUnknown == 0 {
+			t.Fatalf("%s: no unknown labels counted: %+v", c.learner, st)
+		}
+	}
+}
+
+// Crash at random points: a new worker restores the last checkpoint, replays
+// from where it says, and ends bit-identical to an uninterrupted run; with
+// outputs suppressed below the committed offset, every event is predicted
+// exactly once.
+func TestCrashRestoreIsBitIdentical(t *testing.T) {
+	for _, c := range []struct{ learner, params string }{{"lasec-ss", `{"a":0.3}`}, {"budget-perceptron", `{"budget":20}`}, {"dynamic-odm", ""}} {
+		t.Run(c.learner, func(t *testing.T) {
+			cfg := testConfig(t, c.learner, c.params)
+			recs := records(3, 3000, 12)
+			ref, _ := NewWorker(cfg, 0)
+			run(t, ref, recs)
+			want := states(t, ref)
+
+			store, _ := checkpoint.NewFileStore(t.TempDir(), 0)
+			r := rand.New(rand.NewPCG(5, 5))
+			w, _ := NewWorker(cfg, 0)
+			preds := map[string]int{}
+			pos, committed := 0, int64(0)
+			count := func(outs []Output) {
+				for _, o := range outs {
+					if o.Kind == OutPrediction {
+						var m predictionMsg
+						json.Unmarshal(o.Value, &m)
+						preds[m.ID]++
+					}
+				}
+			}
+			for pos < len(recs) {
+				stop := min(len(recs), pos+50+r.IntN(400))
+				for ; pos < stop; pos++ {
+					if err := w.Process(context.Background(), recs[pos]); err != nil {
+						t.Fatal(err)
+					}
+					if pos%97 == 0 { // checkpoint: flush outputs, write, commit
+						count(w.TakeOutputs())
+						if _, err := w.Checkpoint(context.Background(), store); err != nil {
+							t.Fatal(err)
+						}
+						committed = int64(pos) + 1
+					}
+				}
+				if pos == len(recs) {
+					count(w.TakeOutputs())
+					break
+				}
+				// Crash: outputs since the last checkpoint may or may not have been
+				// delivered; drop them (the at-least-once case would deliver them).
+				w.TakeOutputs()
+				w, _ = NewWorker(cfg, 0)
+				from, problems, err := w.Restore(context.Background(), store)
+				if err != nil || len(problems) > 0 {
+					t.Fatal(err, problems)
+				}
+				w.SuppressBelow([2]int64{committed, committed})
+				pos = int(from[EventsTopic])
+			}
+			got := states(t, w)
+			if len(got) != len(want) {
+				t.Fatalf("%d keys, want %d", len(got), len(want))
+			}
+			for k, b := range want {
+				if !bytes.Equal(got[k], b) {
+					t.Fatalf("key %s differs from the uninterrupted run", k)
+				}
+			}
+			for _, rec := range recs {
+				if ev, _ := topics.Decode(rec.Value, 0); ev.Kind == topics.Input && preds[ev.ID] != 1 {
+					t.Fatalf("event %s predicted %d times", ev.ID, preds[ev.ID])
+				}
+			}
+		})
+	}
+}
+
+// A corrupted checkpoint record is reported, and replay from further back
+// still ends bit-identical.
+func TestCorruptCheckpointRecoversByReplay(t *testing.T) {
+	cfg := testConfig(t, "lasec", "")
+	recs := records(4, 1500, 6)
+	ref, _ := NewWorker(cfg, 0)
+	run(t, ref, recs)
+	want := states(t, ref)
+
+	dir := t.TempDir()
+	store, _ := checkpoint.NewFileStore(dir, 0)
+	w, _ := NewWorker(cfg, 0)
+	run(t, w, recs[:500])
+	w.Checkpoint(context.Background(), store)
+	run(t, w, recs[500:1000])
+	w.Checkpoint(context.Background(), store)
+
+	// Flip a byte in the last key record of the log.
+	path := dir + "/partition-0.log"
+	b, _ := os.ReadFile(path)
+	b[len(b)-40] ^= 0xff
+	os.WriteFile(path, b, 0o644)
+
+	w2, _ := NewWorker(cfg, 0)
+	from, problems, err := w2.Restore(context.Background(), store)
+	if err != nil || len(problems) == 0 {
+		t.Fatalf("corruption not reported: %v %v", err, problems)
+	}
+	if from[EventsTopic] >= 1000 {
+		t.Fatalf("replay from %d: must go back before the corrupt record", from[EventsTopic])
+	}
+	w2.SuppressBelow([2]int64{1000, 1000}) // committed after the second checkpoint
+	for _, o := range run(t, w2, recs[from[EventsTopic]:]) {
+		var m predictionMsg
+		if o.Kind == OutPrediction && json.Unmarshal(o.Value, &m) == nil && m.Offset < 1000 {
+			t.Fatalf("replay re-emitted the prediction of offset %d, delivered before the crash", m.Offset)
+		}
+	}
+	got := states(t, w2)
+	for k, s := range want {
+		if !bytes.Equal(got[k], s) {
+			t.Fatalf("key %s differs after recovery", k)
+		}
+	}
+	if !slices.Equal(sortedKeys(got), sortedKeys(want)) {
+		t.Fatal("key sets differ")
+	}
+}
+
+func sortedKeys(m map[string][]byte) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
