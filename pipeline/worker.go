@@ -111,6 +111,19 @@ type Stats struct {
 	Skipped                                         int64            // replayed records already applied
 }
 
+// Totals are a worker's cumulative counters without the per-class map, cheap
+// enough to read after every record.
+type Totals struct {
+	Events, Predictions, Queries, Labeled, Mistakes, LabelsJoined, DeadLetters int64
+}
+
+// Totals returns the cumulative counters.
+func (w *Worker) Totals() Totals {
+	s := &w.stats
+	return Totals{Events: s.Events, Predictions: s.Predictions, Queries: s.Queries, Labeled: s.Labeled,
+		Mistakes: s.Mistakes, LabelsJoined: s.LabelsJoined, DeadLetters: w.deadTotal}
+}
+
 // pending is a label query waiting for its label.
 type pending struct {
 	id     string
@@ -139,6 +152,7 @@ type Worker struct {
 	suppress  [2]int64 // outputs for offsets below these are not emitted (replay)
 	out       []Output
 	stats     Stats
+	deadTotal int64
 }
 
 // NewWorker returns a worker for a partition with no state.
@@ -189,6 +203,7 @@ func (w *Worker) newKey(key string) (*keyState, error) {
 // deadLetter emits the original bytes with the reason.
 func (w *Worker) deadLetter(r Record, class string, err error) {
 	w.stats.DeadLetters[class]++
+	w.deadTotal++
 	if r.Offset < w.suppress[r.Topic] {
 		return
 	}

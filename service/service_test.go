@@ -1,0 +1,241 @@
+package service
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/driftstream/driftstream/checkpoint"
+	"github.com/driftstream/driftstream/pipeline"
+	"github.com/driftstream/driftstream/topics"
+	"github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kfake"
+)
+
+const partitions = 3
+
+func cluster(t *testing.T) string {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(-1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c.ListenAddrs()[0]
+}
+
+func config(t *testing.T, addr, group string) Config {
+	t.Helper()
+	vec, _ := topics.NewVectorizer(3, 0)
+	return Config{Brokers: []string{addr}, Group: group, Partitions: partitions, Replication: 1,
+		Topics: Topics{Events: "events", Predictions: "predictions", Queries: "label-queries", DeadLetters: "dead-letters", Changelog: "changelog"},
+		Pipeline: pipeline.Config{Learner: "lasec-ss", Params: json.RawMessage(`{"a":0.3}`), Seed: 3, Vector: vec, MaxPending: 100, PendingTTL: 10000},
+		CheckpointEvery: 100, CheckpointInterval: 200 * time.Millisecond}
+}
+
+// produce writes n events over 20 keys (a third unlabeled, answered by a
+// label record), plus a few bad records; it returns the event ids.
+func produce(t *testing.T, addr string, seed uint64, n int) []string {
+	t.Helper()
+	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "events", Balancer: &kafka.Hash{}, BatchTimeout: time.Millisecond}
+	defer w.Close()
+	r := rand.New(rand.NewPCG(seed, 1))
+	var msgs []kafka.Message
+	var ids []string
+	for i := 0; i < n; i++ {
+		key := fmt.Sprintf("device-%d", r.IntN(20))
+		x := []float64{r.NormFloat64(), r.NormFloat64(), r.NormFloat64()}
+		y := 1
+		if x[0]+0.5*x[1] < 0 {
+			y = -1
+		}
+		id := fmt.Sprintf("s%d-e%d", seed, i)
+		ids = append(ids, id)
+		xs, _ := json.Marshal(x)
+		if i%3 == 0 {
+			msgs = append(msgs, kafka.Message{Key: []byte(key), Value: []byte(fmt.Sprintf(`{"id":%q,"x":%s}`, id, xs))},
+				kafka.Message{Key: []byte(key), Value: []byte(fmt.Sprintf(`{"id":%q,"label":%d}`, id, y))})
+		} else {
+			msgs = append(msgs, kafka.Message{Key: []byte(key), Value: []byte(fmt.Sprintf(`{"id":%q,"x":%s,"label":%d}`, id, xs, y))})
+		}
+		if i%100 == 50 {
+			msgs = append(msgs, kafka.Message{Key: []byte(key), Value: []byte(`{"id":"bad","x":[1,2`)})
+		}
+	}
+	if err := w.WriteMessages(context.Background(), msgs...); err != nil {
+		t.Fatal(err)
+	}
+	return ids
+}
+
+// runUntil runs a service until it has processed want events, then stops it.
+func runUntil(t *testing.T, cfg Config, want int64) Totals {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s, err := New(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	deadline := time.After(60 * time.Second)
+	for s.Totals().Events < want {
+		select {
+		case err := <-done:
+			t.Fatalf("service stopped early: %v", err)
+		case <-deadline:
+			t.Fatalf("timed out at %+v", s.Totals())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	return s.Totals()
+}
+
+// readAll reads every message of a topic.
+func readAll(t *testing.T, addr, topic string) []kafka.Message {
+	t.Helper()
+	var out []kafka.Message
+	for p := 0; p < partitions; p++ {
+		conn, err := kafka.DialLeader(context.Background(), "tcp", addr, topic, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		first, last, _ := conn.ReadOffsets()
+		conn.Seek(first, kafka.SeekAbsolute)
+		for off := first; off < last; {
+			conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+			b := conn.ReadBatch(1, 64<<20)
+			for {
+				m, err := b.ReadMessage()
+				if err != nil {
+					break
+				}
+				m.Partition = p
+				out = append(out, m)
+				off = m.Offset + 1
+			}
+			b.Close()
+		}
+		conn.Close()
+	}
+	return out
+}
+
+// referenceStates replays every events partition through a fresh worker and
+// returns its checkpointed key states.
+func referenceStates(t *testing.T, addr string, cfg Config) map[string][]byte {
+	t.Helper()
+	store, _ := checkpoint.NewFileStore(t.TempDir(), 0)
+	events := readAll(t, addr, "events")
+	out := map[string][]byte{}
+	for p := 0; p < partitions; p++ {
+		w, err := pipeline.NewWorker(cfg.Pipeline, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range events {
+			if m.Partition == p {
+				w.Process(context.Background(), pipeline.Record{Topic: pipeline.EventsTopic, Partition: p, Offset: m.Offset, Key: m.Key, Value: m.Value})
+			}
+		}
+		w.Checkpoint(context.Background(), store)
+		snap, _ := store.Load(context.Background(), p)
+		for k, rec := range snap.Keys {
+			out[k] = rec.State
+		}
+	}
+	return out
+}
+
+func changelogStates(t *testing.T, addr string) map[string][]byte {
+	t.Helper()
+	s, _ := checkpoint.NewKafkaStore(&kafka.Dialer{}, []string{addr}, "changelog")
+	out := map[string][]byte{}
+	for p := 0; p < partitions; p++ {
+		snap, err := s.Load(context.Background(), p)
+		if err != nil || len(snap.Corrupt) > 0 {
+			t.Fatal(err, snap.Corrupt)
+		}
+		for k, rec := range snap.Keys {
+			out[k] = rec.State
+		}
+	}
+	return out
+}
+
+// Every event gets exactly one prediction, bad records reach the dead-letter
+// topic with a reason, queries are answered by label records, and a stop and
+// restart between two batches ends with per-key state bit-identical to one
+// uninterrupted run.
+func TestServiceOverTCP(t *testing.T) {
+	addr := cluster(t)
+	cfg := config(t, addr, "g1")
+	if _, err := New(context.Background(), cfg); err != nil { // creates the topics
+		t.Fatal(err)
+	}
+	ids := produce(t, addr, 1, 900)
+	tot := runUntil(t, cfg, int64(len(ids)))
+	if tot.LabelsJoined == 0 || tot.DeadLetters == 0 {
+		t.Fatalf("totals %+v", tot)
+	}
+	ids = append(ids, produce(t, addr, 2, 600)...)
+	runUntil(t, cfg, 600) // a new instance resumes from the checkpoints
+
+	preds := map[string]int{}
+	for _, m := range readAll(t, addr, "predictions") {
+		var p struct{ ID string }
+		json.Unmarshal(m.Value, &p)
+		preds[p.ID]++
+	}
+	for _, id := range ids {
+		if preds[id] != 1 {
+			t.Fatalf("event %s has %d predictions", id, preds[id])
+		}
+	}
+	dead := readAll(t, addr, "dead-letters")
+	if len(dead) != 15 {
+		t.Fatalf("%d dead letters, want 15", len(dead))
+	}
+	for _, d := range dead {
+		var reason string
+		for _, h := range d.Headers {
+			if h.Key == "error" {
+				reason = string(h.Value)
+			}
+		}
+		if !bytes.Contains([]byte(reason), []byte("malformed JSON")) {
+			t.Fatalf("dead letter reason %q", reason)
+		}
+	}
+	want, got := referenceStates(t, addr, cfg), changelogStates(t, addr)
+	if len(want) != 20 || len(got) != len(want) {
+		t.Fatalf("%d keys in the changelog, %d in the reference", len(got), len(want))
+	}
+	for k, b := range want {
+		if !bytes.Equal(got[k], b) {
+			t.Fatalf("key %s: changelog state differs from an uninterrupted run", k)
+		}
+	}
+}
+
+func TestServiceRefusesUnequalPartitions(t *testing.T) {
+	addr := cluster(t)
+	conn, _ := kafka.Dial("tcp", addr)
+	conn.CreateTopics(kafka.TopicConfig{Topic: "labels", NumPartitions: 2, ReplicationFactor: 1})
+	conn.Close()
+	cfg := config(t, addr, "g2")
+	cfg.Topics.Labels = "labels"
+	_, err := New(context.Background(), cfg)
+	if err == nil || !bytes.Contains([]byte(err.Error()), []byte("co-partitioned")) {
+		t.Fatalf("err = %v", err)
+	}
+}
