@@ -32,8 +32,8 @@ func config(t *testing.T, addr, group string) Config {
 	t.Helper()
 	vec, _ := topics.NewVectorizer(3, 0)
 	return Config{Brokers: []string{addr}, Group: group, Partitions: partitions, Replication: 1,
-		Topics: Topics{Events: "events", Predictions: "predictions", Queries: "label-queries", DeadLetters: "dead-letters", Changelog: "changelog"},
-		Pipeline: pipeline.Config{Learner: "lasec-ss", Params: json.RawMessage(`{"a":0.3}`), Seed: 3, Vector: vec, MaxPending: 100, PendingTTL: 10000},
+		Topics:          Topics{Events: "events", Predictions: "predictions", Queries: "label-queries", DeadLetters: "dead-letters", Changelog: "changelog"},
+		Pipeline:        pipeline.Config{Learner: "lasec-ss", Params: json.RawMessage(`{"a":0.3}`), Seed: 3, Vector: vec, MaxPending: 100, PendingTTL: 10000},
 		CheckpointEvery: 100, CheckpointInterval: 200 * time.Millisecond}
 }
 
