@@ -1,5 +1,7 @@
 // Command consumer is the driftstream service and its tools. Subcommands:
 //
+//	run [flags]        the Kafka service (the default: 'consumer -embedded' runs it on an
+//	                   in-process broker with a demo producer)
 //	learners [-json]   print the learner catalog (names, parameters, defaults, papers)
 //	backtest ...       replay a file or generator through learners; summary, curves, plot
 //
@@ -13,6 +15,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"strings"
 )
 
 func main() {
@@ -36,17 +39,18 @@ func commands() map[string]command {
 	return map[string]command{
 		"learners": {"print the learner catalog as a table (-json: as JSON)", runLearners},
 		"backtest": {"replay a file or generator through learners and write a report", runBacktest},
+		"run":      {"the Kafka service (default; -embedded: in-process broker and demo producer)", runService},
 	}
 }
 
 // run dispatches to a subcommand and returns the process exit code.
 func run(args []string, stdout, stderr io.Writer) int {
 	cmds := commands()
-	if len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") && args[0] != "-h" && args[0] != "-help" && args[0] != "--help" {
+		return runService(args, stdout, stderr) // run is the default subcommand
+	}
+	if args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help" {
 		usage(stderr, cmds)
-		if len(args) == 0 {
-			return exitUsage
-		}
 		return exitOK
 	}
 	c, ok := cmds[args[0]]

@@ -16,7 +16,8 @@ func TestRunDispatch(t *testing.T) {
 		wantStdout string
 		wantStderr string
 	}{
-		{nil, exitUsage, "", "subcommands:"},
+		{nil, exitUsage, "", "no brokers"}, // run is the default subcommand
+		{[]string{"-h"}, exitOK, "", "subcommands:"},
 		{[]string{"help"}, exitOK, "", "learners"},
 		{[]string{"frobnicate"}, exitUsage, "", `unknown subcommand "frobnicate"`},
 		{[]string{"learners", "-nope"}, exitUsage, "", "flag provided but not defined"},
