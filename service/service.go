@@ -173,6 +173,13 @@ func (s *Service) Ready() bool {
 	return ready
 }
 
+// Assigned is the number of partitions this instance currently owns.
+func (s *Service) Assigned() int {
+	n := 0
+	s.assigned.Range(func(_, _ any) bool { n++; return true })
+	return n
+}
+
 // Run consumes until ctx is cancelled; it checkpoints every partition before
 // returning. It returns nil on cancellation.
 func (s *Service) Run(ctx context.Context) error {

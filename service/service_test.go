@@ -239,3 +239,96 @@ func TestServiceRefusesUnequalPartitions(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// A second and a third consumer join while the first is working: partitions
+// move with their state (checkpointed on revoke, restored on assignment), and
+// the end result is bit-identical to an uninterrupted run.
+func TestRebalanceMovesPartitionsAndState(t *testing.T) {
+	addr := cluster(t)
+	cfg := config(t, addr, "g-rebalance")
+	if _, err := New(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	ids := produce(t, addr, 3, 1200)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var svcs []*Service
+	var dones []chan error
+	start := func() {
+		s, err := New(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := make(chan error, 1)
+		go func() { d <- s.Run(ctx) }()
+		svcs, dones = append(svcs, s), append(dones, d)
+	}
+	total := func() (n int64) {
+		for _, s := range svcs {
+			n += s.Totals().Events
+		}
+		return n
+	}
+	waitFor := func(n int64) {
+		deadline := time.After(90 * time.Second)
+		for total() < n {
+			select {
+			case <-deadline:
+				t.Fatalf("timed out at %d of %d events", total(), n)
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}
+	owns := func(s *Service) {
+		deadline := time.After(60 * time.Second)
+		for s.Assigned() == 0 {
+			select {
+			case <-deadline:
+				t.Fatal("the newcomer never got a partition")
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}
+	start()
+	waitFor(300)
+	start() // the group rebalances: partitions move to the newcomer
+	owns(svcs[1])
+	ids = append(ids, produce(t, addr, 4, 600)...)
+	start()
+	owns(svcs[2])
+	ids = append(ids, produce(t, addr, 5, 600)...)
+	waitFor(int64(len(ids)))
+	busy := 0
+	for _, s := range svcs {
+		if s.Totals().Events > 0 {
+			busy++
+		}
+	}
+	cancel()
+	for _, d := range dones {
+		if err := <-d; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if busy < 2 {
+		t.Fatalf("only %d of 3 consumers processed events: no partition moved", busy)
+	}
+	preds := map[string]int{}
+	for _, m := range readAll(t, addr, "predictions") {
+		var p struct{ ID string }
+		json.Unmarshal(m.Value, &p)
+		preds[p.ID]++
+	}
+	for _, id := range ids {
+		if preds[id] < 1 {
+			t.Fatalf("event %s was never predicted", id)
+		}
+	}
+	want, got := referenceStates(t, addr, cfg), changelogStates(t, addr)
+	for k, b := range want {
+		if !bytes.Equal(got[k], b) {
+			t.Fatalf("key %s: state after rebalances differs from an uninterrupted run", k)
+		}
+	}
+	t.Logf("events per consumer: %d %d %d; processed in all %d of %d", svcs[0].Totals().Events, svcs[1].Totals().Events, svcs[2].Totals().Events, total(), len(ids))
+}
