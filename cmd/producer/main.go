@@ -1,0 +1,355 @@
+// Command producer puts streams onto Kafka for driftstream:
+//
+//	producer synth -generator 'sea?T=50000' -brokers host:9092 [-keys 100] [-labels-delay 50]
+//	producer replay -file data.csv -label class -positive UP -brokers host:9092 [-rate 1000]
+//	producer replay -from-topic events -to-topic events-copy -speed 10 [-from-time RFC3339 | -from-offset N]
+//
+// Events follow DESIGN.md §2. Keys come from a key column (CSV -key) or are
+// spread over -keys entities. With -labels-delay N, labels are held back and
+// sent as label records N events later (on -labels-topic, default the events
+// topic), the way late ground truth arrives in production.
+//
+// Exit codes: 0 ok, 2 bad usage, 1 runtime error.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/driftstream/driftstream/streams"
+	"github.com/segmentio/kafka-go"
+)
+
+const (
+	exitOK    = 0
+	exitError = 1
+	exitUsage = 2
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// common are the flags shared by the modes that produce events.
+type common struct {
+	brokers, topic, labelsTopic string
+	keys, labelsDelay           int
+	rate                        float64
+	seed                        uint64
+}
+
+func (c *common) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.brokers, "brokers", "127.0.0.1:9092", "comma-separated Kafka brokers")
+	fs.StringVar(&c.topic, "topic", "events", "events topic")
+	fs.StringVar(&c.labelsTopic, "labels-topic", "", "topic for delayed label records (default: the events topic)")
+	fs.IntVar(&c.keys, "keys", 100, "spread events over this many entity keys (when the data has no key column)")
+	fs.IntVar(&c.labelsDelay, "labels-delay", 0, "send each label as a label record this many events later (0: inline)")
+	fs.Float64Var(&c.rate, "rate", 0, "events per second (0: as fast as possible)")
+	fs.Uint64Var(&c.seed, "seed", 1, "seed of generators")
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, "usage: producer synth|replay [flags]; 'producer synth -h' for the flags")
+		return exitUsage
+	}
+	usage := func(err error) int {
+		fmt.Fprintf(stderr, "producer: %v\n", err)
+		return exitUsage
+	}
+	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var c common
+	c.register(fs)
+	var src streams.Source
+	switch args[0] {
+	case "synth":
+		gen := fs.String("generator", "", "generator and parameters, e.g. 'sea?T=50000' (see 'consumer backtest -list-generators')")
+		if err := fs.Parse(args[1:]); err != nil {
+			return parseExit(err)
+		}
+		if *gen == "" {
+			return usage(errors.New("-generator is required"))
+		}
+		s, err := streams.OpenSynth(*gen, c.seed)
+		if err != nil {
+			return usage(err)
+		}
+		src = s
+	case "replay":
+		file := fs.String("file", "", "CSV, ARFF or JSONL file (.gz read transparently)")
+		label := fs.String("label", "", "CSV/ARFF label column")
+		positive := fs.String("positive", "", "label value that means +1")
+		negative := fs.String("negative", "", "label value that means -1 (others are then errors)")
+		header := fs.Bool("header", false, "CSV: the first row names the columns")
+		keyCol := fs.String("key", "", "CSV: column holding the entity key")
+		dim := fs.Int("dim", 0, "JSONL: dense dimension")
+		hashBits := fs.Int("hash-bits", 0, "JSONL: hash bits for named features")
+		fromTopic := fs.String("from-topic", "", "replay this topic instead of a file")
+		toTopic := fs.String("to-topic", "", "with -from-topic: the destination topic")
+		speed := fs.Float64("speed", 1, "with -from-topic: time scale (2 = twice as fast as recorded; 0 = as fast as possible)")
+		fromOffset := fs.Int64("from-offset", 0, "with -from-topic: start offset in every partition")
+		fromTime := fs.String("from-time", "", "with -from-topic: start at this RFC 3339 time instead")
+		if err := fs.Parse(args[1:]); err != nil {
+			return parseExit(err)
+		}
+		if *fromTopic != "" {
+			if *file != "" || *toTopic == "" {
+				return usage(errors.New("-from-topic needs -to-topic and excludes -file"))
+			}
+			var since time.Time
+			if *fromTime != "" {
+				t, err := time.Parse(time.RFC3339, *fromTime)
+				if err != nil {
+					return usage(fmt.Errorf("-from-time %q: %v", *fromTime, err))
+				}
+				since = t
+			}
+			if *speed < 0 {
+				return usage(fmt.Errorf("-speed %v: must be ≥ 0", *speed))
+			}
+			n, err := copyTopic(ctx, strings.Split(c.brokers, ","), *fromTopic, *toTopic, *fromOffset, since, *speed)
+			fmt.Fprintf(stderr, "copied %d records from %s to %s\n", n, *fromTopic, *toTopic)
+			if err != nil {
+				fmt.Fprintf(stderr, "producer: %v\n", err)
+				return exitError
+			}
+			return exitOK
+		}
+		if *file == "" {
+			return usage(errors.New("-file or -from-topic is required"))
+		}
+		s, err := openFile(*file, streams.CSVOptions{Header: *header, Label: *label, Key: *keyCol, Labels: streams.LabelMap{Positive: *positive, Negative: *negative}},
+			streams.JSONLOptions{Dim: *dim, HashBits: *hashBits})
+		if err != nil {
+			if errors.Is(err, streams.ErrOption) {
+				return usage(err)
+			}
+			fmt.Fprintf(stderr, "producer: %v\n", err)
+			return exitError
+		}
+		src = s
+	default:
+		return usage(fmt.Errorf("unknown mode %q: synth or replay", args[0]))
+	}
+	if c.keys < 1 || c.labelsDelay < 0 || c.rate < 0 {
+		return usage(errors.New("-keys must be ≥ 1, -labels-delay and -rate ≥ 0"))
+	}
+	n, err := produce(ctx, c, src, stderr)
+	fmt.Fprintf(stderr, "produced %d events to %s\n", n, c.topic)
+	if err != nil && ctx.Err() == nil {
+		fmt.Fprintf(stderr, "producer: %v\n", err)
+		return exitError
+	}
+	return exitOK
+}
+
+func parseExit(err error) int {
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	return exitUsage
+}
+
+func openFile(path string, csvOpts streams.CSVOptions, jsonlOpts streams.JSONLOptions) (streams.Source, error) {
+	switch p := strings.ToLower(strings.TrimSuffix(path, ".gz")); {
+	case strings.HasSuffix(p, ".arff"):
+		return streams.OpenARFF(path, streams.ARFFOptions{Label: csvOpts.Label, Labels: csvOpts.Labels})
+	case strings.HasSuffix(p, ".jsonl"), strings.HasSuffix(p, ".ndjson"):
+		return streams.OpenJSONL(path, jsonlOpts)
+	case strings.HasSuffix(p, ".csv"), strings.HasSuffix(p, ".txt"):
+		return streams.OpenCSV(path, csvOpts)
+	}
+	return nil, fmt.Errorf("cannot tell the format of %s: name it .csv, .txt, .arff or .jsonl: %w", path, streams.ErrOption)
+}
+
+// eventJSON encodes an example as a DESIGN §2 event, without its label when
+// the label is sent later.
+func eventJSON(ex streams.Example, withLabel bool) []byte {
+	ev := map[string]any{"id": ex.ID, "x": ex.X.Dense()}
+	if !ex.Time.IsZero() {
+		ev["ts"] = ex.Time.Format(time.RFC3339Nano)
+	}
+	if withLabel && ex.Label != 0 {
+		ev["label"] = ex.Label
+	}
+	b, _ := json.Marshal(ev)
+	return b
+}
+
+// produce writes the source's examples, pacing at c.rate, holding labels back
+// by c.labelsDelay events when asked.
+func produce(ctx context.Context, c common, src streams.Source, progress io.Writer) (int, error) {
+	brokers := strings.Split(c.brokers, ",")
+	w := &kafka.Writer{Addr: kafka.TCP(brokers...), Topic: c.topic, Balancer: &kafka.Hash{}, BatchTimeout: 5 * time.Millisecond, RequiredAcks: kafka.RequireAll}
+	defer w.Close()
+	lw := w
+	if c.labelsTopic != "" && c.labelsTopic != c.topic {
+		lw = &kafka.Writer{Addr: kafka.TCP(brokers...), Topic: c.labelsTopic, Balancer: &kafka.Hash{}, BatchTimeout: 5 * time.Millisecond, RequiredAcks: kafka.RequireAll}
+		defer lw.Close()
+	}
+	type late struct {
+		due   int
+		key   string
+		id    string
+		label int
+	}
+	var lates []late
+	var batch, labelBatch []kafka.Message
+	flush := func() error {
+		if len(batch) > 0 {
+			if err := w.WriteMessages(ctx, batch...); err != nil {
+				return err
+			}
+		}
+		if len(labelBatch) > 0 {
+			if err := lw.WriteMessages(ctx, labelBatch...); err != nil {
+				return err
+			}
+		}
+		batch, labelBatch = batch[:0], labelBatch[:0]
+		return nil
+	}
+	start, last := time.Now(), time.Now()
+	n := 0
+	for {
+		ex, err := src.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return n, err
+		}
+		if ex.LabelRecord {
+			continue // label records of a JSONL file are re-derived from -labels-delay
+		}
+		key := ex.Key
+		if key == "" {
+			key = fmt.Sprintf("entity-%d", n%c.keys)
+		}
+		if ex.ID == "" {
+			ex.ID = fmt.Sprint(n)
+		}
+		inline := c.labelsDelay == 0
+		batch = append(batch, kafka.Message{Key: []byte(key), Value: eventJSON(ex, inline)})
+		if !inline && ex.Label != 0 {
+			lates = append(lates, late{due: n + c.labelsDelay, key: key, id: ex.ID, label: ex.Label})
+		}
+		for len(lates) > 0 && lates[0].due <= n {
+			l := lates[0]
+			lates = lates[1:]
+			labelBatch = append(labelBatch, kafka.Message{Key: []byte(l.key), Value: []byte(fmt.Sprintf(`{"id":%q,"label":%d}`, l.id, l.label))})
+		}
+		n++
+		if c.rate > 0 {
+			if wait := time.Until(start.Add(time.Duration(float64(n) / c.rate * float64(time.Second)))); wait > 0 {
+				if err := flush(); err != nil {
+					return n, err
+				}
+				select {
+				case <-time.After(wait):
+				case <-ctx.Done():
+					return n, ctx.Err()
+				}
+			}
+		}
+		if len(batch) >= 500 {
+			if err := flush(); err != nil {
+				return n, err
+			}
+		}
+		if time.Since(last) > 2*time.Second {
+			last = time.Now()
+			fmt.Fprintf(progress, "%d events\n", n)
+		}
+	}
+	for _, l := range lates { // the stream ended: deliver the labels still held back
+		labelBatch = append(labelBatch, kafka.Message{Key: []byte(l.key), Value: []byte(fmt.Sprintf(`{"id":%q,"label":%d}`, l.id, l.label))})
+	}
+	return n, flush()
+}
+
+// copyTopic replays every partition of from into to, keeping keys and
+// pacing by the records' timestamps divided by speed (0: no pacing).
+func copyTopic(ctx context.Context, brokers []string, from, to string, offset int64, since time.Time, speed float64) (int, error) {
+	conn, err := kafka.Dial("tcp", brokers[0])
+	if err != nil {
+		return 0, err
+	}
+	parts, err := conn.ReadPartitions(from)
+	conn.Close()
+	if err != nil {
+		return 0, fmt.Errorf("topic %s: %w", from, err)
+	}
+	w := &kafka.Writer{Addr: kafka.TCP(brokers...), Topic: to, Balancer: &kafka.Hash{}, BatchTimeout: 5 * time.Millisecond, RequiredAcks: kafka.RequireAll}
+	defer w.Close()
+	n := 0
+	var first time.Time
+	start := time.Now()
+	for _, p := range parts {
+		leader, err := kafka.DialLeader(ctx, "tcp", brokers[0], from, p.ID)
+		if err != nil {
+			return n, err
+		}
+		lo, hi, err := leader.ReadOffsets()
+		if err != nil {
+			leader.Close()
+			return n, err
+		}
+		begin := max(lo, offset)
+		if !since.IsZero() {
+			if o, err := leader.ReadOffset(since); err == nil {
+				begin = o
+			}
+		}
+		leader.Seek(begin, kafka.SeekAbsolute)
+		var msgs []kafka.Message
+		for off := begin; off < hi; {
+			leader.SetReadDeadline(time.Now().Add(10 * time.Second))
+			b := leader.ReadBatch(1, 16<<20)
+			for {
+				m, err := b.ReadMessage()
+				if err != nil {
+					break
+				}
+				off = m.Offset + 1
+				if first.IsZero() {
+					first = m.Time
+				}
+				if speed > 0 && !m.Time.IsZero() {
+					due := start.Add(time.Duration(float64(m.Time.Sub(first)) / speed))
+					if wait := time.Until(due); wait > 0 {
+						select {
+						case <-time.After(wait):
+						case <-ctx.Done():
+							b.Close()
+							leader.Close()
+							return n, ctx.Err()
+						}
+					}
+				}
+				msgs = append(msgs, kafka.Message{Key: m.Key, Value: m.Value, Headers: m.Headers})
+			}
+			b.Close()
+		}
+		leader.Close()
+		if len(msgs) > 0 {
+			if err := w.WriteMessages(ctx, msgs...); err != nil {
+				return n, err
+			}
+			n += len(msgs)
+		}
+	}
+	return n, nil
+}
