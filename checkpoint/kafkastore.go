@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/driftstream/driftstream/internal/kafkaread"
 	"github.com/segmentio/kafka-go"
 )
 
@@ -95,36 +96,12 @@ func (s *KafkaStore) Load(ctx context.Context, p int) (Snapshot, error) {
 		return snap, err
 	}
 	defer conn.Close()
-	first, last, err := conn.ReadOffsets()
+	err = kafkaread.Partition(ctx, conn, 0, func(msg kafka.Message) error {
+		s.absorb(&snap, p, msg)
+		return nil
+	})
 	if err != nil {
-		return snap, fmt.Errorf("changelog %s partition %d: offsets: %w", s.topic, p, err)
-	}
-	if first >= last {
-		return snap, nil
-	}
-	if _, err := conn.Seek(first, kafka.SeekAbsolute); err != nil {
-		return snap, fmt.Errorf("changelog %s partition %d: seek: %w", s.topic, p, err)
-	}
-	for next := first; next < last; {
-		if err := ctx.Err(); err != nil {
-			return snap, err
-		}
-		conn.SetReadDeadline(time.Now().Add(30 * time.Second))
-		batch := conn.ReadBatch(1, 16<<20)
-		for {
-			msg, err := batch.ReadMessage()
-			if err != nil {
-				break
-			}
-			next = msg.Offset + 1
-			s.absorb(&snap, p, msg)
-			if next >= last {
-				break
-			}
-		}
-		if err := batch.Close(); err != nil {
-			return snap, fmt.Errorf("changelog %s partition %d at offset %d: %w", s.topic, p, next, err)
-		}
+		return snap, fmt.Errorf("changelog %s partition %d: %w", s.topic, p, err)
 	}
 	return snap, nil
 }

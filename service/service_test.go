@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/driftstream/driftstream/checkpoint"
+	"github.com/driftstream/driftstream/internal/kafkaread"
 	"github.com/driftstream/driftstream/pipeline"
 	"github.com/driftstream/driftstream/topics"
 	"github.com/segmentio/kafka-go"
@@ -109,21 +110,13 @@ func readAll(t *testing.T, addr, topic string) []kafka.Message {
 		if err != nil {
 			t.Fatal(err)
 		}
-		first, last, _ := conn.ReadOffsets()
-		conn.Seek(first, kafka.SeekAbsolute)
-		for off := first; off < last; {
-			conn.SetReadDeadline(time.Now().Add(5 * time.Second))
-			b := conn.ReadBatch(1, 64<<20)
-			for {
-				m, err := b.ReadMessage()
-				if err != nil {
-					break
-				}
-				m.Partition = p
-				out = append(out, m)
-				off = m.Offset + 1
-			}
-			b.Close()
+		err = kafkaread.Partition(context.Background(), conn, 0, func(m kafka.Message) error {
+			m.Partition = p
+			out = append(out, m)
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
 		}
 		conn.Close()
 	}

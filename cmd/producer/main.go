@@ -25,6 +25,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/driftstream/driftstream/internal/kafkaread"
 	"github.com/driftstream/driftstream/streams"
 	"github.com/segmentio/kafka-go"
 )
@@ -302,46 +303,32 @@ func copyTopic(ctx context.Context, brokers []string, from, to string, offset in
 		if err != nil {
 			return n, err
 		}
-		lo, hi, err := leader.ReadOffsets()
-		if err != nil {
-			leader.Close()
-			return n, err
-		}
-		begin := max(lo, offset)
+		begin := offset
 		if !since.IsZero() {
 			if o, err := leader.ReadOffset(since); err == nil {
 				begin = o
 			}
 		}
-		leader.Seek(begin, kafka.SeekAbsolute)
 		var msgs []kafka.Message
-		for off := begin; off < hi; {
-			leader.SetReadDeadline(time.Now().Add(10 * time.Second))
-			b := leader.ReadBatch(1, 16<<20)
-			for {
-				m, err := b.ReadMessage()
-				if err != nil {
-					break
-				}
-				off = m.Offset + 1
-				if first.IsZero() {
-					first = m.Time
-				}
-				if speed > 0 && !m.Time.IsZero() {
-					due := start.Add(time.Duration(float64(m.Time.Sub(first)) / speed))
-					if wait := time.Until(due); wait > 0 {
-						select {
-						case <-time.After(wait):
-						case <-ctx.Done():
-							b.Close()
-							leader.Close()
-							return n, ctx.Err()
-						}
+		err = kafkaread.Partition(ctx, leader, begin, func(m kafka.Message) error {
+			if first.IsZero() {
+				first = m.Time
+			}
+			if speed > 0 && !m.Time.IsZero() {
+				if wait := time.Until(start.Add(time.Duration(float64(m.Time.Sub(first)) / speed))); wait > 0 {
+					select {
+					case <-time.After(wait):
+					case <-ctx.Done():
+						return ctx.Err()
 					}
 				}
-				msgs = append(msgs, kafka.Message{Key: m.Key, Value: m.Value, Headers: m.Headers})
 			}
-			b.Close()
+			msgs = append(msgs, kafka.Message{Key: m.Key, Value: m.Value, Headers: m.Headers})
+			return nil
+		})
+		if err != nil {
+			leader.Close()
+			return n, fmt.Errorf("topic %s partition %d: %w", from, p.ID, err)
 		}
 		leader.Close()
 		if len(msgs) > 0 {

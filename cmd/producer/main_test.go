@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/driftstream/driftstream/internal/kafkaread"
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
 )
@@ -38,20 +38,8 @@ func readTopic(t *testing.T, addr, topic string) []kafka.Message {
 		if err != nil {
 			t.Fatal(err)
 		}
-		lo, hi, _ := c.ReadOffsets()
-		c.Seek(lo, kafka.SeekAbsolute)
-		for off := lo; off < hi; {
-			c.SetReadDeadline(time.Now().Add(5 * time.Second))
-			b := c.ReadBatch(1, 1<<24)
-			for {
-				m, err := b.ReadMessage()
-				if err != nil {
-					break
-				}
-				off = m.Offset + 1
-				out = append(out, m)
-			}
-			b.Close()
+		if err := kafkaread.Partition(context.Background(), c, 0, func(m kafka.Message) error { out = append(out, m); return nil }); err != nil {
+			t.Fatal(err)
 		}
 		c.Close()
 	}
