@@ -65,6 +65,10 @@ type Service struct {
 
 	events, predictions, queries, labeled, mistakes, joined, dead atomic.Int64
 	assigned                                                      sync.Map // partition → restored (bool)
+
+	// crashed makes partitions stop without their final checkpoint, as a
+	// killed process would: the tests' stand-in for kill -9.
+	crashed atomic.Bool
 }
 
 // New validates the configuration, creates missing topics (the changelog
@@ -320,14 +324,14 @@ func (s *Service) runPartition(ctx context.Context, gen *kafka.Generation, p int
 			s.count(before, w.Totals())
 			through[f.rec.Topic] = f.rec.Offset
 			if since++; since >= s.cfg.CheckpointEvery {
-				if err := s.checkpoint(ctx, gen, w, p, through); err != nil {
+				if err := s.checkpointDetached(ctx, gen, w, p, through); err != nil {
 					return err
 				}
 				since, last = 0, time.Now()
 			}
 		case <-tick.C:
 			if since > 0 && time.Since(last) >= s.cfg.CheckpointInterval {
-				if err := s.checkpoint(ctx, gen, w, p, through); err != nil {
+				if err := s.checkpointDetached(ctx, gen, w, p, through); err != nil {
 					return err
 				}
 				since, last = 0, time.Now()
@@ -336,7 +340,7 @@ func (s *Service) runPartition(ctx context.Context, gen *kafka.Generation, p int
 			// Revoked or stopping: checkpoint synchronously before releasing.
 			cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer ccancel()
-			if since == 0 {
+			if since == 0 || s.crashed.Load() {
 				return nil
 			}
 			err := s.checkpoint(cctx, gen, w, p, through)
@@ -349,6 +353,15 @@ func (s *Service) runPartition(ctx context.Context, gen *kafka.Generation, p int
 			return err
 		}
 	}
+}
+
+// checkpointDetached runs a checkpoint that a revocation or shutdown arriving
+// meanwhile does not interrupt: a half-done checkpoint (outputs flushed, no
+// marker) would repeat outputs after the restart.
+func (s *Service) checkpointDetached(ctx context.Context, gen *kafka.Generation, w *pipeline.Worker, p int, through [2]int64) error {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	return s.checkpoint(cctx, gen, w, p, through)
 }
 
 func (s *Service) count(before, after pipeline.Totals) {
