@@ -92,6 +92,14 @@ func TestFileStoreCorruption(t *testing.T) {
 		t.Fatalf("replay from %v, want a-old's applied_through + 1 = 11", got)
 	}
 
+	// A later good record of "a" supersedes the corrupt one.
+	os.WriteFile(path, bad, 0o644)
+	must(t, s.Write(ctx, []KeyRecord{key(0, "a", 45, "a-newer")}, Marker{Partition: 0, Through: [2]int64{50, NoOffset}}))
+	snap, _ = s.Load(ctx, 0)
+	if len(snap.Corrupt) != 0 || string(snap.Keys["a"].State) != "a-newer" || snap.ReplayFrom() != [2]int64{51, 0} {
+		t.Fatalf("superseded corruption still counted: %+v", snap.Corrupt)
+	}
+
 	// Garble the key in the clear: the key is unknown, replay from the start.
 	rec := EncodeKey(key(0, "a", 30, "a-new"))
 	r := bytes.Index(orig, rec) // entry: [key length 1]['a'][record length][record]

@@ -167,7 +167,7 @@ func (s *FileStore) load(ctx context.Context, p int) (Snapshot, error) {
 		case k.Key != key || k.Partition != p:
 			snap.Corrupt = append(snap.Corrupt, Corruption{Key: key, Err: fmt.Errorf("record of key %q, partition %d: %w", k.Key, k.Partition, ErrCorrupt)})
 		default:
-			snap.Keys[k.Key] = *k
+			snap.put(*k)
 		}
 	}
 }

@@ -122,7 +122,7 @@ func (s *KafkaStore) absorb(snap *Snapshot, p int, msg kafka.Message) {
 	case m != nil && key == "" && m.Partition == p:
 		snap.Marker = m
 	case k != nil && k.Key == key && k.Partition == p:
-		snap.Keys[key] = *k
+		snap.put(*k)
 	default:
 		snap.Corrupt = append(snap.Corrupt, Corruption{Key: key, Err: fmt.Errorf("record does not match its key or partition %d: %w", p, ErrCorrupt)})
 	}

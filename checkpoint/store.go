@@ -33,11 +33,25 @@ func (c Corruption) Error() string {
 
 // Snapshot is a partition's checkpointed state: the latest good record per
 // key, the latest marker (nil before the first checkpoint) and the records
-// that could not be read.
+// that could not be read and were not superseded by a later good record of
+// the same key.
 type Snapshot struct {
 	Keys    map[string]KeyRecord
 	Marker  *Marker
 	Corrupt []Corruption
+}
+
+// put records a good key record; it supersedes earlier corrupt records of the
+// same key, which then no longer hold replay back.
+func (s *Snapshot) put(rec KeyRecord) {
+	s.Keys[rec.Key] = rec
+	kept := s.Corrupt[:0]
+	for _, c := range s.Corrupt {
+		if c.Key != rec.Key {
+			kept = append(kept, c)
+		}
+	}
+	s.Corrupt = kept
 }
 
 // ReplayFrom is the input offset, per input topic, at which replay must

@@ -65,6 +65,7 @@ type Service struct {
 
 	events, predictions, queries, labeled, mistakes, joined, dead atomic.Int64
 	assigned                                                      sync.Map // partition → restored (bool)
+	lag                                                           sync.Map // partition → *atomic.Int64
 
 	// crashed makes partitions stop without their final checkpoint, as a
 	// killed process would: the tests' stand-in for kill -9.
@@ -177,6 +178,18 @@ func (s *Service) Ready() bool {
 	return ready
 }
 
+// Lag returns, per owned partition, how many records of the events topic
+// are behind the last one processed: high watermark − next offset, computed
+// from the fetched records' high watermarks (kafka-go's group reader reports 0).
+func (s *Service) Lag() map[int]int64 {
+	out := map[int]int64{}
+	s.lag.Range(func(k, v any) bool {
+		out[k.(int)] = v.(*atomic.Int64).Load()
+		return true
+	})
+	return out
+}
+
 // Assigned is the number of partitions this instance currently owns.
 func (s *Service) Assigned() int {
 	n := 0
@@ -223,6 +236,7 @@ func (s *Service) Run(ctx context.Context) error {
 			gen.Start(func(gctx context.Context) {
 				defer wg.Done()
 				defer s.assigned.Delete(a.ID)
+				defer s.lag.Delete(a.ID)
 				// Stop on revocation (gctx) or on shutdown (ctx), whichever comes first.
 				pctx, pcancel := context.WithCancel(gctx)
 				defer pcancel()
@@ -307,6 +321,8 @@ func (s *Service) runPartition(ctx context.Context, gen *kafka.Generation, p int
 		go read(pipeline.LabelsTopic, s.cfg.Topics.Labels, from[1])
 	}
 
+	lag := &atomic.Int64{}
+	s.lag.Store(p, lag)
 	since, last := 0, time.Now()
 	var through [2]int64 = [2]int64{-1, -1}
 	tick := time.NewTicker(s.cfg.CheckpointInterval)
@@ -323,6 +339,9 @@ func (s *Service) runPartition(ctx context.Context, gen *kafka.Generation, p int
 			}
 			s.count(before, w.Totals())
 			through[f.rec.Topic] = f.rec.Offset
+			if f.rec.Topic == pipeline.EventsTopic {
+				lag.Store(max(0, f.hwm-f.rec.Offset-1))
+			}
 			if since++; since >= s.cfg.CheckpointEvery {
 				if err := s.checkpointDetached(ctx, gen, w, p, through); err != nil {
 					return err

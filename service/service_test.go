@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -413,5 +414,138 @@ func TestCrashesAtRandomPoints(t *testing.T) {
 		if !bytes.Equal(got[k], b) {
 			t.Fatalf("key %s differs from an uninterrupted run after crashes", k)
 		}
+	}
+}
+
+// Lag: positive while records wait, 0 once everything is processed.
+func TestLagIsComputedByTheService(t *testing.T) {
+	addr := cluster(t)
+	cfg := config(t, addr, "g-lag")
+	cfg.Pipeline.Learner, cfg.Pipeline.Params = "sop-ss", nil // slower per record than lasec-ss: lag builds up
+	if _, err := New(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	ids := produce(t, addr, 7, 3000)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s, _ := New(ctx, cfg)
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	sawLag := false
+	deadline := time.After(60 * time.Second)
+	for s.Totals().Events < int64(len(ids)) {
+		for _, l := range s.Lag() {
+			sawLag = sawLag || l > 0
+		}
+		select {
+		case <-deadline:
+			t.Fatal("timed out")
+		case <-time.After(time.Millisecond):
+		}
+	}
+	time.Sleep(100 * time.Millisecond)
+	lags := s.Lag()
+	cancel()
+	<-done
+	if !sawLag {
+		t.Fatal("lag never rose above 0 while 3000 events were waiting")
+	}
+	if len(lags) != partitions {
+		t.Fatalf("lag for %d partitions, want %d", len(lags), partitions)
+	}
+	for p, l := range lags {
+		if l != 0 {
+			t.Fatalf("partition %d: lag %d after everything was processed", p, l)
+		}
+	}
+}
+
+// A corrupted changelog record is reported at restore, and the service
+// recovers by replaying from further back: the end state is bit-identical.
+func TestServiceRecoversFromCorruptChangelog(t *testing.T) {
+	addr := cluster(t)
+	cfg := config(t, addr, "g-corrupt")
+	if _, err := New(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	ids := produce(t, addr, 8, 900)
+	runUntil(t, cfg, int64(len(ids)))
+	// Garble the latest checkpoint of one key in every partition.
+	victims := map[int]string{}
+	for _, m := range readAll(t, addr, "changelog") {
+		if !bytes.HasPrefix(m.Key, []byte("\x00")) {
+			victims[m.Partition] = string(m.Key)
+		}
+	}
+	for p, key := range victims {
+		w, err := kafka.DialLeader(context.Background(), "tcp", addr, "changelog", p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.WriteMessages(kafka.Message{Key: []byte(key), Value: []byte("not a checkpoint record")})
+		w.Close()
+	}
+	ids = append(ids, produce(t, addr, 9, 300)...)
+	var logs bytes.Buffer
+	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	runUntil(t, cfg, 300)
+	if !bytes.Contains(logs.Bytes(), []byte("checkpoint record unreadable")) {
+		t.Fatalf("corruption not reported; log:\n%s", logs.String())
+	}
+	want := referenceStates(t, addr, cfg)
+	got := changelogStates(t, addr)
+	for k, b := range want {
+		if !bytes.Equal(got[k], b) {
+			t.Fatalf("key %s differs after recovering from a corrupt record", k)
+		}
+	}
+}
+
+// Labels on a separate co-partitioned topic join their events.
+func TestSeparateLabelsTopic(t *testing.T) {
+	addr := cluster(t)
+	cfg := config(t, addr, "g-labels")
+	cfg.Topics.Labels = "labels"
+	if _, err := New(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	ew := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "events", Balancer: &kafka.Hash{}, BatchTimeout: time.Millisecond}
+	lw := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "labels", Balancer: &kafka.Hash{}, BatchTimeout: time.Millisecond}
+	defer ew.Close()
+	defer lw.Close()
+	r := rand.New(rand.NewPCG(10, 1))
+	var events, labels []kafka.Message
+	for i := 0; i < 600; i++ {
+		key := []byte(fmt.Sprintf("k%d", i%9))
+		x := []float64{r.NormFloat64(), r.NormFloat64(), r.NormFloat64()}
+		y := 1
+		if x[0] < 0 {
+			y = -1
+		}
+		xs, _ := json.Marshal(x)
+		events = append(events, kafka.Message{Key: key, Value: []byte(fmt.Sprintf(`{"id":"e%d","x":%s}`, i, xs))})
+		labels = append(labels, kafka.Message{Key: key, Value: []byte(fmt.Sprintf(`{"id":"e%d","label":%d}`, i, y))})
+	}
+	ew.WriteMessages(context.Background(), events...)
+	time.Sleep(200 * time.Millisecond) // labels arrive after their events
+	lw.WriteMessages(context.Background(), labels...)
+	ctx, cancel := context.WithCancel(context.Background())
+	s, _ := New(ctx, cfg)
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	deadline := time.After(60 * time.Second)
+	for s.Totals().Events < 600 || s.Totals().LabelsJoined == 0 {
+		select {
+		case <-deadline:
+			t.Fatalf("timed out at %+v", s.Totals())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	time.Sleep(300 * time.Millisecond)
+	tot := s.Totals()
+	cancel()
+	<-done
+	if tot.Queries == 0 || tot.LabelsJoined == 0 || tot.LabelsJoined > tot.Queries {
+		t.Fatalf("totals %+v", tot)
 	}
 }
