@@ -155,7 +155,7 @@ func (w *Worker) decodeState(rec checkpoint.KeyRecord) (*keyState, error) {
 // Checkpoint writes every key changed since the last checkpoint, then the
 // partition marker, to store. The caller flushes outputs before and commits
 // input offsets after (DESIGN §4); on error nothing is marked clean.
-func (w *Worker) Checkpoint(ctx context.Context, store checkpoint.Store) (records int, err error) {
+func (w *Worker) Checkpoint(ctx context.Context, store checkpoint.Store) (records, bytes int, err error) {
 	keys := make([]string, 0, len(w.dirty))
 	for k := range w.dirty {
 		keys = append(keys, k)
@@ -166,15 +166,16 @@ func (w *Worker) Checkpoint(ctx context.Context, store checkpoint.Store) (record
 		ks := w.keys[k]
 		b, err := encodeState(ks)
 		if err != nil {
-			return 0, fmt.Errorf("checkpoint partition %d, key %q: %w", w.partition, k, err)
+			return 0, 0, fmt.Errorf("checkpoint partition %d, key %q: %w", w.partition, k, err)
 		}
+		bytes += len(b)
 		recs = append(recs, checkpoint.KeyRecord{Partition: w.partition, Key: k, AppliedThrough: ks.applied, State: b})
 	}
 	if err := store.Write(ctx, recs, checkpoint.Marker{Partition: w.partition, Through: w.through}); err != nil {
-		return 0, fmt.Errorf("checkpoint partition %d: %w", w.partition, err)
+		return 0, 0, fmt.Errorf("checkpoint partition %d: %w", w.partition, err)
 	}
 	clear(w.dirty)
-	return len(recs), nil
+	return len(recs), bytes, nil
 }
 
 // Restore loads the partition's checkpoint into an empty worker and returns

@@ -115,13 +115,18 @@ type Stats struct {
 // enough to read after every record.
 type Totals struct {
 	Events, Predictions, Queries, Labeled, Mistakes, LabelsJoined, DeadLetters int64
+	LabelsUnknown, LabelsExpired                                               int64
+	// Dead letters by reason.
+	MissingKey, InvalidEvent, Rejected int64
 }
 
 // Totals returns the cumulative counters.
 func (w *Worker) Totals() Totals {
 	s := &w.stats
 	return Totals{Events: s.Events, Predictions: s.Predictions, Queries: s.Queries, Labeled: s.Labeled,
-		Mistakes: s.Mistakes, LabelsJoined: s.LabelsJoined, DeadLetters: w.deadTotal}
+		Mistakes: s.Mistakes, LabelsJoined: s.LabelsJoined, DeadLetters: w.deadTotal,
+		LabelsUnknown: s.LabelsUnknown, LabelsExpired: s.LabelsExpired,
+		MissingKey: w.dead[0], InvalidEvent: w.dead[1], Rejected: w.dead[2]}
 }
 
 // pending is a label query waiting for its label.
@@ -153,6 +158,7 @@ type Worker struct {
 	out       []Output
 	stats     Stats
 	deadTotal int64
+	dead      [3]int64 // missing_key, invalid_event, rejected_by_learner
 }
 
 // NewWorker returns a worker for a partition with no state.
@@ -204,6 +210,14 @@ func (w *Worker) newKey(key string) (*keyState, error) {
 func (w *Worker) deadLetter(r Record, class string, err error) {
 	w.stats.DeadLetters[class]++
 	w.deadTotal++
+	switch class {
+	case "missing_key":
+		w.dead[0]++
+	case "invalid_event":
+		w.dead[1]++
+	default:
+		w.dead[2]++
+	}
 	if r.Offset < w.suppress[r.Topic] {
 		return
 	}

@@ -218,7 +218,7 @@ func TestCrashRestoreIsBitIdentical(t *testing.T) {
 					}
 					if pos%97 == 0 { // checkpoint: flush outputs, write, commit
 						count(w.TakeOutputs())
-						if _, err := w.Checkpoint(context.Background(), store); err != nil {
+						if _, _, err := w.Checkpoint(context.Background(), store); err != nil {
 							t.Fatal(err)
 						}
 						committed = int64(pos) + 1

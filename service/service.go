@@ -49,6 +49,8 @@ type Config struct {
 	CheckpointEvery    int
 	CheckpointInterval time.Duration
 	Logger             *slog.Logger
+	// Metrics, when set, receives the service's Prometheus metrics.
+	Metrics *Metrics
 }
 
 // Totals are the service's counters, summed over partitions.
@@ -284,6 +286,12 @@ func (s *Service) runPartition(ctx context.Context, gen *kafka.Generation, p int
 	committed = [2]int64{committedOrZero(committed[0]), committedOrZero(committed[1])}
 	w.SuppressBelow(committed)
 	s.log.Info("partition restored", "partition", p, "keys", w.Keys(), "replay_from", from[0], "committed", committed[0], "restore_ms", time.Since(start).Milliseconds())
+	if m := s.cfg.Metrics; m != nil {
+		m.restoreSeconds.Observe(time.Since(start).Seconds())
+		m.keys.WithLabelValues(part(p)).Set(float64(w.Keys()))
+	}
+	defer s.cfg.Metrics.forget(p)
+	window := newAccuracyWindow(1000)
 	s.assigned.Store(p, true)
 
 	rctx, cancel := context.WithCancel(ctx)
@@ -342,6 +350,16 @@ func (s *Service) runPartition(ctx context.Context, gen *kafka.Generation, p int
 			if f.rec.Topic == pipeline.EventsTopic {
 				lag.Store(max(0, f.hwm-f.rec.Offset-1))
 			}
+			if m := s.cfg.Metrics; m != nil {
+				after := w.Totals()
+				for i := before.Labeled; i < after.Labeled; i++ {
+					window.add(after.Mistakes > before.Mistakes)
+				}
+				if after.Labeled > before.Labeled {
+					m.windowAccuracy.WithLabelValues(part(p)).Set(window.accuracy())
+				}
+				m.lag.WithLabelValues(part(p)).Set(float64(lag.Load()))
+			}
 			if since++; since >= s.cfg.CheckpointEvery {
 				if err := s.checkpointDetached(ctx, gen, w, p, through); err != nil {
 					return err
@@ -384,6 +402,21 @@ func (s *Service) checkpointDetached(ctx context.Context, gen *kafka.Generation,
 }
 
 func (s *Service) count(before, after pipeline.Totals) {
+	if m := s.cfg.Metrics; m != nil {
+		m.events.Add(float64(after.Events - before.Events))
+		m.predictions.Add(float64(after.Predictions - before.Predictions))
+		m.mistakes.Add(float64(after.Mistakes - before.Mistakes))
+		m.queries.Add(float64(after.Queries - before.Queries))
+		m.labelsJoined.Add(float64(after.LabelsJoined - before.LabelsJoined))
+		m.labelsUnknown.Add(float64(after.LabelsUnknown - before.LabelsUnknown))
+		m.labelsExpired.Add(float64(after.LabelsExpired - before.LabelsExpired))
+		for reason, d := range map[string]int64{"missing_key": after.MissingKey - before.MissingKey,
+			"invalid_event": after.InvalidEvent - before.InvalidEvent, "rejected_by_learner": after.Rejected - before.Rejected} {
+			if d > 0 {
+				m.deadLetters.WithLabelValues(reason).Add(float64(d))
+			}
+		}
+	}
 	s.events.Add(after.Events - before.Events)
 	s.predictions.Add(after.Predictions - before.Predictions)
 	s.queries.Add(after.Queries - before.Queries)
@@ -395,6 +428,15 @@ func (s *Service) count(before, after pipeline.Totals) {
 
 // checkpoint runs the protocol: flush outputs, write the checkpoint, commit.
 func (s *Service) checkpoint(ctx context.Context, gen *kafka.Generation, w *pipeline.Worker, p int, through [2]int64) error {
+	start := time.Now()
+	n := 0
+	defer func() {
+		if m := s.cfg.Metrics; m != nil {
+			m.checkpointSeconds.Observe(time.Since(start).Seconds())
+			m.checkpointBytes.Observe(float64(n))
+			m.keys.WithLabelValues(part(p)).Set(float64(w.Keys()))
+		}
+	}()
 	byKind := map[string][]kafka.Message{}
 	for _, o := range w.TakeOutputs() {
 		m := kafka.Message{Key: o.Key, Value: o.Value}
@@ -408,9 +450,11 @@ func (s *Service) checkpoint(ctx context.Context, gen *kafka.Generation, w *pipe
 			return fmt.Errorf("partition %d: write %s: %w", p, kind, err)
 		}
 	}
-	if _, err := w.Checkpoint(ctx, s.store); err != nil {
+	_, bytes, err := w.Checkpoint(ctx, s.store)
+	if err != nil {
 		return err
 	}
+	n = bytes
 	offsets := map[string]map[int]int64{}
 	if through[0] >= 0 {
 		offsets[s.cfg.Topics.Events] = map[int]int64{p: through[0] + 1}
@@ -422,4 +466,35 @@ func (s *Service) checkpoint(ctx context.Context, gen *kafka.Generation, w *pipe
 		return fmt.Errorf("partition %d: %w: %v", p, errCommit, err)
 	}
 	return nil
+}
+
+// accuracyWindow is the correctness of the last n labeled events.
+type accuracyWindow struct {
+	wrong        []bool
+	next, filled int
+	mistakes     int
+}
+
+func newAccuracyWindow(n int) *accuracyWindow { return &accuracyWindow{wrong: make([]bool, n)} }
+
+func (a *accuracyWindow) add(wrong bool) {
+	if a.filled == len(a.wrong) {
+		if a.wrong[a.next] {
+			a.mistakes--
+		}
+	} else {
+		a.filled++
+	}
+	a.wrong[a.next] = wrong
+	if wrong {
+		a.mistakes++
+	}
+	a.next = (a.next + 1) % len(a.wrong)
+}
+
+func (a *accuracyWindow) accuracy() float64 {
+	if a.filled == 0 {
+		return 0
+	}
+	return 1 - float64(a.mistakes)/float64(a.filled)
 }

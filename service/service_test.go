@@ -30,7 +30,7 @@ func cluster(t *testing.T) string {
 	return c.ListenAddrs()[0]
 }
 
-func config(t *testing.T, addr, group string) Config {
+func testConfig(t *testing.T, addr, group string) Config {
 	t.Helper()
 	vec, _ := topics.NewVectorizer(3, 0)
 	return Config{Brokers: []string{addr}, Group: group, Partitions: partitions, Replication: 1,
@@ -172,7 +172,7 @@ func changelogStates(t *testing.T, addr string) map[string][]byte {
 // uninterrupted run.
 func TestServiceOverTCP(t *testing.T) {
 	addr := cluster(t)
-	cfg := config(t, addr, "g1")
+	cfg := testConfig(t, addr, "g1")
 	if _, err := New(context.Background(), cfg); err != nil { // creates the topics
 		t.Fatal(err)
 	}
@@ -226,7 +226,7 @@ func TestServiceRefusesUnequalPartitions(t *testing.T) {
 	conn, _ := kafka.Dial("tcp", addr)
 	conn.CreateTopics(kafka.TopicConfig{Topic: "labels", NumPartitions: 2, ReplicationFactor: 1})
 	conn.Close()
-	cfg := config(t, addr, "g2")
+	cfg := testConfig(t, addr, "g2")
 	cfg.Topics.Labels = "labels"
 	_, err := New(context.Background(), cfg)
 	if err == nil || !bytes.Contains([]byte(err.Error()), []byte("co-partitioned")) {
@@ -239,7 +239,7 @@ func TestServiceRefusesUnequalPartitions(t *testing.T) {
 // the end result is bit-identical to an uninterrupted run.
 func TestRebalanceMovesPartitionsAndState(t *testing.T) {
 	addr := cluster(t)
-	cfg := config(t, addr, "g-rebalance")
+	cfg := testConfig(t, addr, "g-rebalance")
 	if _, err := New(context.Background(), cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -334,7 +334,7 @@ func TestRebalanceMovesPartitionsAndState(t *testing.T) {
 // per crash ("exactly-once state, at-least-once output").
 func TestCrashesAtRandomPoints(t *testing.T) {
 	addr := cluster(t)
-	cfg := config(t, addr, "g-crash")
+	cfg := testConfig(t, addr, "g-crash")
 	cfg.CheckpointEvery = 37
 	cfg.CheckpointInterval = time.Hour // checkpoints only by count: crashes land between them
 	if _, err := New(context.Background(), cfg); err != nil {
@@ -366,7 +366,7 @@ func TestCrashesAtRandomPoints(t *testing.T) {
 		}
 	}
 	// A last consumer finishes the stream gracefully.
-	final := config(t, addr, "g-crash")
+	final := testConfig(t, addr, "g-crash")
 	ctx, cancel := context.WithCancel(context.Background())
 	s, _ := New(ctx, final)
 	done := make(chan error, 1)
@@ -420,7 +420,7 @@ func TestCrashesAtRandomPoints(t *testing.T) {
 // Lag: positive while records wait, 0 once everything is processed.
 func TestLagIsComputedByTheService(t *testing.T) {
 	addr := cluster(t)
-	cfg := config(t, addr, "g-lag")
+	cfg := testConfig(t, addr, "g-lag")
 	cfg.Pipeline.Learner, cfg.Pipeline.Params = "sop-ss", nil // slower per record than lasec-ss: lag builds up
 	if _, err := New(context.Background(), cfg); err != nil {
 		t.Fatal(err)
@@ -464,7 +464,7 @@ func TestLagIsComputedByTheService(t *testing.T) {
 // recovers by replaying from further back: the end state is bit-identical.
 func TestServiceRecoversFromCorruptChangelog(t *testing.T) {
 	addr := cluster(t)
-	cfg := config(t, addr, "g-corrupt")
+	cfg := testConfig(t, addr, "g-corrupt")
 	if _, err := New(context.Background(), cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -504,7 +504,7 @@ func TestServiceRecoversFromCorruptChangelog(t *testing.T) {
 // Labels on a separate co-partitioned topic join their events.
 func TestSeparateLabelsTopic(t *testing.T) {
 	addr := cluster(t)
-	cfg := config(t, addr, "g-labels")
+	cfg := testConfig(t, addr, "g-labels")
 	cfg.Topics.Labels = "labels"
 	if _, err := New(context.Background(), cfg); err != nil {
 		t.Fatal(err)

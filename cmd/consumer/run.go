@@ -10,6 +10,8 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net"
+	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"strings"
@@ -17,47 +19,33 @@ import (
 	"time"
 
 	"github.com/driftstream/driftstream/checkpoint"
+	"github.com/driftstream/driftstream/config"
 	"github.com/driftstream/driftstream/pipeline"
 	"github.com/driftstream/driftstream/service"
 	"github.com/driftstream/driftstream/topics"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
 )
 
-// runService is the default subcommand: the Kafka service, or with -embedded
-// an in-process broker, a demo producer and the service.
+// runService is the default subcommand: the Kafka service, configured by
+// DRIFTSTREAM_* environment variables and flags (which override them), or
+// with -embedded an in-process broker, a demo producer and the service.
 func runService(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	brokers := fs.String("brokers", "", "comma-separated Kafka bootstrap brokers (host:port)")
-	group := fs.String("group", "driftstream", "consumer group id")
-	learner := fs.String("learner", "lasec-ss", "learner for every key (see 'consumer learners')")
-	params := fs.String("params", "", "learner parameters as a JSON object")
-	dim := fs.Int("dim", 0, "input dimension of dense \"x\" events")
-	hashBits := fs.Int("hash-bits", 0, "hash named \"features\" into 2^k buckets")
-	seed := fs.Uint64("seed", 1, "global seed: every key's learner draws from a stream of (seed, key)")
-	partitions := fs.Int("partitions", 4, "partitions of topics the service creates")
-	replication := fs.Int("replication", 1, "replication factor of topics the service creates")
-	eventsTopic := fs.String("events-topic", "events", "input events and label records")
-	labelsTopic := fs.String("labels-topic", "", "optional separate labels topic (must be co-partitioned with the events topic)")
-	predTopic := fs.String("predictions-topic", "predictions", "predictions output topic")
-	queryTopic := fs.String("queries-topic", "label-queries", "label-queries output topic")
-	deadTopic := fs.String("dead-letter-topic", "dead-letters", "dead-letter output topic")
-	changelog := fs.String("changelog-topic", "driftstream-changelog", "compacted checkpoint topic")
-	checkpointDir := fs.String("checkpoint-dir", "", "keep checkpoints in this local directory instead of the changelog topic (single node)")
-	every := fs.Int("checkpoint-every", 1000, "checkpoint a partition every this many records")
-	interval := fs.Duration("checkpoint-interval", 5*time.Second, "and at least this often")
-	queryScale := fs.Float64("query-scale", 1, "margin rule b/(b+|score|) for learners without a native query rule (0: never query)")
-	maxPending := fs.Int("max-pending", 1000, "pending label queries kept per key")
-	pendingTTL := fs.Int64("pending-ttl", 1_000_000, "a pending query expires after this many later records of its partition")
 	embedded := fs.Bool("embedded", false, "start an in-process Kafka broker and a demo producer: no setup needed")
 	embeddedAddr := fs.String("embedded-addr", "127.0.0.1:9092", "where the embedded broker listens (any Kafka client can connect)")
 	demoEvents := fs.Int("demo-events", 0, "with -embedded: stop after this many events are processed and print a JSON summary (0: run until interrupted)")
 	demoKeys := fs.Int("demo-keys", 200, "with -embedded: number of entities in the demo stream")
-	if err := fs.Parse(args); err != nil {
+	cfg, err := config.Load(fs, args)
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
 		}
+		fmt.Fprintf(stderr, "consumer: %v\n", err)
 		return exitUsage
 	}
 	usage := func(format string, a ...any) int {
@@ -67,67 +55,86 @@ func runService(args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() > 0 {
 		return usage("unexpected arguments %q", fs.Args())
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-
+	var cluster *kfake.Cluster
 	if *embedded {
-		if *dim == 0 && *hashBits == 0 {
-			*dim = demoDim
-		}
-		if *brokers != "" {
+		if len(cfg.Brokers) > 0 {
 			return usage("-brokers and -embedded exclude each other: -embedded runs its own broker on -embedded-addr")
+		}
+		if cfg.Dim == 0 && cfg.HashBits == 0 {
+			cfg.Dim = demoDim
 		}
 		ln, err := net.Listen("tcp", *embeddedAddr)
 		if err != nil {
 			return usage("-embedded-addr %s: %v (choose a free address, e.g. -embedded-addr 127.0.0.1:19092)", *embeddedAddr, err)
 		}
-		cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.ListenFn(func(string, string) (net.Listener, error) { return ln, nil }))
-		if err != nil {
+		if cluster, err = kfake.NewCluster(kfake.NumBrokers(1), kfake.ListenFn(func(string, string) (net.Listener, error) { return ln, nil })); err != nil {
 			fmt.Fprintf(stderr, "consumer: embedded broker: %v\n", err)
 			return exitError
 		}
 		defer cluster.Close()
-		*brokers = cluster.ListenAddrs()[0]
-		fmt.Fprintf(stderr, "embedded Kafka broker listening on %s\n", *brokers)
+		cfg.Brokers = []string{cluster.ListenAddrs()[0]}
+		fmt.Fprintf(stderr, "embedded Kafka broker listening on %s\n", cfg.Brokers[0])
 	} else if *demoEvents > 0 {
 		return usage("-demo-events needs -embedded")
 	}
-	if *brokers == "" {
-		return usage("no brokers: set -brokers host:port[,host:port] (or use -embedded for a self-contained demo)")
+	if err := cfg.Validate(); err != nil {
+		return usage("invalid configuration:\n  %s", strings.ReplaceAll(err.Error(), "\n", "\n  "))
 	}
-	vec, err := topics.NewVectorizer(*dim, *hashBits)
+	log := newLogger(cfg, stderr)
+	log.Info("starting", "config", cfg.Redacted())
+	dialer, transport, err := cfg.Kafka()
 	if err != nil {
 		return usage("%v", err)
 	}
-	cfg := service.Config{Brokers: strings.Split(*brokers, ","), Group: *group, Partitions: *partitions, Replication: *replication,
-		Topics: service.Topics{Events: *eventsTopic, Labels: *labelsTopic, Predictions: *predTopic, Queries: *queryTopic, DeadLetters: *deadTopic, Changelog: *changelog},
-		Pipeline: pipeline.Config{Learner: *learner, Params: json.RawMessage(*params), Seed: *seed, Vector: vec, QueryScale: *queryScale,
-			MaxPending: *maxPending, PendingTTL: *pendingTTL, TopicNames: [2]string{*eventsTopic, *labelsTopic}},
-		CheckpointEvery: *every, CheckpointInterval: *interval, Logger: log}
-	if *params == "" {
-		cfg.Pipeline.Params = nil
-	}
-	if err := cfg.Pipeline.Validate(); err != nil {
+	vec, err := topics.NewVectorizer(cfg.Dim, cfg.HashBits)
+	if err != nil {
 		return usage("%v", err)
 	}
-	if *checkpointDir != "" {
-		st, err := checkpoint.NewFileStore(*checkpointDir, 0)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metrics, err := service.NewMetrics(reg)
+	if err != nil {
+		fmt.Fprintf(stderr, "consumer: metrics: %v\n", err)
+		return exitError
+	}
+	scfg := service.Config{Brokers: cfg.Brokers, Dialer: dialer, Transport: transport, Group: cfg.Group, Partitions: cfg.Partitions, Replication: cfg.Replication,
+		Topics: service.Topics{Events: cfg.EventsTopic, Labels: cfg.LabelsTopic, Predictions: cfg.PredictionsTopic, Queries: cfg.QueriesTopic,
+			DeadLetters: cfg.DeadLetterTopic, Changelog: cfg.ChangelogTopic},
+		Pipeline: pipeline.Config{Learner: cfg.Learner, Seed: cfg.Seed, Vector: vec, QueryScale: cfg.QueryScale,
+			MaxPending: cfg.MaxPending, PendingTTL: cfg.PendingTTL, TopicNames: [2]string{cfg.EventsTopic, cfg.LabelsTopic}},
+		CheckpointEvery: cfg.CheckpointEvery, CheckpointInterval: cfg.CheckpointPeriod, Logger: log, Metrics: metrics}
+	if cfg.LearnerParams != "" {
+		scfg.Pipeline.Params = json.RawMessage(cfg.LearnerParams)
+	}
+	if err := scfg.Pipeline.Validate(); err != nil {
+		return usage("%v", err)
+	}
+	if cfg.CheckpointStore == "file" {
+		st, err := checkpoint.NewFileStore(cfg.CheckpointDir, 0)
 		if err != nil {
 			return usage("%v", err)
 		}
-		cfg.Store = st
+		scfg.Store = st
 	}
-	svc, err := service.New(ctx, cfg)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	svc, err := service.New(ctx, scfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "consumer: %v\n", err)
 		return exitError
 	}
-	runCtx, cancel := context.WithCancel(ctx)
+	ops, opsAddr, err := serveOps(cfg.MetricsAddr, reg, svc.Ready, cfg.Pprof)
+	if err != nil {
+		return usage("metrics address %s: %v", cfg.MetricsAddr, err)
+	}
+	defer ops.Close()
+	log.Info("serving /metrics, /healthz and /readyz", "addr", opsAddr)
+
+	runCtx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	if *embedded {
 		go func() {
-			if err := demoProducer(runCtx, cfg, *demoKeys, *demoEvents, *seed); err != nil && runCtx.Err() == nil {
+			if err := demoProducer(runCtx, scfg, *demoKeys, *demoEvents, cfg.Seed); err != nil && runCtx.Err() == nil {
 				log.Error("demo producer stopped", "error", err)
 			}
 		}()
@@ -137,6 +144,23 @@ func runService(args []string, stdout, stderr io.Writer) int {
 	go func() { done <- svc.Run(runCtx) }()
 	tick := time.NewTicker(2 * time.Second)
 	defer tick.Stop()
+	// shutdown stops fetching, lets every partition checkpoint and commit, and
+	// fails if that takes longer than the configured deadline.
+	shutdown := func() int {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				fmt.Fprintf(stderr, "consumer: %v\n", err)
+				return exitError
+			}
+			log.Info("stopped cleanly", "totals", svc.Totals())
+			return exitOK
+		case <-time.After(cfg.ShutdownTimeout):
+			fmt.Fprintf(stderr, "consumer: shutdown took longer than %s (DRIFTSTREAM_SHUTDOWN_TIMEOUT); the last checkpoints may be incomplete and will be replayed\n", cfg.ShutdownTimeout)
+			return exitError
+		}
+	}
 	for {
 		select {
 		case err := <-done:
@@ -145,6 +169,8 @@ func runService(args []string, stdout, stderr io.Writer) int {
 				return exitError
 			}
 			return exitOK
+		case <-ctx.Done():
+			return shutdown()
 		case <-tick.C:
 			t := svc.Totals()
 			fmt.Fprintf(stderr, "%6.1fs  events %d  predictions %d  label queries %d  labels joined %d  dead letters %d  accuracy %.3f\n",
@@ -152,10 +178,8 @@ func runService(args []string, stdout, stderr io.Writer) int {
 		case <-time.After(20 * time.Millisecond):
 			if *demoEvents > 0 && svc.Totals().Events >= int64(*demoEvents) {
 				elapsed := time.Since(start).Seconds()
-				cancel() // graceful: every partition checkpoints before Run returns
-				if err := <-done; err != nil {
-					fmt.Fprintf(stderr, "consumer: %v\n", err)
-					return exitError
+				if code := shutdown(); code != exitOK {
+					return code
 				}
 				t := svc.Totals()
 				json.NewEncoder(stdout).Encode(map[string]any{"events": t.Events, "predictions": t.Predictions, "label_queries": t.Queries,
@@ -164,6 +188,46 @@ func runService(args []string, stdout, stderr io.Writer) int {
 			}
 		}
 	}
+}
+
+// newLogger is the structured logger of the configured level and format.
+func newLogger(cfg config.Config, w io.Writer) *slog.Logger {
+	var level slog.Level
+	level.UnmarshalText([]byte(cfg.LogLevel)) // validated
+	opts := &slog.HandlerOptions{Level: level}
+	if cfg.LogFormat == "text" {
+		return slog.New(slog.NewTextHandler(w, opts))
+	}
+	return slog.New(slog.NewJSONHandler(w, opts))
+}
+
+// serveOps serves /metrics, /healthz (alive), /readyz (every assigned
+// partition restored) and, when asked, /debug/pprof.
+func serveOps(addr string, reg *prometheus.Registry, ready func() bool, withPprof bool) (*http.Server, string, error) {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !ready() {
+			http.Error(w, "restoring partitions", http.StatusServiceUnavailable)
+			return
+		}
+		io.WriteString(w, "ready\n")
+	})
+	if withPprof {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, "", err
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go srv.Serve(ln)
+	return srv, ln.Addr().String(), nil
 }
 
 func accuracy(t service.Totals) float64 {

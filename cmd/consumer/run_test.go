@@ -3,18 +3,67 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"io"
+	"net"
+	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The main job on the embedded broker: every demo event is processed and
 // predicted, queries are answered by the demo producer, and the final JSON
 // line has the promised fields.
 func TestEmbeddedDemo(t *testing.T) {
+	ln, _ := net.Listen("tcp", "127.0.0.1:0") // a free port for the metrics server
+	metricsAddr := ln.Addr().String()
+	ln.Close()
 	var out, errb bytes.Buffer
-	code := run([]string{"-embedded", "-embedded-addr", "127.0.0.1:0", "-demo-events", "3000", "-demo-keys", "20",
-		"-learner", "lasec-ss", "-params", `{"a":0.2}`, "-checkpoint-every", "200"}, &out, &errb)
-	if code != exitOK {
+	exit := make(chan int, 1)
+	go func() {
+		exit <- run([]string{"-embedded", "-embedded-addr", "127.0.0.1:0", "-demo-events", "20000", "-demo-keys", "20",
+			"-learner", "lasec-ss", "-learner-params", `{"a":0.2}`, "-checkpoint-every", "200", "-metrics-addr", metricsAddr, "-log-format", "text"}, &out, &errb)
+	}()
+	get := func(path string) (int, string) {
+		resp, err := http.Get("http://" + metricsAddr + path)
+		if err != nil {
+			return 0, ""
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	var code int
+	scraped := false
+	for !scraped {
+		select {
+		case code = <-exit:
+			t.Fatalf("exited (%d) before /metrics showed events: %s", code, errb.String())
+		case <-time.After(5 * time.Millisecond):
+		}
+		if status, body := get("/metrics"); status == 200 && strings.Contains(body, "driftstream_events_total") && !strings.Contains(body, "driftstream_events_total 0\n") {
+			for _, name := range []string{"driftstream_predictions_total", "driftstream_consumer_lag{partition=", "driftstream_window_accuracy{partition=",
+				"driftstream_checkpoint_duration_seconds_bucket", "driftstream_keys{partition=", "go_goroutines", "process_cpu_seconds_total"} {
+				if !strings.Contains(body, name) {
+					t.Errorf("/metrics lacks %s", name)
+				}
+			}
+			if strings.Contains(body, "entity-") {
+				t.Error("a metric is labelled by entity key")
+			}
+			if s, _ := get("/healthz"); s != 200 {
+				t.Errorf("/healthz %d", s)
+			}
+			if s, _ := get("/readyz"); s != 200 {
+				t.Errorf("/readyz %d while processing", s)
+			}
+			if s, _ := get("/debug/pprof/"); s != 404 {
+				t.Errorf("pprof served without -pprof: %d", s)
+			}
+			scraped = true
+		}
+	}
+	if code = <-exit; code != exitOK {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
 	var sum map[string]float64
@@ -26,7 +75,7 @@ func TestEmbeddedDemo(t *testing.T) {
 			t.Fatalf("summary lacks %q: %s", k, out.String())
 		}
 	}
-	if sum["events"] < 3000 || sum["predictions"] != sum["events"] || sum["label_queries"] == 0 || sum["accuracy"] < 0.55 {
+	if sum["events"] < 20000 || sum["predictions"] != sum["events"] || sum["label_queries"] == 0 || sum["accuracy"] < 0.55 {
 		t.Fatalf("summary %s", out.String())
 	}
 	if !strings.Contains(errb.String(), "embedded Kafka broker listening on 127.0.0.1:") {
@@ -42,7 +91,9 @@ func TestRunUsageErrors(t *testing.T) {
 		{[]string{"-learner", "lasec"}, "no brokers"},
 		{[]string{"-brokers", "x:1", "-learner", "nope", "-dim", "3"}, `unknown learner "nope"`},
 		{[]string{"-brokers", "x:1", "-dim", "3", "-demo-events", "5"}, "-demo-events needs -embedded"},
-		{[]string{"-brokers", "x:1"}, "dimension"},
+		{[]string{"-brokers", "x:1"}, "DRIFTSTREAM_DIM"},
+		{[]string{"-brokers", "x", "-dim", "3"}, "no port"},
+		{[]string{"-brokers", "x:1", "-dim", "3", "-sasl-mechanism", "plain"}, "DRIFTSTREAM_SASL_USERNAME"},
 		{[]string{"-embedded", "-brokers", "x:1"}, "exclude each other"},
 	}
 	for _, tc := range tests {

@@ -1,0 +1,285 @@
+// Package config is the service's configuration: one struct read from the
+// environment (prefix DRIFTSTREAM_, github.com/kelseyhightower/envconfig),
+// overridden by command-line flags generated from the same struct, and
+// validated with messages that say what is wrong and how to fix it. The
+// README's configuration table is generated from it too (see Markdown), and a
+// test keeps the two in sync.
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"reflect"
+	"strings"
+	"text/template"
+	"time"
+
+	"github.com/kelseyhightower/envconfig"
+)
+
+// Prefix is the environment prefix.
+const Prefix = "DRIFTSTREAM"
+
+// Config is every setting of the service. Field tags: envconfig's (default,
+// split_words), desc (the help text), flag:"-" for secrets that must not be
+// given on the command line (they would show in process listings).
+type Config struct {
+	Brokers          []string      `split_words:"true" desc:"Kafka bootstrap brokers, comma-separated host:port"`
+	Group            string        `default:"driftstream" desc:"consumer group id"`
+	EventsTopic      string        `split_words:"true" default:"events" desc:"input events and label records"`
+	LabelsTopic      string        `split_words:"true" desc:"optional separate labels topic, co-partitioned with the events topic"`
+	PredictionsTopic string        `split_words:"true" default:"predictions" desc:"predictions output topic"`
+	QueriesTopic     string        `split_words:"true" default:"label-queries" desc:"label-queries output topic"`
+	DeadLetterTopic  string        `split_words:"true" default:"dead-letters" desc:"dead-letter output topic"`
+	ChangelogTopic   string        `split_words:"true" default:"driftstream-changelog" desc:"compacted checkpoint topic"`
+	Partitions       int           `default:"4" desc:"partitions of topics the service creates"`
+	Replication      int           `default:"1" desc:"replication factor of topics the service creates"`
+	Learner          string        `default:"lasec-ss" desc:"learner of every key (see consumer learners)"`
+	LearnerParams    string        `split_words:"true" desc:"learner parameters, a JSON object"`
+	Dim              int           `desc:"dimension of dense \"x\" inputs"`
+	HashBits         int           `split_words:"true" desc:"hash named \"features\" into 2^k buckets (instead of Dim)"`
+	Seed             uint64        `default:"1" desc:"global seed; each key's learner draws from (seed, key)"`
+	QueryScale       float64       `split_words:"true" default:"1" desc:"margin rule b/(b+|score|) for learners without a query rule; 0 never queries"`
+	MaxPending       int           `split_words:"true" default:"1000" desc:"pending label queries kept per key"`
+	PendingTTL       int64         `split_words:"true" default:"1000000" desc:"a pending query expires after this many later records of its partition"`
+	CheckpointStore  string        `split_words:"true" default:"kafka" desc:"kafka (changelog topic) or file (CheckpointDir, single node)"`
+	CheckpointDir    string        `split_words:"true" desc:"directory of the file checkpoint store"`
+	CheckpointEvery  int           `split_words:"true" default:"1000" desc:"checkpoint a partition every this many records"`
+	CheckpointPeriod time.Duration `split_words:"true" default:"5s" desc:"and at least this often"`
+	MetricsAddr      string        `split_words:"true" default:":9090" desc:"address of /metrics, /healthz and /readyz"`
+	Pprof            bool          `default:"false" desc:"serve /debug/pprof on the metrics address"`
+	LogLevel         string        `split_words:"true" default:"info" desc:"debug, info, warn or error"`
+	LogFormat        string        `split_words:"true" default:"json" desc:"json or text"`
+	ShutdownTimeout  time.Duration `split_words:"true" default:"30s" desc:"on SIGTERM: finish, checkpoint and commit within this time"`
+	TLS              bool          `default:"false" desc:"connect to Kafka with TLS"`
+	TLSCAFile        string        `envconfig:"TLS_CA_FILE" flag:"tls-ca-file" desc:"PEM CA bundle to verify the brokers (default: system roots)"`
+	TLSCertFile      string        `envconfig:"TLS_CERT_FILE" desc:"PEM client certificate (mutual TLS)"`
+	TLSKeyFile       string        `envconfig:"TLS_KEY_FILE" desc:"PEM client key (mutual TLS)"`
+	TLSServerName    string        `envconfig:"TLS_SERVER_NAME" desc:"expected broker certificate name (default: the host dialed)"`
+	SASLMechanism    string        `envconfig:"SASL_MECHANISM" default:"none" desc:"none, plain, scram-sha-256 or scram-sha-512"`
+	SASLUsername     string        `envconfig:"SASL_USERNAME" desc:"SASL user"`
+	SASLPassword     string        `envconfig:"SASL_PASSWORD" flag:"-" desc:"SASL password (environment only; never logged)"`
+	SASLPasswordFile string        `envconfig:"SASL_PASSWORD_FILE" desc:"file holding the SASL password (for mounted secrets)"`
+}
+
+// Load reads the environment, then the flags in args (which override it).
+// fs receives the generated flags; extra flags may be defined on it first.
+func Load(fs *flag.FlagSet, args []string) (Config, error) {
+	var c Config
+	if err := envconfig.Process(Prefix, &c); err != nil {
+		return c, fmt.Errorf("environment: %v", err)
+	}
+	if err := register(fs, &c); err != nil {
+		return c, err
+	}
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	c.Brokers = splitList(strings.Join(c.Brokers, ",")) // envconfig keeps the spaces of "a:1, b:2"
+	return c, nil
+}
+
+// register defines one flag per field, defaulting to the field's current
+// (environment) value.
+func register(fs *flag.FlagSet, c *Config) error {
+	v := reflect.ValueOf(c).Elem()
+	for i := 0; i < v.NumField(); i++ {
+		f := v.Type().Field(i)
+		if f.Tag.Get("flag") == "-" {
+			continue
+		}
+		field := v.Field(i)
+		name := fieldFlag(f)
+		usage := f.Tag.Get("desc") + " (env " + EnvName(f) + ")"
+		switch p := field.Addr().Interface().(type) {
+		case *string:
+			fs.StringVar(p, name, *p, usage)
+		case *int:
+			fs.IntVar(p, name, *p, usage)
+		case *int64:
+			fs.Int64Var(p, name, *p, usage)
+		case *uint64:
+			fs.Uint64Var(p, name, *p, usage)
+		case *float64:
+			fs.Float64Var(p, name, *p, usage)
+		case *bool:
+			fs.BoolVar(p, name, *p, usage)
+		case *time.Duration:
+			fs.DurationVar(p, name, *p, usage)
+		case *[]string:
+			fs.Func(name, usage, func(s string) error {
+				*p = splitList(s)
+				return nil
+			})
+		default:
+			return fmt.Errorf("config field %s: unsupported type %s", f.Name, f.Type)
+		}
+	}
+	return nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, x := range strings.Split(s, ",") {
+		if x = strings.TrimSpace(x); x != "" {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// fieldFlag is a field's flag name: its flag tag, or FlagName of its name.
+func fieldFlag(f reflect.StructField) string {
+	if n := f.Tag.Get("flag"); n != "" && n != "-" {
+		return n
+	}
+	return FlagName(f.Name)
+}
+
+// FlagName turns a field name into a flag: CheckpointEvery → checkpoint-every.
+func FlagName(field string) string {
+	var b strings.Builder
+	rs := []rune(field)
+	for i, r := range rs {
+		upper := r >= 'A' && r <= 'Z'
+		if upper && i > 0 && (!(rs[i-1] >= 'A' && rs[i-1] <= 'Z') || (i+1 < len(rs) && rs[i+1] >= 'a' && rs[i+1] <= 'z')) {
+			b.WriteByte('-')
+		}
+		b.WriteRune(r)
+	}
+	return strings.ToLower(b.String())
+}
+
+// EnvName is the environment variable of a field, as envconfig reads it.
+func EnvName(f reflect.StructField) string {
+	if n := f.Tag.Get("envconfig"); n != "" {
+		return Prefix + "_" + n
+	}
+	if f.Tag.Get("split_words") == "true" {
+		return Prefix + "_" + strings.ToUpper(strings.ReplaceAll(FlagName(f.Name), "-", "_"))
+	}
+	return Prefix + "_" + strings.ToUpper(f.Name)
+}
+
+// Validate checks the configuration; every message says how to fix it.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	if len(c.Brokers) == 0 {
+		bad("no brokers: set DRIFTSTREAM_BROKERS or -brokers to host:port[,host:port]")
+	}
+	for _, b := range c.Brokers {
+		if _, port, ok := strings.Cut(b, ":"); !ok || port == "" {
+			bad("broker %q has no port: write host:port", b)
+		}
+	}
+	if (c.Dim > 0) == (c.HashBits > 0) {
+		bad("set exactly one of DRIFTSTREAM_DIM (dense \"x\" inputs) and DRIFTSTREAM_HASH_BITS (named \"features\")")
+	}
+	if c.LearnerParams != "" && !json.Valid([]byte(c.LearnerParams)) {
+		bad("DRIFTSTREAM_LEARNER_PARAMS is not valid JSON: write an object such as {\"c\": 50}")
+	}
+	if c.Partitions < 1 || c.Replication < 1 {
+		bad("DRIFTSTREAM_PARTITIONS and DRIFTSTREAM_REPLICATION must be ≥ 1")
+	}
+	switch c.CheckpointStore {
+	case "kafka":
+	case "file":
+		if c.CheckpointDir == "" {
+			bad("DRIFTSTREAM_CHECKPOINT_STORE=file needs DRIFTSTREAM_CHECKPOINT_DIR")
+		}
+	default:
+		bad("DRIFTSTREAM_CHECKPOINT_STORE=%q: use kafka or file", c.CheckpointStore)
+	}
+	if c.CheckpointEvery < 1 || c.CheckpointPeriod <= 0 || c.ShutdownTimeout <= 0 {
+		bad("DRIFTSTREAM_CHECKPOINT_EVERY, DRIFTSTREAM_CHECKPOINT_PERIOD and DRIFTSTREAM_SHUTDOWN_TIMEOUT must be positive")
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		bad("DRIFTSTREAM_LOG_LEVEL=%q: use debug, info, warn or error", c.LogLevel)
+	}
+	if c.LogFormat != "json" && c.LogFormat != "text" {
+		bad("DRIFTSTREAM_LOG_FORMAT=%q: use json or text", c.LogFormat)
+	}
+	switch c.SASLMechanism {
+	case "none":
+		if c.SASLUsername != "" || c.SASLPassword != "" || c.SASLPasswordFile != "" {
+			bad("SASL credentials given but DRIFTSTREAM_SASL_MECHANISM=none: set plain, scram-sha-256 or scram-sha-512")
+		}
+	case "plain", "scram-sha-256", "scram-sha-512":
+		if c.SASLUsername == "" {
+			bad("DRIFTSTREAM_SASL_MECHANISM=%s needs DRIFTSTREAM_SASL_USERNAME", c.SASLMechanism)
+		}
+		if (c.SASLPassword == "") == (c.SASLPasswordFile == "") {
+			bad("set exactly one of DRIFTSTREAM_SASL_PASSWORD and DRIFTSTREAM_SASL_PASSWORD_FILE")
+		}
+	default:
+		bad("DRIFTSTREAM_SASL_MECHANISM=%q: use none, plain, scram-sha-256 or scram-sha-512", c.SASLMechanism)
+	}
+	if !c.TLS && (c.TLSCAFile != "" || c.TLSCertFile != "" || c.TLSKeyFile != "" || c.TLSServerName != "") {
+		bad("TLS files or server name given but DRIFTSTREAM_TLS=false: set DRIFTSTREAM_TLS=true")
+	}
+	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
+		bad("mutual TLS needs both DRIFTSTREAM_TLS_CERT_FILE and DRIFTSTREAM_TLS_KEY_FILE")
+	}
+	for _, f := range []string{c.TLSCAFile, c.TLSCertFile, c.TLSKeyFile, c.SASLPasswordFile} {
+		if f != "" {
+			if _, err := os.Stat(f); err != nil {
+				bad("cannot read %s: %v", f, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Password returns the SASL password from the environment or its file,
+// trimming a trailing newline from files.
+func (c *Config) Password() (string, error) {
+	if c.SASLPasswordFile == "" {
+		return c.SASLPassword, nil
+	}
+	b, err := os.ReadFile(c.SASLPasswordFile)
+	if err != nil {
+		return "", fmt.Errorf("read the SASL password file: %w", err)
+	}
+	return strings.TrimRight(string(b), "\r\n"), nil
+}
+
+// Redacted returns the configuration as JSON for logs, secrets masked.
+func (c Config) Redacted() string {
+	if c.SASLPassword != "" {
+		c.SASLPassword = "***"
+	}
+	b, _ := json.Marshal(c)
+	return string(b)
+}
+
+// Markdown renders the configuration table of the README.
+func Markdown() string {
+	t := reflect.TypeOf(Config{})
+	var b bytes.Buffer
+	b.WriteString("| environment variable | flag | default | meaning |\n|---|---|---|---|\n")
+	rows := template.Must(template.New("row").Parse("| `{{.Env}}` | {{.Flag}} | {{.Default}} | {{.Desc}} |\n"))
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		flagName := "`-" + fieldFlag(f) + "`"
+		if f.Tag.Get("flag") == "-" {
+			flagName = "(none: secret)"
+		}
+		def := f.Tag.Get("default")
+		if def == "" {
+			def = "–"
+		} else {
+			def = "`" + def + "`"
+		}
+		rows.Execute(&b, map[string]string{"Env": EnvName(f), "Flag": flagName, "Default": def,
+			"Desc": strings.ReplaceAll(f.Tag.Get("desc"), "|", `\|`)})
+	}
+	return b.String()
+}
+

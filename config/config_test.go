@@ -1,0 +1,142 @@
+package config
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func load(t *testing.T, env map[string]string, args ...string) (Config, error) {
+	t.Helper()
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	return Load(fs, args)
+}
+
+func TestFlagsOverrideEnvironment(t *testing.T) {
+	c, err := load(t, map[string]string{"DRIFTSTREAM_BROKERS": "a:1, b:2", "DRIFTSTREAM_CHECKPOINT_EVERY": "5", "DRIFTSTREAM_DIM": "3"},
+		"-checkpoint-every", "7", "-checkpoint-period", "2s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(c.Brokers, []string{"a:1", "b:2"}) || c.CheckpointEvery != 7 || c.CheckpointPeriod != 2*time.Second || c.Dim != 3 || c.Group != "driftstream" {
+		t.Fatalf("%+v", c)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := load(t, nil, "-sasl-password", "x"); err == nil {
+		t.Fatal("a password flag exists: secrets must come from the environment or a file")
+	}
+}
+
+// Every documented environment variable is the one envconfig reads.
+func TestEnvNamesAreRead(t *testing.T) {
+	typ := reflect.TypeOf(Config{})
+	for i := 0; i < typ.NumField(); i++ {
+		f := typ.Field(i)
+		sample := map[reflect.Kind]string{reflect.String: "x", reflect.Int: "3", reflect.Int64: "3", reflect.Uint64: "3",
+			reflect.Float64: "2.5", reflect.Bool: "true", reflect.Slice: "h:1"}[f.Type.Kind()]
+		if f.Type == reflect.TypeOf(time.Duration(0)) {
+			sample = "3m"
+		}
+		want := map[string]string{"x": "x", "3": "3", "2.5": "2.5", "true": "true", "h:1": "[h:1]", "3m": "3m0s"}[sample]
+		t.Run(f.Name, func(t *testing.T) {
+			c, err := load(t, map[string]string{EnvName(f): sample})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := fmt.Sprint(reflect.ValueOf(c).Field(i).Interface()); got != want {
+				t.Fatalf("%s=%s gave %s = %s", EnvName(f), sample, f.Name, got)
+			}
+		})
+	}
+}
+
+func TestValidate(t *testing.T) {
+	pw := filepath.Join(t.TempDir(), "pw")
+	os.WriteFile(pw, []byte("s3cret\n"), 0o600)
+	good := map[string]string{"DRIFTSTREAM_BROKERS": "k:9092", "DRIFTSTREAM_DIM": "3"}
+	tests := []struct {
+		env  map[string]string
+		frag string
+	}{
+		{map[string]string{"DRIFTSTREAM_DIM": "3"}, "no brokers"},
+		{map[string]string{"DRIFTSTREAM_BROKERS": "k"}, "no port"},
+		{map[string]string{"DRIFTSTREAM_BROKERS": "k:1"}, "exactly one of DRIFTSTREAM_DIM"},
+		{map[string]string{"DRIFTSTREAM_LEARNER_PARAMS": "{c:1"}, "not valid JSON"},
+		{map[string]string{"DRIFTSTREAM_CHECKPOINT_STORE": "file"}, "needs DRIFTSTREAM_CHECKPOINT_DIR"},
+		{map[string]string{"DRIFTSTREAM_CHECKPOINT_STORE": "s3"}, "use kafka or file"},
+		{map[string]string{"DRIFTSTREAM_LOG_LEVEL": "loud"}, "DRIFTSTREAM_LOG_LEVEL"},
+		{map[string]string{"DRIFTSTREAM_SASL_MECHANISM": "plain", "DRIFTSTREAM_SASL_USERNAME": "u"}, "exactly one of DRIFTSTREAM_SASL_PASSWORD"},
+		{map[string]string{"DRIFTSTREAM_SASL_MECHANISM": "kerberos"}, "use none, plain"},
+		{map[string]string{"DRIFTSTREAM_SASL_USERNAME": "u"}, "MECHANISM=none"},
+		{map[string]string{"DRIFTSTREAM_TLS_CA_FILE": "/ca.pem"}, "DRIFTSTREAM_TLS=true"},
+		{map[string]string{"DRIFTSTREAM_TLS": "true", "DRIFTSTREAM_TLS_CERT_FILE": pw}, "both DRIFTSTREAM_TLS_CERT_FILE"},
+		{map[string]string{"DRIFTSTREAM_TLS": "true", "DRIFTSTREAM_TLS_CA_FILE": "/nope.pem"}, "cannot read /nope.pem"},
+	}
+	for _, tc := range tests {
+		env := map[string]string{}
+		for k, v := range good {
+			env[k] = v
+		}
+		for k, v := range tc.env {
+			env[k] = v
+		}
+		if _, ok := tc.env["DRIFTSTREAM_DIM"]; ok || tc.frag == "no brokers" {
+			delete(env, "DRIFTSTREAM_BROKERS")
+		}
+		if tc.frag == "exactly one of DRIFTSTREAM_DIM" {
+			delete(env, "DRIFTSTREAM_DIM")
+		}
+		t.Run(tc.frag, func(t *testing.T) {
+			c, err := load(t, env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Validate(); err == nil || !strings.Contains(err.Error(), tc.frag) {
+				t.Fatalf("err = %v, want %q", err, tc.frag)
+			}
+		})
+	}
+	c, _ := load(t, map[string]string{"DRIFTSTREAM_BROKERS": "k:1", "DRIFTSTREAM_DIM": "3", "DRIFTSTREAM_SASL_MECHANISM": "scram-sha-512",
+		"DRIFTSTREAM_SASL_USERNAME": "u", "DRIFTSTREAM_SASL_PASSWORD_FILE": pw})
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := c.Password(); err != nil || p != "s3cret" {
+		t.Fatalf("password %q %v", p, err)
+	}
+	c.SASLPassword = "hunter2"
+	if strings.Contains(c.Redacted(), "hunter2") {
+		t.Fatal("Redacted leaks the password")
+	}
+}
+
+// The README's configuration table is the one the struct generates.
+func TestReadmeTableIsInSync(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(readme), Markdown()) {
+		t.Fatalf("README.md's configuration table is out of date; replace it with:\n%s", Markdown())
+	}
+}
+
+func TestFlagName(t *testing.T) {
+	for in, want := range map[string]string{"CheckpointEvery": "checkpoint-every", "TLSCAFile": "tlsca-file", "SASLMechanism": "sasl-mechanism", "Dim": "dim", "PendingTTL": "pending-ttl"} {
+		if got := FlagName(in); got != want {
+			t.Errorf("FlagName(%s) = %s, want %s", in, got, want)
+		}
+	}
+}
