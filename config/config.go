@@ -282,4 +282,3 @@ func Markdown() string {
 	}
 	return b.String()
 }
-
