@@ -40,6 +40,7 @@ func commands() map[string]command {
 		"learners": {"print the learner catalog as a table (-json: as JSON)", runLearners},
 		"backtest": {"replay a file or generator through learners and write a report", runBacktest},
 		"run":      {"the Kafka service (default; -embedded: in-process broker and demo producer)", runService},
+		"version":  {"print the version and commit", func(_ []string, stdout, _ io.Writer) int { fmt.Fprintln(stdout, version, commit); return exitOK }},
 	}
 }
 
@@ -69,3 +70,9 @@ func usage(w io.Writer, cmds map[string]command) {
 	}
 	fmt.Fprintf(w, "\nRun 'consumer <subcommand> -h' for its flags.\n")
 }
+
+// version and commit are set at build time (-ldflags "-X main.version=...").
+var (
+	version = "dev"
+	commit  = "unknown"
+)

@@ -30,6 +30,12 @@ import (
 	"github.com/segmentio/kafka-go"
 )
 
+// version and commit are set at build time (-ldflags "-X main.version=...").
+var (
+	version = "dev"
+	commit  = "unknown"
+)
+
 const (
 	exitOK    = 0
 	exitError = 1
@@ -62,8 +68,12 @@ func (c *common) register(fs *flag.FlagSet) {
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: producer synth|replay [flags]; 'producer synth -h' for the flags")
+		fmt.Fprintln(stderr, "usage: producer synth|replay|version [flags]; 'producer synth -h' for the flags")
 		return exitUsage
+	}
+	if args[0] == "version" {
+		fmt.Fprintln(stdout, version, commit)
+		return exitOK
 	}
 	usage := func(err error) int {
 		fmt.Fprintf(stderr, "producer: %v\n", err)

@@ -1,0 +1,208 @@
+package deploy
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// The Dockerfile rules that matter, checked without a Docker engine.
+func TestDockerfile(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	df := string(b)
+	froms := regexp.MustCompile(`(?m)^FROM\s+(\S+)`).FindAllStringSubmatch(df, -1)
+	if len(froms) < 2 {
+		t.Fatalf("%d FROM lines: want a multi-stage build", len(froms))
+	}
+	for _, f := range froms {
+		img := f[1]
+		if strings.Contains(img, "${GO_VERSION}") {
+			if !regexp.MustCompile(`(?m)^ARG GO_VERSION=\d+\.\d+\.\d+$`).MatchString(df) {
+				t.Errorf("base %s: GO_VERSION must default to an exact version", img)
+			}
+			continue
+		}
+		if !strings.Contains(img, ":") || strings.HasSuffix(img, ":latest") {
+			t.Errorf("base image %s is not pinned to a version", img)
+		}
+	}
+	final := df[strings.LastIndex(df, "\nFROM"):]
+	user := regexp.MustCompile(`(?m)^USER\s+(\S+)`).FindStringSubmatch(final)
+	if user == nil || strings.HasPrefix(user[1], "root") || strings.HasPrefix(user[1], "0") {
+		t.Errorf("the final stage must run as a non-root USER, got %v", user)
+	}
+	for _, rule := range []struct{ re, why string }{
+		{`CGO_ENABLED=0`, "static binaries"},
+		{`ARG VERSION`, "a build arg for the version"},
+		{`\./cmd/consumer`, "the consumer binary"},
+		{`\./cmd/producer`, "the producer binary"},
+		{`distroless|scratch`, "a minimal base"},
+	} {
+		if !regexp.MustCompile(rule.re).MatchString(df) {
+			t.Errorf("Dockerfile lacks %s (%s)", rule.why, rule.re)
+		}
+	}
+	for _, bad := range []string{`(?i)(ENV|ARG)\s+\S*(PASSWORD|SECRET|TOKEN|API_KEY)`, `(?i)\.pem|id_rsa|\.key\b`, `(?m)^ADD\s+http`} {
+		if regexp.MustCompile(bad).MatchString(df) {
+			t.Errorf("Dockerfile matches %s: secrets or remote downloads do not belong in an image", bad)
+		}
+	}
+}
+
+// helm returns the helm binary, or skips outside CI (CI installs it: .ci/run).
+func helm(t *testing.T) string {
+	t.Helper()
+	if p, err := exec.LookPath("helm"); err == nil {
+		return p
+	}
+	out, _ := exec.Command("go", "env", "GOPATH").Output()
+	if p := filepath.Join(strings.TrimSpace(string(out)), "bin", "helm"); fileExists(p) {
+		return p
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatal("helm not found: .ci/run installs it with go install helm.sh/helm/v3/cmd/helm@v3.16.4")
+	}
+	t.Skip("helm not found; install it with: go install helm.sh/helm/v3/cmd/helm@v3.16.4")
+	return ""
+}
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// render runs helm template with extra --set values.
+func render(t *testing.T, sets ...string) []byte {
+	t.Helper()
+	args := []string{"template", "rel", filepath.Join("..", "helm", "driftstream")}
+	for _, s := range sets {
+		args = append(args, "--set", s)
+	}
+	cmd := exec.Command(helm(t), args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("helm template %v: %v\n%s", sets, err, stderr.String())
+	}
+	return out
+}
+
+// decodeStrict decodes every manifest into its API type, rejecting unknown fields.
+func decodeStrict(t *testing.T, manifests []byte) map[string]any {
+	t.Helper()
+	objs := map[string]any{}
+	for _, doc := range regexp.MustCompile(`(?m)^---\s*$`).Split(string(manifests), -1) {
+		if strings.TrimSpace(regexp.MustCompile(`(?m)^#.*$`).ReplaceAllString(doc, "")) == "" {
+			continue
+		}
+		js, err := yaml.YAMLToJSON([]byte(doc))
+		if err != nil {
+			t.Fatalf("not YAML: %v\n%s", err, doc)
+		}
+		var head struct{ APIVersion, Kind string }
+		json.Unmarshal(js, &head)
+		var obj any
+		switch head.APIVersion + "/" + head.Kind {
+		case "apps/v1/Deployment":
+			obj = &appsv1.Deployment{}
+		case "v1/ConfigMap":
+			obj = &corev1.ConfigMap{}
+		case "v1/Service":
+			obj = &corev1.Service{}
+		case "v1/ServiceAccount":
+			obj = &corev1.ServiceAccount{}
+		case "policy/v1/PodDisruptionBudget":
+			obj = &policyv1.PodDisruptionBudget{}
+		case "monitoring.coreos.com/v1/ServiceMonitor":
+			obj = &monitoringv1.ServiceMonitor{}
+		case "monitoring.coreos.com/v1/PrometheusRule":
+			obj = &monitoringv1.PrometheusRule{}
+		default:
+			t.Fatalf("no API type for %s %s: add it to the test", head.APIVersion, head.Kind)
+		}
+		dec := json.NewDecoder(bytes.NewReader(js))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(obj); err != nil {
+			t.Fatalf("%s does not decode strictly: %v\n%s", head.Kind, err, doc)
+		}
+		objs[head.Kind] = obj
+	}
+	return objs
+}
+
+func TestHelmChartRendersValidManifests(t *testing.T) {
+	tests := []struct {
+		name  string
+		sets  []string
+		kinds []string
+	}{
+		{"defaults", nil, []string{"Deployment", "ConfigMap", "Service", "ServiceAccount", "PodDisruptionBudget"}},
+		{"everything on", []string{"metrics.serviceMonitor.enabled=true", "metrics.prometheusRule.enabled=true",
+			"sasl.mechanism=scram-sha-512", "sasl.username=svc", "sasl.passwordSecret.name=kafka-pass",
+			"tls.enabled=true", "tls.secretName=kafka-tls", "tls.mutual=true"},
+			[]string{"Deployment", "ConfigMap", "Service", "ServiceAccount", "PodDisruptionBudget", "ServiceMonitor", "PrometheusRule"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			objs := decodeStrict(t, render(t, tc.sets...))
+			for _, k := range tc.kinds {
+				if objs[k] == nil {
+					t.Errorf("no %s rendered", k)
+				}
+			}
+			if len(objs) != len(tc.kinds) {
+				t.Errorf("rendered %d kinds, want %d", len(objs), len(tc.kinds))
+			}
+			d := objs["Deployment"].(*appsv1.Deployment)
+			c := d.Spec.Template.Spec.Containers[0]
+			sc, psc := c.SecurityContext, d.Spec.Template.Spec.SecurityContext
+			if psc == nil || psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot || sc == nil || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
+				t.Error("pods must run as non-root without privilege escalation")
+			}
+			if c.LivenessProbe == nil || c.ReadinessProbe.HTTPGet.Path != "/readyz" || c.Resources.Requests.Cpu().IsZero() {
+				t.Error("probes and resource requests are required")
+			}
+			cm := objs["ConfigMap"].(*corev1.ConfigMap)
+			for k, v := range cm.Data {
+				if strings.Contains(strings.ToUpper(k), "PASSWORD") && k != "DRIFTSTREAM_SASL_PASSWORD_FILE" {
+					t.Errorf("secret %s=%s in a ConfigMap", k, v)
+				}
+			}
+			if tc.name == "everything on" {
+				if cm.Data["DRIFTSTREAM_SASL_PASSWORD_FILE"] == "" || cm.Data["DRIFTSTREAM_TLS_CERT_FILE"] == "" {
+					t.Errorf("security settings missing from the ConfigMap: %v", cm.Data)
+				}
+				vols := fmt.Sprint(d.Spec.Template.Spec.Volumes)
+				if !strings.Contains(vols, "kafka-pass") || !strings.Contains(vols, "kafka-tls") {
+					t.Errorf("secret volumes missing: %s", vols)
+				}
+				rules := objs["PrometheusRule"].(*monitoringv1.PrometheusRule).Spec.Groups[0].Rules
+				names := fmt.Sprint(rules)
+				for _, a := range []string{"DriftstreamConsumerLag", "DriftstreamDeadLetters", "DriftstreamAccuracyDrop", "DriftstreamDrift"} {
+					if !strings.Contains(names, a) {
+						t.Errorf("alert %s missing", a)
+					}
+				}
+			}
+		})
+	}
+	// Required values fail rendering with a clear message.
+	cmd := exec.Command(helm(t), "template", "rel", filepath.Join("..", "helm", "driftstream"), "--set", "sasl.mechanism=plain")
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "sasl.username is required") {
+		t.Fatalf("missing SASL username was accepted: %s", out)
+	}
+}
