@@ -142,6 +142,15 @@ func (w *Worker) decodeState(rec checkpoint.KeyRecord) (*keyState, error) {
 		}
 		ks.pending = append(ks.pending, pending{id: id, offset: off, x: x})
 	}
+	n = r.uvarint()
+	for i := uint64(0); i < n && r.err == nil; i++ {
+		id := string(r.bytes())
+		label := int(r.varint())
+		if label != 1 && label != -1 {
+			r.fail()
+		}
+		ks.early = append(ks.early, early{id: id, label: label, offset: r.varint()})
+	}
 	if r.err == nil && len(r.b) != 0 {
 		r.err = fmt.Errorf("%d trailing bytes: %w", len(r.b), errState)
 	}

@@ -136,12 +136,21 @@ type pending struct {
 	x      learners.Vector
 }
 
+// early is a label from the labels topic that arrived before its event: the
+// two topics are read concurrently, so their interleaving is arbitrary.
+type early struct {
+	id     string
+	label  int
+	offset int64 // labels-topic offset, for the TTL
+}
+
 // keyState is everything a key owns.
 type keyState struct {
 	learner learners.Learner
 	query   rand.PCG // margin-rule draws, for learners without a native rule
 	rng     *rand.Rand
 	pending []pending // in offset order
+	early   []early   // labels-topic labels waiting for their event, in arrival order
 	applied [2]int64
 }
 
@@ -293,6 +302,13 @@ func (w *Worker) Process(ctx context.Context, r Record) error {
 		return nil
 	}
 	var handled error
+	if ev.Kind == topics.Input && ev.Label == 0 {
+		if i := slices.IndexFunc(ks.early, func(e early) bool { return e.id == ev.ID }); i >= 0 {
+			ev.Label = ks.early[i].label // its label came first on the labels topic
+			ks.early = slices.Delete(ks.early, i, i+1)
+			w.stats.LabelsJoined++
+		}
+	}
 	if ev.Kind == topics.LabelRecord {
 		handled = w.label(r, key, ks, ev)
 	} else {
@@ -376,6 +392,20 @@ func (w *Worker) expire(r Record, ks *keyState) {
 func (w *Worker) label(r Record, key string, ks *keyState, ev topics.Event) error {
 	w.expire(r, ks)
 	i := slices.IndexFunc(ks.pending, func(p pending) bool { return p.id == ev.ID })
+	if i < 0 && r.Topic == LabelsTopic {
+		// Possibly ahead of its event on the other topic: keep it (bounded, TTL'd).
+		n := 0
+		for n < len(ks.early) && r.Offset-ks.early[n].offset > w.cfg.PendingTTL {
+			n++
+		}
+		w.stats.LabelsUnknown += int64(n)
+		ks.early = append(ks.early[n:], early{id: ev.ID, label: ev.Label, offset: r.Offset})
+		if len(ks.early) > w.cfg.MaxPending {
+			ks.early = ks.early[1:]
+			w.stats.LabelsUnknown++
+		}
+		return nil
+	}
 	if i < 0 {
 		w.stats.LabelsUnknown++ // unknown or expired id: counted, never retried
 		return nil
@@ -410,6 +440,13 @@ func encodeState(ks *keyState) ([]byte, error) {
 		enc := encodeVector(p.x)
 		b = binary.AppendUvarint(b, uint64(len(enc)))
 		b = append(b, enc...)
+	}
+	b = binary.AppendUvarint(b, uint64(len(ks.early)))
+	for _, e := range ks.early {
+		b = binary.AppendUvarint(b, uint64(len(e.id)))
+		b = append(b, e.id...)
+		b = binary.AppendVarint(b, int64(e.label))
+		b = binary.AppendVarint(b, e.offset)
 	}
 	return b, nil
 }

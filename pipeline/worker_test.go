@@ -314,3 +314,36 @@ func sortedKeys(m map[string][]byte) []string {
 	slices.Sort(out)
 	return out
 }
+
+// On a separate labels topic a label may arrive before its event (the two
+// topics are read concurrently): it waits in the key's state, survives a
+// checkpoint, and labels the event when it comes.
+func TestEarlyLabelsFromTheLabelsTopicAreNotLost(t *testing.T) {
+	cfg := testConfig(t, "perceptron", "")
+	w, _ := NewWorker(cfg, 0)
+	ctx := context.Background()
+	must := func(err error) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(w.Process(ctx, Record{Topic: LabelsTopic, Offset: 0, Key: []byte("k"), Value: []byte(`{"id":"e1","label":-1}`)}))
+	store, _ := checkpoint.NewFileStore(t.TempDir(), 0)
+	if _, _, err := w.Checkpoint(ctx, store); err != nil {
+		t.Fatal(err)
+	}
+	w2, _ := NewWorker(cfg, 0)
+	if _, problems, err := w2.Restore(ctx, store); err != nil || len(problems) > 0 {
+		t.Fatal(err, problems)
+	}
+	must(w2.Process(ctx, Record{Topic: EventsTopic, Offset: 0, Key: []byte("k"), Value: []byte(`{"id":"e1","x":[1,0,0,0]}`)}))
+	st := w2.Stats()
+	if st.LabelsJoined != 1 || st.Labeled != 1 || st.LabelsUnknown != 0 {
+		t.Fatalf("stats %+v: the early label was lost", st)
+	}
+	// On the events topic, a label before its event is a producer error: unknown.
+	must(w2.Process(ctx, Record{Topic: EventsTopic, Offset: 1, Key: []byte("k"), Value: []byte(`{"id":"e9","label":1}`)}))
+	if w2.Stats().LabelsUnknown != 1 {
+		t.Fatal("a label before its event on the events topic was not counted unknown")
+	}
+}
