@@ -14,6 +14,8 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+
+	"github.com/driftstream/driftstream/internal/wire"
 )
 
 // RecordVersion is the format version written into every record.
@@ -95,72 +97,22 @@ func Decode(data []byte) (*KeyRecord, *Marker, error) {
 	if got, want := crc32.Checksum(body, castagnoli), binary.BigEndian.Uint32(data[2:6]); got != want {
 		return nil, nil, fmt.Errorf("CRC %08x, record says %08x: %w", got, want, ErrCorrupt)
 	}
-	r := reader{b: body}
+	r := wire.NewReader(body, ErrCorrupt)
 	switch data[1] {
 	case kindKey:
-		k := KeyRecord{Partition: int(r.uvarint())}
-		k.Key = string(r.bytes())
+		k := KeyRecord{Partition: int(r.Uvarint())}
+		k.Key = string(r.Bytes())
 		for i := range k.AppliedThrough {
-			k.AppliedThrough[i] = r.varint()
+			k.AppliedThrough[i] = r.Varint()
 		}
-		k.State = r.bytes()
-		return &k, nil, r.done()
+		k.State = r.Bytes()
+		return &k, nil, r.Done()
 	case kindMarker:
-		m := Marker{Partition: int(r.uvarint())}
+		m := Marker{Partition: int(r.Uvarint())}
 		for i := range m.Through {
-			m.Through[i] = r.varint()
+			m.Through[i] = r.Varint()
 		}
-		return nil, &m, r.done()
+		return nil, &m, r.Done()
 	}
 	return nil, nil, fmt.Errorf("unknown record kind %q: %w", data[1], ErrCorrupt)
-}
-
-// reader decodes varints with a sticky error.
-type reader struct {
-	b   []byte
-	err error
-}
-
-func (r *reader) uvarint() uint64 {
-	v, n := binary.Uvarint(r.b)
-	if n <= 0 {
-		r.fail()
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
-
-func (r *reader) varint() int64 {
-	v, n := binary.Varint(r.b)
-	if n <= 0 {
-		r.fail()
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
-
-func (r *reader) bytes() []byte {
-	n := r.uvarint()
-	if r.err != nil || n > uint64(len(r.b)) {
-		r.fail()
-		return nil
-	}
-	v := append([]byte(nil), r.b[:n]...)
-	r.b = r.b[n:]
-	return v
-}
-
-func (r *reader) fail() {
-	if r.err == nil {
-		r.err = fmt.Errorf("truncated record body: %w", ErrCorrupt)
-	}
-}
-
-func (r *reader) done() error {
-	if r.err == nil && len(r.b) != 0 {
-		r.err = fmt.Errorf("%d trailing bytes: %w", len(r.b), ErrCorrupt)
-	}
-	return r.err
 }

@@ -10,6 +10,7 @@ import (
 	"slices"
 
 	"github.com/driftstream/driftstream/checkpoint"
+	"github.com/driftstream/driftstream/internal/wire"
 	"github.com/driftstream/driftstream/learners"
 )
 
@@ -35,74 +36,31 @@ func encodeVector(x learners.Vector) []byte {
 	return b
 }
 
-// stateReader reads what encodeState and encodeVector wrote.
-type stateReader struct {
-	b   []byte
-	err error
-}
-
-func (r *stateReader) uvarint() uint64 {
-	v, n := binary.Uvarint(r.b)
-	if n <= 0 {
-		r.fail()
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
-
-func (r *stateReader) varint() int64 {
-	v, n := binary.Varint(r.b)
-	if n <= 0 {
-		r.fail()
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
-
-func (r *stateReader) bytes() []byte {
-	n := r.uvarint()
-	if r.err != nil || n > uint64(len(r.b)) {
-		r.fail()
-		return nil
-	}
-	v := r.b[:n]
-	r.b = r.b[n:]
-	return v
-}
-
-func (r *stateReader) fail() {
-	if r.err == nil {
-		r.err = fmt.Errorf("truncated: %w", errState)
-	}
-}
-
 func decodeVector(b []byte) (learners.Vector, error) {
-	r := stateReader{b: b}
-	dim := int(r.uvarint())
-	if r.err != nil || len(r.b) < 1 {
+	r := wire.NewReader(b, errState)
+	dim := int(r.Uvarint())
+	if r.Err != nil || len(r.B) < 1 {
 		return learners.Vector{}, fmt.Errorf("vector header: %w", errState)
 	}
-	sparse := r.b[0] == 1
-	r.b = r.b[1:]
-	n := int(r.uvarint())
-	if r.err != nil || n > dim {
+	sparse := r.B[0] == 1
+	r.B = r.B[1:]
+	n := int(r.Uvarint())
+	if r.Err != nil || n > dim {
 		return learners.Vector{}, fmt.Errorf("vector of %d entries in dimension %d: %w", n, dim, errState)
 	}
 	idx, val := make([]int32, 0, n), make([]float64, 0, n)
 	for k := 0; k < n; k++ {
 		if sparse {
-			idx = append(idx, int32(r.uvarint()))
+			idx = append(idx, int32(r.Uvarint()))
 		}
-		if len(r.b) < 8 {
+		if len(r.B) < 8 {
 			return learners.Vector{}, fmt.Errorf("vector values: %w", errState)
 		}
-		val = append(val, math.Float64frombits(binary.LittleEndian.Uint64(r.b)))
-		r.b = r.b[8:]
+		val = append(val, math.Float64frombits(binary.LittleEndian.Uint64(r.B)))
+		r.B = r.B[8:]
 	}
-	if r.err != nil {
-		return learners.Vector{}, r.err
+	if r.Err != nil {
+		return learners.Vector{}, r.Err
 	}
 	if sparse {
 		return learners.NewSparse(dim, idx, val)
@@ -115,11 +73,11 @@ func decodeVector(b []byte) (learners.Vector, error) {
 
 // decodeState rebuilds a key from its checkpointed bytes.
 func (w *Worker) decodeState(rec checkpoint.KeyRecord) (*keyState, error) {
-	r := stateReader{b: rec.State}
-	snap := r.bytes()
-	rng := r.bytes()
-	if r.err != nil {
-		return nil, r.err
+	r := wire.NewReader(rec.State, errState)
+	snap := r.Bytes()
+	rng := r.Bytes()
+	if r.Err != nil {
+		return nil, r.Err
 	}
 	ks, err := w.newKey(rec.Key)
 	if err != nil {
@@ -132,30 +90,27 @@ func (w *Worker) decodeState(rec checkpoint.KeyRecord) (*keyState, error) {
 		return nil, fmt.Errorf("query rng: %v: %w", err, errState)
 	}
 	ks.rng = rand.New(&ks.query)
-	n := r.uvarint()
-	for i := uint64(0); i < n && r.err == nil; i++ {
-		id := string(r.bytes())
-		off := r.varint()
-		x, err := decodeVector(r.bytes())
+	n := r.Uvarint()
+	for i := uint64(0); i < n && r.Err == nil; i++ {
+		id := string(r.Bytes())
+		off := r.Varint()
+		x, err := decodeVector(r.Bytes())
 		if err != nil {
 			return nil, fmt.Errorf("pending %q: %w", id, err)
 		}
 		ks.pending = append(ks.pending, pending{id: id, offset: off, x: x})
 	}
-	n = r.uvarint()
-	for i := uint64(0); i < n && r.err == nil; i++ {
-		id := string(r.bytes())
-		label := int(r.varint())
+	n = r.Uvarint()
+	for i := uint64(0); i < n && r.Err == nil; i++ {
+		id := string(r.Bytes())
+		label := int(r.Varint())
 		if label != 1 && label != -1 {
-			r.fail()
+			r.Fail("early label")
 		}
-		ks.early = append(ks.early, early{id: id, label: label, offset: r.varint()})
+		ks.early = append(ks.early, early{id: id, label: label, offset: r.Varint()})
 	}
-	if r.err == nil && len(r.b) != 0 {
-		r.err = fmt.Errorf("%d trailing bytes: %w", len(r.b), errState)
-	}
-	if r.err != nil {
-		return nil, r.err
+	if err := r.Done(); err != nil {
+		return nil, err
 	}
 	ks.applied = rec.AppliedThrough
 	return ks, nil

@@ -264,24 +264,10 @@ func TestRebalanceMovesPartitionsAndState(t *testing.T) {
 		return n
 	}
 	waitFor := func(n int64) {
-		deadline := time.After(90 * time.Second)
-		for total() < n {
-			select {
-			case <-deadline:
-				t.Fatalf("timed out at %d of %d events", total(), n)
-			case <-time.After(20 * time.Millisecond):
-			}
-		}
+		eventually(t, 90*time.Second, func() bool { return total() >= n }, func() string { return fmt.Sprintf("%d of %d events", total(), n) })
 	}
 	owns := func(s *Service) {
-		deadline := time.After(60 * time.Second)
-		for s.Assigned() == 0 {
-			select {
-			case <-deadline:
-				t.Fatal("the newcomer never got a partition")
-			case <-time.After(20 * time.Millisecond):
-			}
-		}
+		eventually(t, 60*time.Second, func() bool { return s.Assigned() > 0 }, func() string { return "the newcomer never got a partition" })
 	}
 	start()
 	waitFor(300)
@@ -351,14 +337,7 @@ func TestCrashesAtRandomPoints(t *testing.T) {
 		done := make(chan error, 1)
 		go func() { done <- s.Run(ctx) }()
 		target := int64(100 + r.IntN(300))
-		deadline := time.After(60 * time.Second)
-		for s.Totals().Events < target {
-			select {
-			case <-deadline:
-				t.Fatalf("round %d: timed out at %+v", round, s.Totals())
-			case <-time.After(5 * time.Millisecond):
-			}
-		}
+		eventually(t, 60*time.Second, func() bool { return s.Totals().Events >= target }, func() string { return fmt.Sprintf("round %d at %+v", round, s.Totals()) })
 		s.crashed.Store(true)
 		cancel()
 		if err := <-done; err != nil {
@@ -533,14 +512,7 @@ func TestSeparateLabelsTopic(t *testing.T) {
 	s, _ := New(ctx, cfg)
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()
-	deadline := time.After(60 * time.Second)
-	for s.Totals().Events < 600 || s.Totals().LabelsJoined == 0 {
-		select {
-		case <-deadline:
-			t.Fatalf("timed out at %+v", s.Totals())
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+	eventually(t, 60*time.Second, func() bool { return s.Totals().Events >= 600 && s.Totals().LabelsJoined > 0 }, func() string { return fmt.Sprintf("%+v", s.Totals()) })
 	time.Sleep(300 * time.Millisecond)
 	tot := s.Totals()
 	cancel()
@@ -549,5 +521,18 @@ func TestSeparateLabelsTopic(t *testing.T) {
 	// early ones wait in the key's state, late ones answer a pending query.
 	if tot.Events != 600 || tot.LabelsJoined == 0 || tot.LabelsJoined > 600 {
 		t.Fatalf("totals %+v", tot)
+	}
+}
+
+// eventually polls cond every few milliseconds until it holds, failing with
+// what() after timeout.
+func eventually(t *testing.T, timeout time.Duration, cond func() bool, what func() string) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out: %s", what())
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
