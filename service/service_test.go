@@ -77,28 +77,9 @@ func produce(t *testing.T, addr string, seed uint64, n int) []string {
 // runUntil runs a service until it has processed want events, then stops it.
 func runUntil(t *testing.T, cfg Config, want int64) Totals {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	s, err := New(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	deadline := time.After(60 * time.Second)
-	for s.Totals().Events < want {
-		select {
-		case err := <-done:
-			t.Fatalf("service stopped early: %v", err)
-		case <-deadline:
-			t.Fatalf("timed out at %+v", s.Totals())
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	s, stop := started(t, cfg)
+	eventually(t, 60*time.Second, func() bool { return s.Totals().Events >= want }, func() string { return fmt.Sprintf("%+v", s.Totals()) })
+	stop()
 	return s.Totals()
 }
 
@@ -329,27 +310,14 @@ func TestCrashesAtRandomPoints(t *testing.T) {
 	ids := produce(t, addr, 6, 1500)
 	r := rand.New(rand.NewPCG(6, 6))
 	for round := 0; round < 4; round++ {
-		ctx, cancel := context.WithCancel(context.Background())
-		s, err := New(ctx, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan error, 1)
-		go func() { done <- s.Run(ctx) }()
+		s, stop := started(t, cfg)
 		target := int64(100 + r.IntN(300))
 		eventually(t, 60*time.Second, func() bool { return s.Totals().Events >= target }, func() string { return fmt.Sprintf("round %d at %+v", round, s.Totals()) })
 		s.crashed.Store(true)
-		cancel()
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
+		stop()
 	}
 	// A last consumer finishes the stream gracefully.
-	final := testConfig(t, addr, "g-crash")
-	ctx, cancel := context.WithCancel(context.Background())
-	s, _ := New(ctx, final)
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
+	s, stop := started(t, testConfig(t, addr, "g-crash"))
 	deadline := time.After(60 * time.Second)
 	for {
 		preds := map[string][]string{}
@@ -386,8 +354,7 @@ func TestCrashesAtRandomPoints(t *testing.T) {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	cancel()
-	<-done
+	stop()
 	want, got := referenceStates(t, addr, cfg), changelogStates(t, addr)
 	for k, b := range want {
 		if !bytes.Equal(got[k], b) {
@@ -405,11 +372,7 @@ func TestLagIsComputedByTheService(t *testing.T) {
 		t.Fatal(err)
 	}
 	ids := produce(t, addr, 7, 3000)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	s, _ := New(ctx, cfg)
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
+	s, stop := started(t, cfg)
 	sawLag := false
 	deadline := time.After(60 * time.Second)
 	for s.Totals().Events < int64(len(ids)) {
@@ -424,8 +387,7 @@ func TestLagIsComputedByTheService(t *testing.T) {
 	}
 	time.Sleep(100 * time.Millisecond)
 	lags := s.Lag()
-	cancel()
-	<-done
+	stop()
 	if !sawLag {
 		t.Fatal("lag never rose above 0 while 3000 events were waiting")
 	}
@@ -508,15 +470,11 @@ func TestSeparateLabelsTopic(t *testing.T) {
 	ew.WriteMessages(context.Background(), events...)
 	time.Sleep(200 * time.Millisecond) // labels arrive after their events
 	lw.WriteMessages(context.Background(), labels...)
-	ctx, cancel := context.WithCancel(context.Background())
-	s, _ := New(ctx, cfg)
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
+	s, stop := started(t, cfg)
 	eventually(t, 60*time.Second, func() bool { return s.Totals().Events >= 600 && s.Totals().LabelsJoined > 0 }, func() string { return fmt.Sprintf("%+v", s.Totals()) })
 	time.Sleep(300 * time.Millisecond)
 	tot := s.Totals()
-	cancel()
-	<-done
+	stop()
 	// Whichever topic the readers deliver first, labels join their events:
 	// early ones wait in the key's state, late ones answer a pending query.
 	if tot.Events != 600 || tot.LabelsJoined == 0 || tot.LabelsJoined > 600 {
@@ -534,5 +492,26 @@ func eventually(t *testing.T, timeout time.Duration, cond func() bool, what func
 			t.Fatalf("timed out: %s", what())
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// started is a service running in the background until stop is called;
+// stop waits for Run to return and fails the test on its error.
+func started(t *testing.T, cfg Config) (s *Service, stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	s, err := New(ctx, cfg)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	return s, func() {
+		t.Helper()
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
 	}
 }
