@@ -181,3 +181,19 @@ func TestDelayedLabels(t *testing.T) {
 		}
 	}
 }
+
+// SynthData draws repeat r with seed + r: the same seed gives the same stream,
+// the next repeat a different one.
+func TestSynthDataSeeds(t *testing.T) {
+	ctx := context.Background()
+	a, _, _ := SynthData("synth:sea?T=50", 7, nil)(ctx, 1)
+	b, _, _ := SynthData("synth:sea?T=50", 8, nil)(ctx, 0)
+	c, _, _ := SynthData("synth:sea?T=50", 7, nil)(ctx, 0)
+	if a[0].X.At(0) != b[0].X.At(0) || a[0].X.At(0) == c[0].X.At(0) {
+		t.Fatal("repeat r of seed s must be the stream of seed s + r")
+	}
+	_, dim, _ := SynthData("synth:sea?T=5", 1, streams.WithBias)(ctx, 0)
+	if dim != 4 {
+		t.Fatalf("wrapped dimension %d, want 4", dim)
+	}
+}

@@ -3,6 +3,7 @@ package backtest
 import (
 	"fmt"
 	"image/color"
+	"os"
 	"path/filepath"
 
 	"gonum.org/v1/plot"
@@ -102,7 +103,7 @@ func reverse(xy plotter.XYs) plotter.XYs {
 
 // save writes a formatted canvas to path.
 func save(path string, c vg.CanvasWriterTo) error {
-	f, err := createFile(path)
+	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,23 @@ import (
 // time; a generator re-draws its stream with seed + r.
 type Data func(ctx context.Context, r int) (events []streams.Example, dim int, err error)
 
+// SynthData is the Data of a generator spec ("synth:NAME?k=v"): repeat r draws
+// the stream with seed seed + r. wrap, when not nil, wraps each source (for
+// example streams.WithBias).
+func SynthData(spec string, seed uint64, wrap func(streams.Source) streams.Source) Data {
+	return func(ctx context.Context, r int) ([]streams.Example, int, error) {
+		src, err := streams.OpenSynth(spec, seed+uint64(r))
+		if err != nil {
+			return nil, 0, err
+		}
+		if wrap != nil {
+			src = wrap(src)
+		}
+		ev, err := Load(ctx, src)
+		return ev, src.Dim(), err
+	}
+}
+
 // Config is a comparison of learners on one data source.
 type Config struct {
 	// Name describes the data in the summary (a path or a synth: spec).
@@ -224,5 +241,3 @@ func WriteFiles(dir string, res Result) error {
 	}
 	return f.Close()
 }
-
-func createFile(path string) (*os.File, error) { return os.Create(path) }

@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/driftstream/driftstream/backtest"
-	"github.com/driftstream/driftstream/streams"
 )
 
 // Experiment is one reproduction.
@@ -164,15 +163,7 @@ func (e Experiment) Config(seed uint64, repeats int, dataDir string, opts backte
 	data := strings.ReplaceAll(e.Data, "{data}", dataDir)
 	return backtest.Config{
 		Name: e.Name + " (" + data + ")", Learners: e.Learners, Seed: seed, Repeats: repeats,
-		QueryRateTarget: e.QueryRateTarget, Options: opts,
-		Data: func(ctx context.Context, r int) ([]streams.Example, int, error) {
-			src, err := streams.OpenSynth(data, seed+uint64(r))
-			if err != nil {
-				return nil, 0, err
-			}
-			ev, err := backtest.Load(ctx, src)
-			return ev, src.Dim(), err
-		},
+		QueryRateTarget: e.QueryRateTarget, Options: opts, Data: backtest.SynthData(data, seed, nil),
 	}
 }
 

@@ -75,14 +75,9 @@ type Config struct {
 
 // Validate checks the configuration and fills defaults.
 func (c *Config) Validate() error {
-	info, err := learners.Lookup(c.Learner)
-	if err != nil {
-		return err
-	}
 	if _, err := learners.New(c.Learner, c.Params, learners.Config{Dim: c.Vector.Dim}); err != nil {
 		return err
 	}
-	_ = info
 	switch {
 	case c.QueryScale < 0 || math.IsNaN(c.QueryScale):
 		return fmt.Errorf("query scale %v: must be ≥ 0 (0 = never query)", c.QueryScale)
@@ -103,31 +98,26 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-// Stats counts what a worker did.
-type Stats struct {
-	Events, Predictions, Queries, Mistakes, Labeled int64
+// Totals are a worker's cumulative counters: plain fields, cheap enough to
+// read after every record.
+type Totals struct {
+	Events, Predictions, Queries, Labeled, Mistakes int64
 	LabelsJoined, LabelsUnknown, LabelsExpired      int64
-	DeadLetters                                     map[string]int64 // by reason class
-	Skipped                                         int64            // replayed records already applied
+	// Dead letters by reason; DeadLetters is their sum.
+	MissingKey, InvalidEvent, Rejected, DeadLetters int64
+	// Skipped counts replayed records a key had already absorbed.
+	Skipped int64
 }
 
-// Totals are a worker's cumulative counters without the per-class map, cheap
-// enough to read after every record.
-type Totals struct {
-	Events, Predictions, Queries, Labeled, Mistakes, LabelsJoined, DeadLetters int64
-	LabelsUnknown, LabelsExpired                                               int64
-	// Dead letters by reason.
-	MissingKey, InvalidEvent, Rejected int64
-}
+// Dead-letter reasons, the values of the metric label and of the counters above.
+const (
+	ReasonMissingKey   = "missing_key"
+	ReasonInvalidEvent = "invalid_event"
+	ReasonRejected     = "rejected_by_learner"
+)
 
 // Totals returns the cumulative counters.
-func (w *Worker) Totals() Totals {
-	s := &w.stats
-	return Totals{Events: s.Events, Predictions: s.Predictions, Queries: s.Queries, Labeled: s.Labeled,
-		Mistakes: s.Mistakes, LabelsJoined: s.LabelsJoined, DeadLetters: w.deadTotal,
-		LabelsUnknown: s.LabelsUnknown, LabelsExpired: s.LabelsExpired,
-		MissingKey: w.dead[0], InvalidEvent: w.dead[1], Rejected: w.dead[2]}
-}
+func (w *Worker) Totals() Totals { return w.stats }
 
 // pending is a label query waiting for its label.
 type pending struct {
@@ -165,9 +155,7 @@ type Worker struct {
 	through   [2]int64 // last offset processed per topic
 	suppress  [2]int64 // outputs for offsets below these are not emitted (replay)
 	out       []Output
-	stats     Stats
-	deadTotal int64
-	dead      [3]int64 // missing_key, invalid_event, rejected_by_learner
+	stats     Totals
 }
 
 // NewWorker returns a worker for a partition with no state.
@@ -177,22 +165,7 @@ func NewWorker(cfg Config, partition int) (*Worker, error) {
 	}
 	info, _ := learners.Lookup(cfg.Learner)
 	return &Worker{cfg: cfg, partition: partition, sampling: info.Sampling, keys: map[string]*keyState{},
-		dirty: map[string]bool{}, through: [2]int64{-1, -1}, stats: Stats{DeadLetters: map[string]int64{}}}, nil
-}
-
-// Stats returns the counters so far.
-func (w *Worker) Stats() Stats {
-	s := w.stats
-	s.DeadLetters = maps(w.stats.DeadLetters)
-	return s
-}
-
-func maps(m map[string]int64) map[string]int64 {
-	out := make(map[string]int64, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
+		dirty: map[string]bool{}, through: [2]int64{-1, -1}}, nil
 }
 
 // Keys is the number of keys held.
@@ -217,15 +190,14 @@ func (w *Worker) newKey(key string) (*keyState, error) {
 
 // deadLetter emits the original bytes with the reason.
 func (w *Worker) deadLetter(r Record, class string, err error) {
-	w.stats.DeadLetters[class]++
-	w.deadTotal++
+	w.stats.DeadLetters++
 	switch class {
-	case "missing_key":
-		w.dead[0]++
-	case "invalid_event":
-		w.dead[1]++
+	case ReasonMissingKey:
+		w.stats.MissingKey++
+	case ReasonInvalidEvent:
+		w.stats.InvalidEvent++
 	default:
-		w.dead[2]++
+		w.stats.Rejected++
 	}
 	if r.Offset < w.suppress[r.Topic] {
 		return
@@ -279,12 +251,12 @@ func (w *Worker) Process(ctx context.Context, r Record) error {
 	w.through[r.Topic] = max(w.through[r.Topic], r.Offset)
 	key := string(r.Key)
 	if key == "" {
-		w.deadLetter(r, "missing_key", errors.New("record has no key: the key names the entity whose learner it feeds"))
+		w.deadLetter(r, ReasonMissingKey, errors.New("record has no key: the key names the entity whose learner it feeds"))
 		return nil
 	}
 	ev, err := topics.Decode(r.Value, w.cfg.MaxBytes)
 	if err != nil {
-		w.deadLetter(r, "invalid_event", err)
+		w.deadLetter(r, ReasonInvalidEvent, err)
 		return nil
 	}
 	ks, ok := w.keys[key]
@@ -298,7 +270,7 @@ func (w *Worker) Process(ctx context.Context, r Record) error {
 		return nil
 	}
 	if r.Topic == LabelsTopic && ev.Kind != topics.LabelRecord {
-		w.deadLetter(r, "invalid_event", errors.New("the labels topic carries label records only ({\"id\",\"label\"})"))
+		w.deadLetter(r, ReasonInvalidEvent, errors.New("the labels topic carries label records only ({\"id\",\"label\"})"))
 		return nil
 	}
 	var handled error
@@ -315,7 +287,7 @@ func (w *Worker) Process(ctx context.Context, r Record) error {
 		handled = w.event(r, key, ks, ev)
 	}
 	if handled != nil {
-		w.deadLetter(r, "rejected_by_learner", handled)
+		w.deadLetter(r, ReasonRejected, handled)
 		return nil
 	}
 	if !ok {

@@ -155,8 +155,8 @@ func TestEveryEventOnePredictionAndBadInputsDeadLetter(t *testing.T) {
 			t.Errorf("dead letter %d: %v", i, d.Headers)
 		}
 	}
-	st := w.Stats()
-	if st.DeadLetters["invalid_event"] != 4 || st.DeadLetters["rejected_by_learner"] != 2 || st.DeadLetters["missing_key"] != 1 {
+	st := w.Totals()
+	if st.InvalidEvent != 4 || st.Rejected != 2 || st.MissingKey != 1 || st.DeadLetters != 7 {
 		t.Fatalf("dead letter classes %v", st.DeadLetters)
 	}
 }
@@ -172,7 +172,7 @@ func TestQueryLabelLearnLoop(t *testing.T) {
 				queries++
 			}
 		}
-		st := w.Stats()
+		st := w.Totals()
 		if queries == 0 || st.LabelsJoined == 0 || st.LabelsJoined > int64(queries) {
 			t.Fatalf("%s: %d queries, stats %+v", c.learner, queries, st)
 		}
@@ -337,13 +337,13 @@ func TestEarlyLabelsFromTheLabelsTopicAreNotLost(t *testing.T) {
 		t.Fatal(err, problems)
 	}
 	must(w2.Process(ctx, Record{Topic: EventsTopic, Offset: 0, Key: []byte("k"), Value: []byte(`{"id":"e1","x":[1,0,0,0]}`)}))
-	st := w2.Stats()
+	st := w2.Totals()
 	if st.LabelsJoined != 1 || st.Labeled != 1 || st.LabelsUnknown != 0 {
 		t.Fatalf("stats %+v: the early label was lost", st)
 	}
 	// On the events topic, a label before its event is a producer error: unknown.
 	must(w2.Process(ctx, Record{Topic: EventsTopic, Offset: 1, Key: []byte("k"), Value: []byte(`{"id":"e9","label":1}`)}))
-	if w2.Stats().LabelsUnknown != 1 {
+	if w2.Totals().LabelsUnknown != 1 {
 		t.Fatal("a label before its event on the events topic was not counted unknown")
 	}
 }

@@ -57,6 +57,43 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 
 func part(p int) string { return strconv.Itoa(p) }
 
+// partitionGauges are one partition's gauges, resolved once rather than per
+// record, with the window of its last 1000 labeled outcomes. A nil Metrics
+// gives gauges that discard everything.
+type partitionGauges struct {
+	lag, keys, windowAccuracy prometheus.Gauge
+	wrong                     []bool
+	next, filled, mistakes    int
+}
+
+func (m *Metrics) partition(p int) *partitionGauges {
+	g := &partitionGauges{wrong: make([]bool, 1000)}
+	if m == nil {
+		d := prometheus.NewGauge(prometheus.GaugeOpts{Name: "discarded"})
+		g.lag, g.keys, g.windowAccuracy = d, d, d
+		return g
+	}
+	g.lag, g.keys, g.windowAccuracy = m.lag.WithLabelValues(part(p)), m.keys.WithLabelValues(part(p)), m.windowAccuracy.WithLabelValues(part(p))
+	return g
+}
+
+// accuracy records one labeled outcome and updates the windowed accuracy.
+func (g *partitionGauges) accuracy(wrong bool) {
+	if g.filled == len(g.wrong) {
+		if g.wrong[g.next] {
+			g.mistakes--
+		}
+	} else {
+		g.filled++
+	}
+	g.wrong[g.next] = wrong
+	if wrong {
+		g.mistakes++
+	}
+	g.next = (g.next + 1) % len(g.wrong)
+	g.windowAccuracy.Set(1 - float64(g.mistakes)/float64(g.filled))
+}
+
 // forget drops a revoked partition's series.
 func (m *Metrics) forget(p int) {
 	if m == nil {

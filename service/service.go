@@ -286,12 +286,12 @@ func (s *Service) runPartition(ctx context.Context, gen *kafka.Generation, p int
 	committed = [2]int64{committedOrZero(committed[0]), committedOrZero(committed[1])}
 	w.SuppressBelow(committed)
 	s.log.Info("partition restored", "partition", p, "keys", w.Keys(), "replay_from", from[0], "committed", committed[0], "restore_ms", time.Since(start).Milliseconds())
+	gauges := s.cfg.Metrics.partition(p)
+	defer s.cfg.Metrics.forget(p)
+	gauges.keys.Set(float64(w.Keys()))
 	if m := s.cfg.Metrics; m != nil {
 		m.restoreSeconds.Observe(time.Since(start).Seconds())
-		m.keys.WithLabelValues(part(p)).Set(float64(w.Keys()))
 	}
-	defer s.cfg.Metrics.forget(p)
-	window := newAccuracyWindow(1000)
 	s.assigned.Store(p, true)
 
 	rctx, cancel := context.WithCancel(ctx)
@@ -345,20 +345,15 @@ func (s *Service) runPartition(ctx context.Context, gen *kafka.Generation, p int
 			if err := w.Process(ctx, f.rec); err != nil {
 				return err
 			}
-			s.count(before, w.Totals())
+			after := w.Totals()
+			s.count(before, after)
 			through[f.rec.Topic] = f.rec.Offset
 			if f.rec.Topic == pipeline.EventsTopic {
 				lag.Store(max(0, f.hwm-f.rec.Offset-1))
+				gauges.lag.Set(float64(lag.Load()))
 			}
-			if m := s.cfg.Metrics; m != nil {
-				after := w.Totals()
-				for i := before.Labeled; i < after.Labeled; i++ {
-					window.add(after.Mistakes > before.Mistakes)
-				}
-				if after.Labeled > before.Labeled {
-					m.windowAccuracy.WithLabelValues(part(p)).Set(window.accuracy())
-				}
-				m.lag.WithLabelValues(part(p)).Set(float64(lag.Load()))
+			if after.Labeled > before.Labeled { // at most one scored event per record
+				gauges.accuracy(after.Mistakes > before.Mistakes)
 			}
 			if since++; since >= s.cfg.CheckpointEvery {
 				if err := s.checkpointDetached(ctx, gen, w, p, through); err != nil {
@@ -410,11 +405,10 @@ func (s *Service) count(before, after pipeline.Totals) {
 		m.labelsJoined.Add(float64(after.LabelsJoined - before.LabelsJoined))
 		m.labelsUnknown.Add(float64(after.LabelsUnknown - before.LabelsUnknown))
 		m.labelsExpired.Add(float64(after.LabelsExpired - before.LabelsExpired))
-		for reason, d := range map[string]int64{"missing_key": after.MissingKey - before.MissingKey,
-			"invalid_event": after.InvalidEvent - before.InvalidEvent, "rejected_by_learner": after.Rejected - before.Rejected} {
-			if d > 0 {
-				m.deadLetters.WithLabelValues(reason).Add(float64(d))
-			}
+		if after.DeadLetters > before.DeadLetters {
+			m.deadLetters.WithLabelValues(pipeline.ReasonMissingKey).Add(float64(after.MissingKey - before.MissingKey))
+			m.deadLetters.WithLabelValues(pipeline.ReasonInvalidEvent).Add(float64(after.InvalidEvent - before.InvalidEvent))
+			m.deadLetters.WithLabelValues(pipeline.ReasonRejected).Add(float64(after.Rejected - before.Rejected))
 		}
 	}
 	s.events.Add(after.Events - before.Events)
@@ -466,35 +460,4 @@ func (s *Service) checkpoint(ctx context.Context, gen *kafka.Generation, w *pipe
 		return fmt.Errorf("partition %d: %w: %v", p, errCommit, err)
 	}
 	return nil
-}
-
-// accuracyWindow is the correctness of the last n labeled events.
-type accuracyWindow struct {
-	wrong        []bool
-	next, filled int
-	mistakes     int
-}
-
-func newAccuracyWindow(n int) *accuracyWindow { return &accuracyWindow{wrong: make([]bool, n)} }
-
-func (a *accuracyWindow) add(wrong bool) {
-	if a.filled == len(a.wrong) {
-		if a.wrong[a.next] {
-			a.mistakes--
-		}
-	} else {
-		a.filled++
-	}
-	a.wrong[a.next] = wrong
-	if wrong {
-		a.mistakes++
-	}
-	a.next = (a.next + 1) % len(a.wrong)
-}
-
-func (a *accuracyWindow) accuracy() float64 {
-	if a.filled == 0 {
-		return 0
-	}
-	return 1 - float64(a.mistakes)/float64(a.filled)
 }

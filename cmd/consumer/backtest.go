@@ -105,7 +105,7 @@ func runBacktest(args []string, stdout, stderr io.Writer) int {
 		return fail(err)
 	}
 	src, err := dataSource(*data, *format, streams.CSVOptions{Header: *header, Label: *label, LabelFile: *labelFile,
-		Labels: streams.LabelMap{Positive: *positive, Negative: *negative}}, streams.JSONLOptions{Dim: *dim, HashBits: *hashBits}, *bias)
+		Labels: streams.LabelMap{Positive: *positive, Negative: *negative}}, streams.JSONLOptions{Dim: *dim, HashBits: *hashBits}, *bias, *seed)
 	if err != nil {
 		return fail(err)
 	}
@@ -220,7 +220,7 @@ func learnerSpecs(names, params string) ([]backtest.Spec, error) {
 // dataSource returns the loader for -data: a generator re-seeded per repeat,
 // or a file read once.
 // With bias, every input gets a constant feature 1 appended.
-func dataSource(data, format string, csvOpts streams.CSVOptions, jsonlOpts streams.JSONLOptions, bias bool) (backtest.Data, error) {
+func dataSource(data, format string, csvOpts streams.CSVOptions, jsonlOpts streams.JSONLOptions, bias bool, seed uint64) (backtest.Data, error) {
 	withBias := func(src streams.Source) streams.Source {
 		if bias {
 			return streams.WithBias(src)
@@ -231,15 +231,7 @@ func dataSource(data, format string, csvOpts streams.CSVOptions, jsonlOpts strea
 		if _, err := streams.OpenSynth(data, 0); err != nil { // validate up front
 			return nil, err
 		}
-		return func(ctx context.Context, r int) ([]streams.Example, int, error) {
-			src, err := streams.OpenSynth(data, uint64(r)+1)
-			if err != nil {
-				return nil, 0, err
-			}
-			src = withBias(src)
-			ev, err := backtest.Load(ctx, src)
-			return ev, src.Dim(), err
-		}, nil
+		return backtest.SynthData(data, seed, withBias), nil
 	}
 	if format == "auto" {
 		switch ext := strings.ToLower(strings.TrimSuffix(data, ".gz")); {

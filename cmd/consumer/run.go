@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -293,7 +294,7 @@ func demoProducer(ctx context.Context, cfg service.Config, keys, total int, seed
 
 // truth remembers the labels of the demo's unlabeled events until asked.
 type truth struct {
-	mu     chan struct{}
+	mu     sync.Mutex
 	labels map[string]labelOf
 }
 
@@ -302,17 +303,17 @@ type labelOf struct {
 	label int
 }
 
-func newTruth() *truth { return &truth{mu: make(chan struct{}, 1), labels: map[string]labelOf{}} }
+func newTruth() *truth { return &truth{labels: map[string]labelOf{}} }
 
 func (t *truth) put(id, key string, y int) {
-	t.mu <- struct{}{}
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	t.labels[id] = labelOf{key, y}
-	<-t.mu
 }
 
 func (t *truth) take(id string) (labelOf, bool) {
-	t.mu <- struct{}{}
-	defer func() { <-t.mu }()
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	l, ok := t.labels[id]
 	delete(t.labels, id)
 	return l, ok
