@@ -13,14 +13,18 @@ import (
 )
 
 // FileStore keeps one append-only log per partition in a directory. Each
-// entry is the key in the clear (so that a corrupt record still names its
-// key), then the record; both length-prefixed. When a log grows past
-// CompactBytes it is rewritten, after a checkpoint, to the latest record per
-// key plus the marker, through a temporary file and an atomic rename.
+// entry is the record's store key in the clear (so that a corrupt record
+// still names its key), then the record; both length-prefixed. An unreadable
+// tail (a torn write) ends the readable log: it is reported by Load and cut
+// off before the next append. When a log grows past CompactBytes it is
+// rewritten, after a checkpoint, to the current ownership record and the
+// latest record per key plus the marker, through a temporary file and an
+// atomic rename.
 type FileStore struct {
 	dir          string
 	compactBytes int64
 	mu           sync.Mutex
+	checked      map[int]bool // partitions whose tail was verified by this process
 }
 
 // NewFileStore opens (creating) a store in dir; compactBytes ≤ 0 means 64 MiB.
@@ -31,7 +35,7 @@ func NewFileStore(dir string, compactBytes int64) (*FileStore, error) {
 	if compactBytes <= 0 {
 		compactBytes = 64 << 20
 	}
-	return &FileStore{dir: dir, compactBytes: compactBytes}, nil
+	return &FileStore{dir: dir, compactBytes: compactBytes, checked: map[int]bool{}}, nil
 }
 
 func (s *FileStore) path(p int) string {
@@ -45,57 +49,97 @@ func appendEntry(b []byte, key string, rec []byte) []byte {
 	return append(b, rec...)
 }
 
+// Claim appends an ownership record and syncs the file.
+func (s *FileStore) Claim(ctx context.Context, o Ownership) error {
+	return s.append(ctx, o.Partition, appendEntry(nil, ownerKey(o.Epoch), EncodeOwnership(o)))
+}
+
 // Write appends the key records and the marker and syncs the file.
 func (s *FileStore) Write(ctx context.Context, keys []KeyRecord, m Marker) error {
-	if err := ctx.Err(); err != nil {
+	buf, err := encodeCheckpoint(keys, m, appendEntry)
+	if err != nil {
 		return err
 	}
+	return s.append(ctx, m.Partition, buf)
+}
+
+// encodeCheckpoint checks that every key belongs to the marker's partition
+// and lays the records out with add(buf, store key, record).
+func encodeCheckpoint(keys []KeyRecord, m Marker, add func(b []byte, key string, rec []byte) []byte) ([]byte, error) {
 	var buf []byte
 	for _, k := range keys {
 		if k.Partition != m.Partition {
-			return fmt.Errorf("checkpoint partition %d: key %q belongs to partition %d", m.Partition, k.Key, k.Partition)
+			return nil, fmt.Errorf("checkpoint partition %d: key %q belongs to partition %d", m.Partition, k.Key, k.Partition)
 		}
-		buf = appendEntry(buf, k.Key, EncodeKey(k))
+		if ReservedKey(k.Key) {
+			return nil, fmt.Errorf("checkpoint partition %d: key %q uses the store's reserved prefix", m.Partition, k.Key)
+		}
+		buf = add(buf, k.Key, EncodeKey(k))
 	}
-	buf = appendEntry(buf, "", EncodeMarker(m))
+	return add(buf, markerKey(m.Epoch), EncodeMarker(m)), nil
+}
+
+func (s *FileStore) append(ctx context.Context, p int, buf []byte) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	f, err := os.OpenFile(s.path(m.Partition), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if !s.checked[p] {
+		// Cut an unreadable tail left by a torn write, or the new records
+		// would sit behind it where no reader reaches them.
+		_, good, err := s.load(ctx, p)
+		if err != nil {
+			return err
+		}
+		if err := os.Truncate(s.path(p), good); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("checkpoint partition %d: cut the torn tail: %w", p, err)
+		}
+		s.checked[p] = true
+	}
+	f, err := os.OpenFile(s.path(p), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		return fmt.Errorf("checkpoint partition %d: %w", m.Partition, err)
+		return fmt.Errorf("checkpoint partition %d: %w", p, err)
 	}
 	if _, err := f.Write(buf); err != nil {
 		f.Close()
-		return fmt.Errorf("checkpoint partition %d: %w", m.Partition, err)
+		return fmt.Errorf("checkpoint partition %d: %w", p, err)
 	}
 	if err := f.Sync(); err != nil {
 		f.Close()
-		return fmt.Errorf("checkpoint partition %d: sync: %w", m.Partition, err)
+		return fmt.Errorf("checkpoint partition %d: sync: %w", p, err)
 	}
 	st, err := f.Stat()
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		return fmt.Errorf("checkpoint partition %d: %w", m.Partition, err)
+		return fmt.Errorf("checkpoint partition %d: %w", p, err)
 	}
 	if st.Size() > s.compactBytes {
-		return s.compact(ctx, m.Partition)
+		return s.compact(ctx, p)
 	}
 	return nil
 }
 
-// compact rewrites a partition's log to its latest good records (caller holds mu).
+// compact rewrites a partition's log to its accepted records (caller holds
+// mu). It never compacts away evidence: a log with corrupt, fenced or
+// ignored records is left as it is.
 func (s *FileStore) compact(ctx context.Context, p int) error {
-	snap, err := s.load(ctx, p)
-	if err != nil || len(snap.Corrupt) > 0 || snap.Marker == nil {
-		return err // never compact away evidence of corruption
+	snap, _, err := s.load(ctx, p)
+	if err != nil || len(snap.Corrupt) > 0 || len(snap.Ignored) > 0 || snap.Fenced > 0 || snap.Marker == nil {
+		return err
 	}
 	var buf []byte
-	for _, k := range snap.Keys {
-		buf = appendEntry(buf, k.Key, EncodeKey(k))
+	if snap.Owner != nil {
+		buf = appendEntry(buf, ownerKey(snap.Owner.Epoch), EncodeOwnership(*snap.Owner))
 	}
-	buf = appendEntry(buf, "", EncodeMarker(*snap.Marker))
+	for _, k := range snap.Keys {
+		if len(k.State) > 0 {
+			buf = appendEntry(buf, k.Key, EncodeKey(k))
+		}
+	}
+	buf = appendEntry(buf, markerKey(snap.Marker.Epoch), EncodeMarker(*snap.Marker))
 	tmp := s.path(p) + ".compact"
 	if err := writeSynced(tmp, buf); err != nil {
 		return fmt.Errorf("compact partition %d: %w", p, err)
@@ -126,56 +170,66 @@ func writeSynced(path string, b []byte) error {
 func (s *FileStore) Load(ctx context.Context, p int) (Snapshot, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.load(ctx, p)
+	snap, _, err := s.load(ctx, p)
+	return snap, err
 }
 
-func (s *FileStore) load(ctx context.Context, p int) (Snapshot, error) {
-	snap := Snapshot{Keys: map[string]KeyRecord{}}
+// load reads the log and returns the snapshot and the length of its readable
+// prefix.
+func (s *FileStore) load(ctx context.Context, p int) (Snapshot, int64, error) {
+	snap := newSnapshot()
 	f, err := os.Open(s.path(p))
 	if errors.Is(err, os.ErrNotExist) {
-		return snap, nil
+		return snap, 0, nil
 	}
 	if err != nil {
-		return snap, fmt.Errorf("load partition %d: %w", p, err)
+		return snap, 0, fmt.Errorf("load partition %d: %w", p, err)
 	}
 	defer f.Close()
-	r := bufio.NewReader(f)
+	r := &countingReader{r: bufio.NewReader(f)}
 	for n := 0; ; n++ {
 		if n%1024 == 0 {
 			if err := ctx.Err(); err != nil {
-				return snap, err
+				return snap, 0, err
 			}
 		}
+		good := r.n
 		key, rec, err := readEntry(r)
 		if errors.Is(err, io.EOF) {
-			return snap, nil
+			return snap, good, nil
 		}
 		if err != nil { // torn tail or garbled framing: nothing after it can be trusted
-			snap.Corrupt = append(snap.Corrupt, Corruption{Key: key, Err: err})
-			return snap, nil
+			snap.Ignored = append(snap.Ignored, Corruption{Key: key, Err: fmt.Errorf("unreadable log from byte %d on (cut before the next write): %w", good, err)})
+			return snap, good, nil
 		}
-		k, m, err := Decode(rec)
-		switch {
-		case err != nil:
-			snap.Corrupt = append(snap.Corrupt, Corruption{Key: key, Err: err})
-		case m != nil:
-			if m.Partition != p {
-				snap.Corrupt = append(snap.Corrupt, Corruption{Err: fmt.Errorf("marker of partition %d in the log of %d: %w", m.Partition, p, ErrCorrupt)})
-				continue
-			}
-			snap.Marker = m
-		case k.Key != key || k.Partition != p:
-			snap.Corrupt = append(snap.Corrupt, Corruption{Key: key, Err: fmt.Errorf("record of key %q, partition %d: %w", k.Key, k.Partition, ErrCorrupt)})
-		default:
-			snap.put(*k)
-		}
+		snap.absorb(p, key, rec)
 	}
+}
+
+// countingReader counts the bytes read, to find where a torn tail starts.
+type countingReader struct {
+	r *bufio.Reader
+	n int64
+}
+
+func (c *countingReader) Read(b []byte) (int, error) {
+	n, err := c.r.Read(b)
+	c.n += int64(n)
+	return n, err
+}
+
+func (c *countingReader) ReadByte() (byte, error) {
+	b, err := c.r.ReadByte()
+	if err == nil {
+		c.n++
+	}
+	return b, err
 }
 
 // maxEntry bounds one entry so that a garbled length cannot allocate wildly.
 const maxEntry = 1 << 30
 
-func readEntry(r *bufio.Reader) (string, []byte, error) {
+func readEntry(r *countingReader) (string, []byte, error) {
 	kl, err := binary.ReadUvarint(r)
 	if err != nil {
 		if errors.Is(err, io.EOF) {

@@ -4,16 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/driftstream/driftstream/internal/kafkaread"
 	"github.com/segmentio/kafka-go"
 )
-
-// markerKey is the record key of partition markers in the changelog; entity
-// keys never start with a NUL byte in practice, and a collision would only
-// make the marker look corrupt (forcing a full, still exact, replay).
-const markerKey = "\x00driftstream-marker"
 
 // maxBatchBytes keeps one produce request under the broker's default limit.
 const maxBatchBytes = 512 << 10
@@ -21,12 +17,25 @@ const maxBatchBytes = 512 << 10
 // KafkaStore keeps checkpoints in a compacted changelog topic partitioned
 // like the events topic: the record key is the entity key (so compaction
 // keeps the latest state per key, and a corrupt value still names its key),
-// and each checkpoint ends with a marker record. Writes wait for all in-sync
-// replicas (acks = all).
+// each checkpoint ends with a marker record, and each owner's claim is an
+// ownership record under its own key. Writes wait for all in-sync replicas
+// (acks = all) and go over one cached connection per partition leader, dropped
+// and redialed after any error; the caller retries (pipeline.Runner does,
+// with backoff).
 type KafkaStore struct {
 	dialer  *kafka.Dialer
 	brokers []string
 	topic   string
+
+	mu    sync.Mutex
+	conns map[int]*partitionConn
+}
+
+// partitionConn is the cached leader connection of one partition; its mutex
+// serializes the writes on it.
+type partitionConn struct {
+	mu   sync.Mutex
+	conn *kafka.Conn
 }
 
 // NewKafkaStore returns a store on topic, dialing brokers with dialer (which
@@ -35,7 +44,10 @@ func NewKafkaStore(dialer *kafka.Dialer, brokers []string, topic string) (*Kafka
 	if len(brokers) == 0 || topic == "" {
 		return nil, errors.New("kafka checkpoint store: brokers and topic are required")
 	}
-	return &KafkaStore{dialer: dialer, brokers: brokers, topic: topic}, nil
+	if dialer == nil {
+		dialer = &kafka.Dialer{Timeout: 10 * time.Second}
+	}
+	return &KafkaStore{dialer: dialer, brokers: brokers, topic: topic, conns: map[int]*partitionConn{}}, nil
 }
 
 // leader connects to the leader of partition p.
@@ -51,53 +63,81 @@ func (s *KafkaStore) leader(ctx context.Context, p int) (*kafka.Conn, error) {
 	return nil, fmt.Errorf("changelog %s partition %d: %w", s.topic, p, errors.Join(errs...))
 }
 
-// Write produces the key records, then the marker, to partition m.Partition.
-func (s *KafkaStore) Write(ctx context.Context, keys []KeyRecord, m Marker) error {
-	msgs := make([]kafka.Message, 0, len(keys)+1)
-	for _, k := range keys {
-		if k.Partition != m.Partition {
-			return fmt.Errorf("checkpoint partition %d: key %q belongs to partition %d", m.Partition, k.Key, k.Partition)
+// produce writes msgs to partition p over the cached connection, in batches
+// under maxBatchBytes; any error drops the connection.
+func (s *KafkaStore) produce(ctx context.Context, p int, msgs []kafka.Message) error {
+	s.mu.Lock()
+	pc := s.conns[p]
+	if pc == nil {
+		pc = &partitionConn{}
+		s.conns[p] = pc
+	}
+	s.mu.Unlock()
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	if pc.conn == nil {
+		c, err := s.leader(ctx, p)
+		if err != nil {
+			return err
 		}
-		msgs = append(msgs, kafka.Message{Key: []byte(k.Key), Value: EncodeKey(k)})
+		if err := c.SetRequiredAcks(-1); err != nil {
+			c.Close()
+			return fmt.Errorf("changelog %s partition %d: acks=all: %w", s.topic, p, err)
+		}
+		pc.conn = c
 	}
-	msgs = append(msgs, kafka.Message{Key: []byte(markerKey), Value: EncodeMarker(m)})
-	conn, err := s.leader(ctx, m.Partition)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	if err := conn.SetRequiredAcks(-1); err != nil {
-		return err
-	}
+	deadline := time.Now().Add(30 * time.Second)
 	if dl, ok := ctx.Deadline(); ok {
-		conn.SetWriteDeadline(dl)
-	} else {
-		conn.SetWriteDeadline(time.Now().Add(30 * time.Second))
+		deadline = dl
 	}
+	pc.conn.SetWriteDeadline(deadline)
+	pc.conn.SetReadDeadline(deadline) // the produce response
 	for start := 0; start < len(msgs); {
 		end, size := start, 0
 		for end < len(msgs) && (end == start || size+len(msgs[end].Value) < maxBatchBytes) {
 			size += len(msgs[end].Key) + len(msgs[end].Value)
 			end++
 		}
-		if _, err := conn.WriteMessages(msgs[start:end]...); err != nil {
-			return fmt.Errorf("changelog %s partition %d: %w", s.topic, m.Partition, err)
+		if _, err := pc.conn.WriteMessages(msgs[start:end]...); err != nil {
+			pc.conn.Close()
+			pc.conn = nil
+			return fmt.Errorf("changelog %s partition %d: %w", s.topic, p, err)
 		}
 		start = end
 	}
 	return nil
 }
 
+// Claim produces an ownership record to partition o.Partition.
+func (s *KafkaStore) Claim(ctx context.Context, o Ownership) error {
+	return s.produce(ctx, o.Partition, []kafka.Message{{Key: []byte(ownerKey(o.Epoch)), Value: EncodeOwnership(o)}})
+}
+
+// Write produces the key records, then the marker, to partition m.Partition.
+func (s *KafkaStore) Write(ctx context.Context, keys []KeyRecord, m Marker) error {
+	msgs := make([]kafka.Message, 0, len(keys)+1)
+	_, err := encodeCheckpoint(keys, m, func(b []byte, key string, rec []byte) []byte {
+		msgs = append(msgs, kafka.Message{Key: []byte(key), Value: rec})
+		return b
+	})
+	if err != nil {
+		return err
+	}
+	return s.produce(ctx, m.Partition, msgs)
+}
+
 // Load reads partition p of the changelog from its first to its last offset.
 func (s *KafkaStore) Load(ctx context.Context, p int) (Snapshot, error) {
-	snap := Snapshot{Keys: map[string]KeyRecord{}}
+	snap := newSnapshot()
 	conn, err := s.leader(ctx, p)
 	if err != nil {
 		return snap, err
 	}
 	defer conn.Close()
 	err = kafkaread.Partition(ctx, conn, 0, func(msg kafka.Message) error {
-		s.absorb(&snap, p, msg)
+		if msg.Value != nil { // a tombstone carries nothing
+			snap.absorb(p, string(msg.Key), msg.Value)
+		}
 		return nil
 	})
 	if err != nil {
@@ -106,27 +146,17 @@ func (s *KafkaStore) Load(ctx context.Context, p int) (Snapshot, error) {
 	return snap, nil
 }
 
-// absorb adds one changelog record to a snapshot.
-func (s *KafkaStore) absorb(snap *Snapshot, p int, msg kafka.Message) {
-	key := string(msg.Key)
-	if key == markerKey {
-		key = ""
+// Close closes the cached connections.
+func (s *KafkaStore) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, pc := range s.conns {
+		pc.mu.Lock()
+		if pc.conn != nil {
+			pc.conn.Close()
+			pc.conn = nil
+		}
+		pc.mu.Unlock()
 	}
-	if msg.Value == nil {
-		return // a tombstone: the key was dropped
-	}
-	k, m, err := Decode(msg.Value)
-	switch {
-	case err != nil:
-		snap.Corrupt = append(snap.Corrupt, Corruption{Key: key, Err: err})
-	case m != nil && key == "" && m.Partition == p:
-		snap.Marker = m
-	case k != nil && k.Key == key && k.Partition == p:
-		snap.put(*k)
-	default:
-		snap.Corrupt = append(snap.Corrupt, Corruption{Key: key, Err: fmt.Errorf("record does not match its key or partition %d: %w", p, ErrCorrupt)})
-	}
+	return nil
 }
-
-// Close releases nothing: every call dials and closes its own connection.
-func (s *KafkaStore) Close() error { return nil }

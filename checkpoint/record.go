@@ -7,6 +7,30 @@
 // corrupt record is reported and its key falls back to the previous good
 // record, never silently reset. Stores (a local file log, a compacted Kafka
 // changelog topic) implement Store.
+//
+// # Fencing
+//
+// A member that takes a partition reads the partition's log, picks an epoch
+// above every epoch in it (NextEpoch), and writes an ownership record with that
+// epoch (Store.Claim) before its first checkpoint. Every key record and marker
+// carries its writer's epoch. Reading the log in order, the current epoch is
+// the highest ownership epoch seen so far; a key record or marker whose epoch
+// is below the current epoch was written by a former owner after a newer one
+// had claimed the partition — a zombie that froze past its session timeout and
+// woke up — and is fenced:
+//
+//   - a fenced marker is ignored;
+//   - a fenced key record is ignored when the key already has an accepted
+//     record; otherwise (compaction may have removed the accepted one, since
+//     both share the record key) it is kept as the key's state but reported in
+//     Snapshot.Corrupt, so that replay starts no later than its
+//     applied_through + 1. A former owner's state is the deterministic state
+//     of the key at its applied_through, so this replay is exact; the next
+//     checkpoint rewrites the key under the new epoch.
+//
+// A former owner that wakes up can therefore repeat outputs (at-least-once
+// output) but never change restored state. Ownership records are kept under
+// one record key per epoch, so compaction never removes the evidence.
 package checkpoint
 
 import (
@@ -18,24 +42,47 @@ import (
 	"github.com/driftstream/driftstream/internal/wire"
 )
 
-// RecordVersion is the format version written into every record.
-const RecordVersion = 1
+// RecordVersion is the format version written into every record. Version 1
+// records (no epoch) are still read, with epoch 0.
+const RecordVersion = 2
 
 // ErrCorrupt reports a record whose checksum, version or layout is wrong.
 var ErrCorrupt = errors.New("corrupt checkpoint record")
 
+// ErrFenced reports a record written by a former owner after a newer owner
+// had claimed the partition.
+var ErrFenced = errors.New("written by a former owner after a newer owner claimed the partition")
+
 // NoOffset is the applied-through offset of an input a key has not read yet.
 const NoOffset int64 = -1
+
+// Epoch orders the owners of a partition: a sequence number in the high 32
+// bits (one more than the highest in the log when the partition is taken)
+// and the consumer-group generation in the low 32 bits, which breaks the tie
+// between two members that read the same log before either claimed.
+type Epoch uint64
+
+// NextEpoch is the epoch a new owner claims after reading a log whose highest
+// epoch is seen, in consumer-group generation gen (0 outside a group).
+func NextEpoch(seen Epoch, gen int32) Epoch {
+	return Epoch((uint64(seen)>>32+1)<<32 | uint64(uint32(gen)))
+}
+
+func (e Epoch) String() string { return fmt.Sprintf("%d/gen%d", uint64(e)>>32, uint32(e)) }
 
 // KeyRecord is one key's checkpointed state.
 type KeyRecord struct {
 	Partition int
 	Key       string
+	// Epoch is the writer's ownership epoch.
+	Epoch Epoch
 	// AppliedThrough is, per input topic (0: events, 1: labels), the offset of
 	// the last record the key absorbed, or NoOffset. During replay the key
 	// skips records at or below it, so nothing is learned twice.
 	AppliedThrough [2]int64
 	// State is the key's opaque state (learner snapshot and pending queries).
+	// Empty means the key holds no state: such a record supersedes an
+	// unreadable one of a key that the replay did not rebuild.
 	State []byte
 }
 
@@ -43,12 +90,30 @@ type KeyRecord struct {
 // offset Through (inclusive) has a key record at or before the marker.
 type Marker struct {
 	Partition int
+	Epoch     Epoch
 	Through   [2]int64
+}
+
+// Ownership is written by a member when it takes a partition, before its
+// first checkpoint; records of older epochs written after it are fenced.
+type Ownership struct {
+	Partition int
+	Epoch     Epoch
+	// Owner names the writer (consumer-group member, host) for diagnostics.
+	Owner string
+}
+
+// Record is one decoded record: exactly one field is set.
+type Record struct {
+	Key    *KeyRecord
+	Marker *Marker
+	Owner  *Ownership
 }
 
 const (
 	kindKey    byte = 'K'
 	kindMarker byte = 'M'
+	kindOwner  byte = 'O'
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -63,8 +128,9 @@ func frame(kind byte, body []byte) []byte {
 
 // EncodeKey serializes a key record.
 func EncodeKey(r KeyRecord) []byte {
-	var b []byte
+	b := make([]byte, 0, 32+len(r.Key)+len(r.State))
 	b = binary.AppendUvarint(b, uint64(r.Partition))
+	b = binary.AppendUvarint(b, uint64(r.Epoch))
 	b = binary.AppendUvarint(b, uint64(len(r.Key)))
 	b = append(b, r.Key...)
 	for _, o := range r.AppliedThrough {
@@ -79,40 +145,68 @@ func EncodeKey(r KeyRecord) []byte {
 func EncodeMarker(m Marker) []byte {
 	var b []byte
 	b = binary.AppendUvarint(b, uint64(m.Partition))
+	b = binary.AppendUvarint(b, uint64(m.Epoch))
 	for _, o := range m.Through {
 		b = binary.AppendVarint(b, o)
 	}
 	return frame(kindMarker, b)
 }
 
-// Decode parses one record: exactly one of the results is non-nil on success.
-func Decode(data []byte) (*KeyRecord, *Marker, error) {
+// EncodeOwnership serializes an ownership record.
+func EncodeOwnership(o Ownership) []byte {
+	var b []byte
+	b = binary.AppendUvarint(b, uint64(o.Partition))
+	b = binary.AppendUvarint(b, uint64(o.Epoch))
+	b = binary.AppendUvarint(b, uint64(len(o.Owner)))
+	b = append(b, o.Owner...)
+	return frame(kindOwner, b)
+}
+
+// Decode parses one record.
+func Decode(data []byte) (Record, error) {
 	if len(data) < 6 {
-		return nil, nil, fmt.Errorf("%d bytes: %w", len(data), ErrCorrupt)
+		return Record{}, fmt.Errorf("%d bytes: %w", len(data), ErrCorrupt)
 	}
-	if data[0] != RecordVersion {
-		return nil, nil, fmt.Errorf("version %d, this build reads %d: %w", data[0], RecordVersion, ErrCorrupt)
+	version := data[0]
+	if version != 1 && version != RecordVersion {
+		return Record{}, fmt.Errorf("version %d, this build reads 1 and %d: %w", version, RecordVersion, ErrCorrupt)
 	}
 	body := data[6:]
 	if got, want := crc32.Checksum(body, castagnoli), binary.BigEndian.Uint32(data[2:6]); got != want {
-		return nil, nil, fmt.Errorf("CRC %08x, record says %08x: %w", got, want, ErrCorrupt)
+		return Record{}, fmt.Errorf("CRC %08x, record says %08x: %w", got, want, ErrCorrupt)
 	}
 	r := wire.NewReader(body, ErrCorrupt)
+	epoch := func() Epoch {
+		if version == 1 {
+			return 0
+		}
+		return Epoch(r.Uvarint())
+	}
 	switch data[1] {
 	case kindKey:
 		k := KeyRecord{Partition: int(r.Uvarint())}
+		k.Epoch = epoch()
 		k.Key = string(r.Bytes())
 		for i := range k.AppliedThrough {
 			k.AppliedThrough[i] = r.Varint()
 		}
 		k.State = r.Bytes()
-		return &k, nil, r.Done()
+		return Record{Key: &k}, r.Done()
 	case kindMarker:
 		m := Marker{Partition: int(r.Uvarint())}
+		m.Epoch = epoch()
 		for i := range m.Through {
 			m.Through[i] = r.Varint()
 		}
-		return nil, &m, r.Done()
+		return Record{Marker: &m}, r.Done()
+	case kindOwner:
+		if version == 1 {
+			break
+		}
+		o := Ownership{Partition: int(r.Uvarint())}
+		o.Epoch = epoch()
+		o.Owner = string(r.Bytes())
+		return Record{Owner: &o}, r.Done()
 	}
-	return nil, nil, fmt.Errorf("unknown record kind %q: %w", data[1], ErrCorrupt)
+	return Record{}, fmt.Errorf("unknown record kind %q: %w", data[1], ErrCorrupt)
 }

@@ -3,11 +3,18 @@ package checkpoint
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 )
 
 // Store persists checkpoints. Implementations: FileStore (single node,
-// backtests) and a compacted Kafka changelog topic (production).
+// backtests), MemoryStore (backtests, tests) and KafkaStore (a compacted
+// changelog topic, production). Errors are returned as they come; the
+// caller (pipeline.Runner) decides what to retry.
 type Store interface {
+	// Claim writes an ownership record: from here on, records of older epochs
+	// are fenced. It returns once the record is durable.
+	Claim(ctx context.Context, o Ownership) error
 	// Write appends one checkpoint of a partition — key records, then the
 	// marker — and returns once it is durable.
 	Write(ctx context.Context, keys []KeyRecord, m Marker) error
@@ -17,8 +24,8 @@ type Store interface {
 	Close() error
 }
 
-// Corruption is a record that could not be read. Key is empty when the
-// record's key itself was unreadable.
+// Corruption is a record that could not be used. Key is empty when the
+// record's key itself was unreadable or the record was not a key record.
 type Corruption struct {
 	Key string
 	Err error
@@ -31,18 +38,135 @@ func (c Corruption) Error() string {
 	return fmt.Sprintf("record of key %q: %v", c.Key, c.Err)
 }
 
-// Snapshot is a partition's checkpointed state: the latest good record per
-// key, the latest marker (nil before the first checkpoint) and the records
-// that could not be read and were not superseded by a later good record of
-// the same key.
+func (c Corruption) Unwrap() error { return c.Err }
+
+// Snapshot is a partition's checkpointed state, read in log order under the
+// fencing rule of the package doc.
 type Snapshot struct {
-	Keys    map[string]KeyRecord
-	Marker  *Marker
+	// Keys is the latest accepted record per key (a fenced record only when
+	// the key has no accepted one).
+	Keys map[string]KeyRecord
+	// Marker is the latest accepted marker (nil before the first checkpoint).
+	Marker *Marker
+	// Corrupt lists the key records that could not be read, and the fenced
+	// records standing in for a key, not superseded by a later accepted
+	// record of the same key: they hold the replay start back (ReplayFrom).
 	Corrupt []Corruption
+	// Ignored lists unusable records that do not affect replay: corrupt
+	// markers and ownership records (an earlier marker, or none, is always a
+	// safe replay start), and an unreadable file-store tail.
+	Ignored []Corruption
+	// Owner is the current ownership record (nil when none was written).
+	Owner *Ownership
+	// MaxEpoch is the highest epoch of any record read: a new owner claims
+	// NextEpoch(MaxEpoch, generation).
+	MaxEpoch Epoch
+	// Fenced counts records ignored or demoted by the fencing rule.
+	Fenced int
 }
 
-// put records a good key record; it supersedes earlier corrupt records of the
-// same key, which then no longer hold replay back.
+func newSnapshot() Snapshot { return Snapshot{Keys: map[string]KeyRecord{}} }
+
+// Reserved record keys of markers and ownership records: one key per epoch
+// for each, so that compaction, which keeps the latest record per key, never
+// lets a former owner's late marker or claim replace the current owner's.
+// Entity keys that start with reservedPrefix are refused by the pipeline.
+const (
+	reservedPrefix  = "\x00driftstream-"
+	markerKeyPrefix = reservedPrefix + "marker-"
+	ownerKeyPrefix  = reservedPrefix + "owner-"
+	// legacyMarkerKey is where version 1 wrote markers (the file store wrote
+	// them under the empty key).
+	legacyMarkerKey = reservedPrefix + "marker"
+)
+
+// ReservedKey reports whether an entity key collides with the store's own
+// record keys (such keys must be refused before they reach a store).
+func ReservedKey(key string) bool { return strings.HasPrefix(key, reservedPrefix) }
+
+// ownerKey is the record key of an epoch's ownership record: one per epoch,
+// so that compaction keeps every claim.
+func ownerKey(e Epoch) string { return ownerKeyPrefix + strconv.FormatUint(uint64(e), 16) }
+
+// markerKey is the record key of an epoch's markers.
+func markerKey(e Epoch) string { return markerKeyPrefix + strconv.FormatUint(uint64(e), 16) }
+
+// reserved reports whether a store key belongs to a marker or ownership
+// record (or is the file store's legacy marker key).
+func reserved(key string) bool { return key == "" || ReservedKey(key) }
+
+// absorb adds one stored record (its store-level key and value, in log order)
+// to the snapshot of partition p, applying the fencing rule.
+func (s *Snapshot) absorb(p int, key string, value []byte) {
+	rec, err := Decode(value)
+	if err != nil {
+		if reserved(key) {
+			s.Ignored = append(s.Ignored, Corruption{Err: fmt.Errorf("%q: %w", key, err)})
+		} else {
+			s.Corrupt = append(s.Corrupt, Corruption{Key: key, Err: err})
+		}
+		return
+	}
+	mismatch := func(what string, part int) {
+		err := fmt.Errorf("%s of partition %d stored under key %q in partition %d: %w", what, part, key, p, ErrCorrupt)
+		if reserved(key) {
+			s.Ignored = append(s.Ignored, Corruption{Err: err})
+		} else {
+			s.Corrupt = append(s.Corrupt, Corruption{Key: key, Err: err})
+		}
+	}
+	current := Epoch(0)
+	if s.Owner != nil {
+		current = s.Owner.Epoch
+	}
+	switch {
+	case rec.Owner != nil:
+		o := rec.Owner
+		if o.Partition != p || key != ownerKey(o.Epoch) {
+			mismatch("ownership record", o.Partition)
+			return
+		}
+		s.MaxEpoch = max(s.MaxEpoch, o.Epoch)
+		if s.Owner != nil && o.Epoch <= current {
+			s.Fenced++ // a stale claim, written after a newer one
+			return
+		}
+		s.Owner = o
+	case rec.Marker != nil:
+		m := rec.Marker
+		legacy := m.Epoch == 0 && (key == "" || key == legacyMarkerKey)
+		if m.Partition != p || (key != markerKey(m.Epoch) && !legacy) {
+			mismatch("marker", m.Partition)
+			return
+		}
+		s.MaxEpoch = max(s.MaxEpoch, m.Epoch)
+		if m.Epoch < current {
+			s.Fenced++
+			return
+		}
+		s.Marker = m
+	default:
+		k := rec.Key
+		if k.Partition != p || k.Key != key {
+			mismatch(fmt.Sprintf("record of key %q", k.Key), k.Partition)
+			return
+		}
+		s.MaxEpoch = max(s.MaxEpoch, k.Epoch)
+		if k.Epoch < current {
+			s.Fenced++
+			if _, ok := s.Keys[k.Key]; ok {
+				return // the key has an accepted record: keep it
+			}
+			s.Keys[k.Key] = *k
+			s.Corrupt = append(s.Corrupt, Corruption{Key: k.Key, Err: fmt.Errorf("epoch %v < %v: %w", k.Epoch, current, ErrFenced)})
+			return
+		}
+		s.put(*k)
+	}
+}
+
+// put records an accepted key record; it supersedes earlier corrupt or
+// fenced records of the same key, which then no longer hold replay back.
 func (s *Snapshot) put(rec KeyRecord) {
 	s.Keys[rec.Key] = rec
 	kept := s.Corrupt[:0]
@@ -58,9 +182,8 @@ func (s *Snapshot) put(rec KeyRecord) {
 // start so that every key ends bit-identical to an uninterrupted run. Keys
 // skip records at or below their AppliedThrough, so starting earlier is
 // always safe; it costs only time. Normally it is the marker's Through + 1.
-// A corrupt record of a known key lowers it to that key's previous good
-// AppliedThrough + 1 (0 when the key has no good record); a corrupt record of
-// an unknown key forces replay from the start (0: the earliest retained offset).
+// A corrupt or fenced record of a key lowers it to the AppliedThrough + 1 of
+// the record the key falls back to (0 when it has none).
 func (s Snapshot) ReplayFrom() [2]int64 {
 	from := [2]int64{0, 0}
 	if s.Marker != nil {

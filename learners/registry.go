@@ -47,12 +47,13 @@ type entry struct {
 	info   Info
 	build  func(raw json.RawMessage, cfg Config) (Learner, error)
 	params func() any // a fresh parameter struct with defaults, for the catalog
+	size   func(raw json.RawMessage, dim int) (int64, error)
 }
 
 // define builds a catalog entry whose parameters are the exported fields of P
 // (json tag = name, doc tag = description, def tag = displayed default when it
 // is derived rather than literal).
-func define[P any](name, summary, source string, sampling bool, defaults func() P, build func(*P, Config) (Learner, error)) entry {
+func define[P stateSizer](name, summary, source string, sampling bool, defaults func() P, build func(*P, Config) (Learner, error)) entry {
 	return entry{
 		info: Info{Name: name, Summary: summary, Source: source, Sampling: sampling},
 		build: func(raw json.RawMessage, cfg Config) (Learner, error) {
@@ -63,6 +64,17 @@ func define[P any](name, summary, source string, sampling bool, defaults func() 
 			return build(&p, cfg)
 		},
 		params: func() any { p := defaults(); return &p },
+		size: func(raw json.RawMessage, dim int) (int64, error) {
+			p := defaults()
+			if err := decodeParams(name, raw, &p); err != nil {
+				return 0, err
+			}
+			words, err := p.maxWords(dim)
+			if err != nil {
+				return 0, fmt.Errorf("learner %s: %w", name, err)
+			}
+			return snapshotBytes(words, p), nil
+		},
 	}
 }
 

@@ -98,7 +98,9 @@ func (w *Worker) decodeState(rec checkpoint.KeyRecord) (*keyState, error) {
 		if err != nil {
 			return nil, fmt.Errorf("pending %q: %w", id, err)
 		}
-		ks.pending = append(ks.pending, pending{id: id, offset: off, x: x})
+		q := pending{id: id, offset: off, x: x}
+		ks.pending = append(ks.pending, q)
+		ks.held += q.size()
 	}
 	n = r.Uvarint()
 	for i := uint64(0); i < n && r.Err == nil; i++ {
@@ -107,7 +109,9 @@ func (w *Worker) decodeState(rec checkpoint.KeyRecord) (*keyState, error) {
 		if label != 1 && label != -1 {
 			r.Fail("early label")
 		}
-		ks.early = append(ks.early, early{id: id, label: label, offset: r.Varint()})
+		e := early{id: id, label: label, offset: r.Varint()}
+		ks.early = append(ks.early, e)
+		ks.held += e.size()
 	}
 	if err := r.Done(); err != nil {
 		return nil, err
@@ -117,8 +121,11 @@ func (w *Worker) decodeState(rec checkpoint.KeyRecord) (*keyState, error) {
 }
 
 // Checkpoint writes every key changed since the last checkpoint, then the
-// partition marker, to store. The caller flushes outputs before and commits
-// input offsets after (DESIGN §4); on error nothing is marked clean.
+// partition marker, to store, under the worker's epoch. The caller flushes
+// outputs before and commits input offsets after (DESIGN §4); on error nothing
+// is marked clean. A dirty key the worker does not hold (its record was
+// unreadable and replay has not rebuilt it) is written with an empty state,
+// which supersedes the unreadable record.
 func (w *Worker) Checkpoint(ctx context.Context, store checkpoint.Store) (records, bytes int, err error) {
 	keys := make([]string, 0, len(w.dirty))
 	for k := range w.dirty {
@@ -127,51 +134,88 @@ func (w *Worker) Checkpoint(ctx context.Context, store checkpoint.Store) (record
 	slices.Sort(keys) // deterministic record order
 	recs := make([]checkpoint.KeyRecord, 0, len(keys))
 	for _, k := range keys {
-		ks := w.keys[k]
-		b, err := encodeState(ks)
-		if err != nil {
-			return 0, 0, fmt.Errorf("checkpoint partition %d, key %q: %w", w.partition, k, err)
+		rec := checkpoint.KeyRecord{Partition: w.partition, Key: k, Epoch: w.epoch, AppliedThrough: [2]int64{checkpoint.NoOffset, checkpoint.NoOffset}}
+		if ks, ok := w.keys[k]; ok {
+			b, err := encodeState(ks)
+			if err != nil {
+				return 0, 0, fmt.Errorf("checkpoint partition %d, key %q: %w", w.partition, k, err)
+			}
+			rec.AppliedThrough, rec.State = ks.applied, b
 		}
-		bytes += len(b)
-		recs = append(recs, checkpoint.KeyRecord{Partition: w.partition, Key: k, AppliedThrough: ks.applied, State: b})
+		bytes += len(rec.State)
+		recs = append(recs, rec)
 	}
-	if err := store.Write(ctx, recs, checkpoint.Marker{Partition: w.partition, Through: w.through}); err != nil {
+	if err := store.Write(ctx, recs, checkpoint.Marker{Partition: w.partition, Epoch: w.epoch, Through: w.through}); err != nil {
 		return 0, 0, fmt.Errorf("checkpoint partition %d: %w", w.partition, err)
 	}
 	clear(w.dirty)
 	return len(recs), bytes, nil
 }
 
-// Restore loads the partition's checkpoint into an empty worker and returns
-// the offsets to resume reading from and the problems found. A key whose
-// record cannot be decoded is reported and replayed from scratch (the replay
-// start then covers it: see checkpoint.Snapshot.ReplayFrom).
-func (w *Worker) Restore(ctx context.Context, store checkpoint.Store) (from [2]int64, problems []error, err error) {
+// Restored is what Restore found.
+type Restored struct {
+	// From is the offset per input topic to resume reading from.
+	From [2]int64
+	// Problems are the records that could not be used; their keys replay
+	// from further back and are rewritten by the next checkpoint.
+	Problems []error
+	// MaxEpoch is the highest ownership epoch in the store: the restoring
+	// owner claims checkpoint.NextEpoch(MaxEpoch, generation).
+	MaxEpoch checkpoint.Epoch
+	// Fenced counts records of former owners that the fencing rule set aside.
+	Fenced int
+}
+
+// Restore loads the partition's checkpoint into an empty worker. A key whose
+// record cannot be decoded, or stands in for a fenced write, is reported,
+// replayed from further back (see checkpoint.Snapshot.ReplayFrom) and marked
+// dirty, so that the next checkpoint supersedes its record.
+func (w *Worker) Restore(ctx context.Context, store checkpoint.Store) (Restored, error) {
 	if len(w.keys) != 0 {
-		return from, nil, fmt.Errorf("restore partition %d: worker already holds %d keys", w.partition, len(w.keys))
+		return Restored{}, fmt.Errorf("restore partition %d: worker already holds %d keys", w.partition, len(w.keys))
 	}
 	snap, err := store.Load(ctx, w.partition)
 	if err != nil {
-		return from, nil, fmt.Errorf("restore partition %d: %w", w.partition, err)
+		return Restored{}, fmt.Errorf("restore partition %d: %w", w.partition, err)
+	}
+	res := Restored{MaxEpoch: snap.MaxEpoch, Fenced: snap.Fenced}
+	for _, c := range snap.Ignored {
+		res.Problems = append(res.Problems, c)
 	}
 	for _, c := range snap.Corrupt {
-		problems = append(problems, c)
+		res.Problems = append(res.Problems, c)
 	}
 	for k, rec := range snap.Keys {
+		if len(rec.State) == 0 {
+			delete(snap.Keys, k) // a key recorded as holding nothing
+			continue
+		}
 		ks, err := w.decodeState(rec)
 		if err != nil {
-			problems = append(problems, fmt.Errorf("key %q: %w", k, err))
+			res.Problems = append(res.Problems, fmt.Errorf("key %q: %w", k, err))
 			snap.Corrupt = append(snap.Corrupt, checkpoint.Corruption{Key: k, Err: err})
 			delete(snap.Keys, k)
 			continue
 		}
 		w.keys[k] = ks
 	}
-	if snap.Marker != nil {
-		w.through = snap.Marker.Through
+	for _, c := range snap.Corrupt {
+		if c.Key != "" {
+			w.dirty[c.Key] = true
+		}
 	}
-	return snap.ReplayFrom(), problems, nil
+	res.From = snap.ReplayFrom()
+	// The next marker may only claim what this worker has processed: a key
+	// rebuilt from further back is written at its actual progress.
+	w.through = [2]int64{res.From[0] - 1, res.From[1] - 1}
+	return res, nil
 }
+
+// Through returns the last offset processed per input topic (−1 for none).
+func (w *Worker) Through() [2]int64 { return w.through }
+
+// SetEpoch sets the ownership epoch written into the worker's checkpoints.
+func (w *Worker) SetEpoch(e checkpoint.Epoch) { w.epoch = e }
 
 // SuppressBelow stops outputs for records below these offsets: they were
 // delivered before the restart (the group's committed offsets).

@@ -69,12 +69,70 @@ type Config struct {
 	// PendingTTL expires a pending query after this many later input records
 	// of its partition (an offset distance: deterministic on replay).
 	PendingTTL int64
+	// MaxPendingBytes bounds the bytes of a key's pending queries and early
+	// labels together (oldest dropped first, counted as expired); 0 means
+	// DefaultMaxPendingBytes. With the learner's state it bounds a key record.
+	MaxPendingBytes int
+	// MaxKeyBytes bounds a key's checkpoint record; Validate refuses a
+	// configuration whose learner and pending bounds could exceed it (a Kafka
+	// changelog record must fit in one message). 0 means DefaultMaxKeyBytes;
+	// negative means no limit (file and memory stores).
+	MaxKeyBytes int64
+	// MaxKeyMemory bounds one key's learner state in memory; 0 means
+	// DefaultMaxKeyMemory.
+	MaxKeyMemory int64
+	// MaxAbsValue bounds the magnitude of every input value (0 means
+	// DefaultMaxAbsValue): beyond it, one update can overflow a learner's
+	// state (second-order learners square the inputs).
+	MaxAbsValue float64
 	// TopicNames name the input topics in dead-letter headers.
 	TopicNames [2]string
 }
 
-// Validate checks the configuration and fills defaults.
+// Defaults of the bounds in Config.
+const (
+	DefaultMaxPendingBytes = 128 << 10
+	// DefaultMaxKeyBytes leaves room under Kafka's default message.max.bytes
+	// (1,048,588) for the record key and framing.
+	DefaultMaxKeyBytes  = 900_000
+	DefaultMaxKeyMemory = 256 << 20
+	DefaultMaxAbsValue  = 1e12
+	// MaxDeadLetterBytes bounds a dead letter's copy of the original record;
+	// a longer one is cut and marked with a "truncated" header, so that a
+	// dead letter of an oversized record still fits in a message.
+	MaxDeadLetterBytes = 64 << 10
+	// keyOverhead bounds a key record's framing, key and offsets besides the
+	// learner snapshot and the pending entries.
+	keyOverhead = 1024
+)
+
+// ErrTooLarge reports a configuration whose per-key state cannot fit the
+// configured limits.
+var ErrTooLarge = errors.New("per-key state too large")
+
+// Validate checks the configuration and fills defaults. It sizes the
+// learner's state before building one, so that a configuration too large for
+// memory or for one changelog message is refused with the figures instead of
+// failing at run time (or allocating the state to find out).
 func (c *Config) Validate() error {
+	if c.MaxPendingBytes == 0 {
+		c.MaxPendingBytes = DefaultMaxPendingBytes
+	}
+	if c.MaxKeyBytes == 0 {
+		c.MaxKeyBytes = DefaultMaxKeyBytes
+	}
+	if c.MaxKeyMemory == 0 {
+		c.MaxKeyMemory = DefaultMaxKeyMemory
+	}
+	if c.MaxAbsValue == 0 {
+		c.MaxAbsValue = DefaultMaxAbsValue
+	}
+	if c.MaxPendingBytes < 0 || c.MaxKeyMemory < 0 || !(c.MaxAbsValue > 0) || math.IsInf(c.MaxAbsValue, 0) {
+		return fmt.Errorf("max pending bytes %d, max key memory %d, max abs value %v: must be positive", c.MaxPendingBytes, c.MaxKeyMemory, c.MaxAbsValue)
+	}
+	if _, err := c.KeyRecordBytes(); err != nil {
+		return err
+	}
 	if _, err := learners.New(c.Learner, c.Params, learners.Config{Dim: c.Vector.Dim}); err != nil {
 		return err
 	}
@@ -96,6 +154,41 @@ func (c *Config) Validate() error {
 		c.TopicNames = [2]string{"events", "labels"}
 	}
 	return nil
+}
+
+// KeyRecordBytes bounds one key's checkpoint record: the learner's largest
+// snapshot, the pending bytes bound and framing. It fails with ErrTooLarge,
+// naming the sizes and what to change, when that exceeds MaxKeyBytes or the
+// learner's state exceeds MaxKeyMemory. Call it on a validated Config.
+func (c *Config) KeyRecordBytes() (int64, error) {
+	state, err := learners.StateBytes(c.Learner, c.Params, c.Vector.Dim)
+	if err != nil {
+		return 0, err
+	}
+	if state > c.MaxKeyMemory {
+		return 0, fmt.Errorf("learner %s in dimension %d holds up to %s per key, over the per-key memory budget of %s: lower the dimension (or hash bits), use a diagonal or first-order learner, or raise DRIFTSTREAM_MAX_KEY_MEMORY: %w",
+			c.Learner, c.Vector.Dim, byteSize(state), byteSize(c.MaxKeyMemory), ErrTooLarge)
+	}
+	total := state + int64(c.MaxPendingBytes) + keyOverhead
+	if c.MaxKeyBytes > 0 && total > c.MaxKeyBytes {
+		return 0, fmt.Errorf("a key record of learner %s in dimension %d can reach %s (state %s + pending queries %s), over DRIFTSTREAM_MAX_KEY_BYTES = %s, which must stay below the broker's message.max.bytes (1 MB by default): lower the dimension (or hash bits), use a diagonal learner (\"diagonal\": true) or a first-order one, lower DRIFTSTREAM_MAX_PENDING_BYTES, or raise both limits together: %w",
+			c.Learner, c.Vector.Dim, byteSize(total), byteSize(state), byteSize(int64(c.MaxPendingBytes)), byteSize(c.MaxKeyBytes), ErrTooLarge)
+	}
+	return total, nil
+}
+
+// byteSize prints a size in bytes with a binary unit.
+func byteSize(b int64) string {
+	const unit = 1024
+	if b < unit {
+		return fmt.Sprintf("%d B", b)
+	}
+	div, exp := int64(unit), 0
+	for n := b / unit; n >= unit && exp < 5; n /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB (%d bytes)", float64(b)/float64(div), "KMGTPE"[exp], b)
 }
 
 // Totals are a worker's cumulative counters: plain fields, cheap enough to
@@ -142,6 +235,27 @@ type keyState struct {
 	pending []pending // in offset order
 	early   []early   // labels-topic labels waiting for their event, in arrival order
 	applied [2]int64
+	// held is the bytes of pending and early, bounded by MaxPendingBytes.
+	held int
+}
+
+// Sizes of pending entries, as counted against MaxPendingBytes.
+func (p pending) size() int { return len(p.id) + 32 + p.x.NNZ()*12 }
+func (e early) size() int   { return len(e.id) + 24 }
+
+// bound drops the oldest pending queries, then the oldest early labels,
+// until the key holds at most max bytes of them.
+func (ks *keyState) bound(max int, stats *Totals) {
+	for ks.held > max && len(ks.pending) > 0 {
+		ks.held -= ks.pending[0].size()
+		ks.pending = ks.pending[1:]
+		stats.LabelsExpired++
+	}
+	for ks.held > max && len(ks.early) > 0 {
+		ks.held -= ks.early[0].size()
+		ks.early = ks.early[1:]
+		stats.LabelsUnknown++
+	}
 }
 
 // Worker processes one partition. It is not safe for concurrent use: one
@@ -149,6 +263,7 @@ type keyState struct {
 type Worker struct {
 	cfg       Config
 	partition int
+	epoch     checkpoint.Epoch // written into every checkpoint record
 	sampling  bool
 	keys      map[string]*keyState
 	dirty     map[string]bool
@@ -202,9 +317,14 @@ func (w *Worker) deadLetter(r Record, class string, err error) {
 	if r.Offset < w.suppress[r.Topic] {
 		return
 	}
-	w.out = append(w.out, Output{Kind: OutDeadLetter, Key: r.Key, Value: r.Value, Headers: map[string]string{
-		"error": err.Error(), "source-topic": w.cfg.TopicNames[r.Topic],
-		"partition": strconv.Itoa(r.Partition), "offset": strconv.FormatInt(r.Offset, 10)}})
+	h := map[string]string{"error": err.Error(), "source-topic": w.cfg.TopicNames[r.Topic],
+		"partition": strconv.Itoa(r.Partition), "offset": strconv.FormatInt(r.Offset, 10)}
+	value := r.Value
+	if len(value) > MaxDeadLetterBytes {
+		value = value[:MaxDeadLetterBytes]
+		h["truncated"] = fmt.Sprintf("the first %d of %d bytes", MaxDeadLetterBytes, len(r.Value))
+	}
+	w.out = append(w.out, Output{Kind: OutDeadLetter, Key: r.Key, Value: value, Headers: h})
 }
 
 func (w *Worker) emit(r Record, kind string, key string, v any) {
@@ -254,8 +374,16 @@ func (w *Worker) Process(ctx context.Context, r Record) error {
 		w.deadLetter(r, ReasonMissingKey, errors.New("record has no key: the key names the entity whose learner it feeds"))
 		return nil
 	}
+	if checkpoint.ReservedKey(key) {
+		w.deadLetter(r, ReasonInvalidEvent, fmt.Errorf("record key %q starts with the checkpoint store's reserved prefix", key))
+		return nil
+	}
 	ev, err := topics.Decode(r.Value, w.cfg.MaxBytes)
 	if err != nil {
+		w.deadLetter(r, ReasonInvalidEvent, err)
+		return nil
+	}
+	if err := checkRange(ev, w.cfg.MaxAbsValue); err != nil {
 		w.deadLetter(r, ReasonInvalidEvent, err)
 		return nil
 	}
@@ -277,6 +405,7 @@ func (w *Worker) Process(ctx context.Context, r Record) error {
 	if ev.Kind == topics.Input && ev.Label == 0 {
 		if i := slices.IndexFunc(ks.early, func(e early) bool { return e.id == ev.ID }); i >= 0 {
 			ev.Label = ks.early[i].label // its label came first on the labels topic
+			ks.held -= ks.early[i].size()
 			ks.early = slices.Delete(ks.early, i, i+1)
 			w.stats.LabelsJoined++
 		}
@@ -288,13 +417,63 @@ func (w *Worker) Process(ctx context.Context, r Record) error {
 	}
 	if handled != nil {
 		w.deadLetter(r, ReasonRejected, handled)
-		return nil
+		if !ok {
+			return nil // a new key whose first record was refused is not kept
+		}
+		// The round may have drawn from the key's RNG: the key absorbed the
+		// record, so a replay must not draw again.
 	}
 	if !ok {
 		w.keys[key] = ks
 	}
 	ks.applied[r.Topic] = r.Offset
 	w.dirty[key] = true
+	return nil
+}
+
+// checkRange refuses input values whose magnitude exceeds max: one update
+// with them can overflow a learner's state.
+func checkRange(ev topics.Event, max float64) error {
+	for i, v := range ev.X {
+		if math.Abs(v) > max {
+			return fmt.Errorf(`"x"[%d] = %g exceeds the input bound %g (DRIFTSTREAM_MAX_ABS_VALUE): scale or clip the inputs: %w`, i, v, max, topics.ErrInvalid)
+		}
+	}
+	for name, v := range ev.Features {
+		if math.Abs(v) > max {
+			return fmt.Errorf("feature %q = %g exceeds the input bound %g (DRIFTSTREAM_MAX_ABS_VALUE): scale or clip the inputs: %w", name, v, max, topics.ErrInvalid)
+		}
+	}
+	return nil
+}
+
+// guardAbs is the input magnitude above which a learning step is checked:
+// below it no learner's update can overflow from a finite state in one step;
+// above it the state is snapshotted, and restored if the step made the
+// learner's margin on x non-finite.
+const guardAbs = 1e6
+
+// learn teaches the key's learner, leaving its state untouched when the step
+// would make it non-finite (the learners' contract: on error, no change).
+func (w *Worker) learn(ks *keyState, x learners.Vector, y int, p learners.Prediction) error {
+	big := 0.0
+	x.Entries(func(_ int, v float64) { big = max(big, math.Abs(v)) })
+	if big <= guardAbs {
+		return ks.learner.Learn(x, y, p)
+	}
+	before, err := ks.learner.MarshalBinary()
+	if err != nil {
+		return err
+	}
+	if err := ks.learner.Learn(x, y, p); err != nil {
+		return err
+	}
+	if q, err := ks.learner.Predict(x); err != nil || math.IsNaN(q.Score) || math.IsInf(q.Score, 0) {
+		if uerr := ks.learner.UnmarshalBinary(before); uerr != nil {
+			return fmt.Errorf("restore the state after a non-finite step: %w", uerr)
+		}
+		return fmt.Errorf("learning from this record (values up to %g) would make the learner's state non-finite; the key's state is unchanged: scale the inputs", big)
+	}
 	return nil
 }
 
@@ -332,18 +511,22 @@ func (w *Worker) event(r Record, key string, ks *keyState, ev topics.Event) erro
 			w.stats.Mistakes++
 		}
 		if !w.sampling || query { // samplers learn only the labels they asked for
-			return ks.learner.Learn(x, ev.Label, p)
+			return w.learn(ks, x, ev.Label, p)
 		}
 		return nil
 	}
 	if query {
 		w.stats.Queries++
 		w.emit(r, OutQuery, key, queryMsg{ID: ev.ID, Key: key, Score: p.Score, QueryProb: qprob, Partition: r.Partition, Offset: r.Offset})
-		ks.pending = append(ks.pending, pending{id: ev.ID, offset: r.Offset, x: x})
+		q := pending{id: ev.ID, offset: r.Offset, x: x}
+		ks.pending = append(ks.pending, q)
+		ks.held += q.size()
 		if len(ks.pending) > w.cfg.MaxPending {
+			ks.held -= ks.pending[0].size()
 			ks.pending = ks.pending[1:]
 			w.stats.LabelsExpired++
 		}
+		ks.bound(w.cfg.MaxPendingBytes, &w.stats)
 	}
 	return nil
 }
@@ -355,6 +538,9 @@ func (w *Worker) expire(r Record, ks *keyState) {
 		n++
 	}
 	if n > 0 {
+		for _, p := range ks.pending[:n] {
+			ks.held -= p.size()
+		}
 		ks.pending = ks.pending[n:]
 		w.stats.LabelsExpired += int64(n)
 	}
@@ -371,11 +557,18 @@ func (w *Worker) label(r Record, key string, ks *keyState, ev topics.Event) erro
 			n++
 		}
 		w.stats.LabelsUnknown += int64(n)
-		ks.early = append(ks.early[n:], early{id: ev.ID, label: ev.Label, offset: r.Offset})
+		for _, e := range ks.early[:n] {
+			ks.held -= e.size()
+		}
+		e := early{id: ev.ID, label: ev.Label, offset: r.Offset}
+		ks.early = append(ks.early[n:], e)
+		ks.held += e.size()
 		if len(ks.early) > w.cfg.MaxPending {
+			ks.held -= ks.early[0].size()
 			ks.early = ks.early[1:]
 			w.stats.LabelsUnknown++
 		}
+		ks.bound(w.cfg.MaxPendingBytes, &w.stats)
 		return nil
 	}
 	if i < 0 {
@@ -383,13 +576,14 @@ func (w *Worker) label(r Record, key string, ks *keyState, ev topics.Event) erro
 		return nil
 	}
 	x := ks.pending[i].x
+	ks.held -= ks.pending[i].size()
 	ks.pending = slices.Delete(ks.pending, i, i+1)
 	w.stats.LabelsJoined++
 	p, err := ks.learner.Predict(x) // the state moved on since the query: judge by the current one
 	if err != nil {
 		return err
 	}
-	return ks.learner.Learn(x, ev.Label, p)
+	return w.learn(ks, x, ev.Label, p)
 }
 
 // encodeState serializes a key: learner snapshot, margin-rule RNG, pending queries.

@@ -109,7 +109,9 @@ func TestEveryEventOnePredictionAndBadInputsDeadLetter(t *testing.T) {
 		{"k2", `{"id":"b4","x":[1,2,3,4],"lable":1}`, "invalid_event", "lable"},
 		{"k2", `{"id":"b5","features":{"a":1}}`, "rejected_by_learner", "hash bits"},
 		{"k3", `{"id":"b6","x":[1,2,3,4],"label":7}`, "invalid_event", "label"},
-		{"k3", strings.Repeat(" ", topics.DefaultMaxBytes+1), "invalid_event", "exceeds"},
+		{"k3", strings.Repeat(" ", topics.DefaultMaxBytes+1), "invalid_event", "exceeds the limit"},
+		{"k4", `{"id":"b8","x":[1e155,0,0,0],"label":1}`, "invalid_event", "exceeds the input bound"},
+		{"\x00driftstream-marker-0", `{"id":"b9","x":[1,2,3,4]}`, "invalid_event", "reserved prefix"},
 	}
 	var all []Record
 	for i, r := range recs {
@@ -151,12 +153,19 @@ func TestEveryEventOnePredictionAndBadInputsDeadLetter(t *testing.T) {
 		t.Fatalf("%d dead letters, want %d", len(dead), len(bad))
 	}
 	for i, d := range dead {
-		if !strings.Contains(d.Headers["error"], bad[i].frag) || d.Headers["source-topic"] != "events" || d.Headers["offset"] == "" || !bytes.Equal(d.Value, []byte(bad[i].value)) {
+		want := []byte(bad[i].value)
+		if len(want) > MaxDeadLetterBytes { // an oversized record's copy is cut, and says so
+			want = want[:MaxDeadLetterBytes]
+			if d.Headers["truncated"] == "" {
+				t.Errorf("dead letter %d: cut without a truncated header", i)
+			}
+		}
+		if !strings.Contains(d.Headers["error"], bad[i].frag) || d.Headers["source-topic"] != "events" || d.Headers["offset"] == "" || !bytes.Equal(d.Value, want) {
 			t.Errorf("dead letter %d: %v", i, d.Headers)
 		}
 	}
 	st := w.Totals()
-	if st.InvalidEvent != 4 || st.Rejected != 2 || st.MissingKey != 1 || st.DeadLetters != 7 {
+	if st.InvalidEvent != 6 || st.Rejected != 2 || st.MissingKey != 1 || st.DeadLetters != 9 {
 		t.Fatalf("dead letter classes %v", st.DeadLetters)
 	}
 }
@@ -232,12 +241,12 @@ func TestCrashRestoreIsBitIdentical(t *testing.T) {
 				// delivered; drop them (the at-least-once case would deliver them).
 				w.TakeOutputs()
 				w, _ = NewWorker(cfg, 0)
-				from, problems, err := w.Restore(context.Background(), store)
-				if err != nil || len(problems) > 0 {
-					t.Fatal(err, problems)
+				res, err := w.Restore(context.Background(), store)
+				if err != nil || len(res.Problems) > 0 {
+					t.Fatal(err, res.Problems)
 				}
 				w.SuppressBelow([2]int64{committed, committed})
-				pos = int(from[EventsTopic])
+				pos = int(res.From[EventsTopic])
 			}
 			got := states(t, w)
 			if len(got) != len(want) {
@@ -281,9 +290,10 @@ func TestCorruptCheckpointRecoversByReplay(t *testing.T) {
 	os.WriteFile(path, b, 0o644)
 
 	w2, _ := NewWorker(cfg, 0)
-	from, problems, err := w2.Restore(context.Background(), store)
-	if err != nil || len(problems) == 0 {
-		t.Fatalf("corruption not reported: %v %v", err, problems)
+	res, err := w2.Restore(context.Background(), store)
+	from := res.From
+	if err != nil || len(res.Problems) == 0 {
+		t.Fatalf("corruption not reported: %v %v", err, res.Problems)
 	}
 	if from[EventsTopic] >= 1000 {
 		t.Fatalf("replay from %d: must go back before the corrupt record", from[EventsTopic])
@@ -333,8 +343,8 @@ func TestEarlyLabelsFromTheLabelsTopicAreNotLost(t *testing.T) {
 		t.Fatal(err)
 	}
 	w2, _ := NewWorker(cfg, 0)
-	if _, problems, err := w2.Restore(ctx, store); err != nil || len(problems) > 0 {
-		t.Fatal(err, problems)
+	if res, err := w2.Restore(ctx, store); err != nil || len(res.Problems) > 0 {
+		t.Fatal(err, res.Problems)
 	}
 	must(w2.Process(ctx, Record{Topic: EventsTopic, Offset: 0, Key: []byte("k"), Value: []byte(`{"id":"e1","x":[1,0,0,0]}`)}))
 	st := w2.Totals()

@@ -1,0 +1,469 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"syscall"
+	"time"
+
+	"github.com/driftstream/driftstream/checkpoint"
+)
+
+// Source delivers one partition's input records.
+type Source interface {
+	// Records delivers records in offset order per input topic. It is closed
+	// when a bounded input (a file, a topic range) is exhausted. A Fetched
+	// with Err set reports a failed read; nothing follows it.
+	Records() <-chan Fetched
+	// Close stops the source and waits for its goroutines.
+	Close() error
+}
+
+// Fetched is a record read by a Source, or its read error.
+type Fetched struct {
+	Record
+	// HighWatermark is the partition's end offset when the record was read
+	// (0 when unknown), for lag.
+	HighWatermark int64
+	Err           error
+}
+
+// Opener opens a partition's source at offsets from (per input topic).
+type Opener func(ctx context.Context, from [2]int64) (Source, error)
+
+// Sink writes outputs to where they are read (output topics, a report).
+type Sink interface {
+	// Write returns once every output is durable.
+	Write(ctx context.Context, outs []Output) error
+}
+
+// Committer records the input offsets a partition has checkpointed through
+// (a consumer group's committed offsets); outputs below them are not
+// repeated after a restart.
+type Committer interface {
+	// Commit records next, the offset to read next per input topic (−1 for a
+	// topic with nothing to commit).
+	Commit(ctx context.Context, next [2]int64) error
+}
+
+// ErrLost is returned (wrapped) by a Source, Sink, Committer or Store when the
+// partition is no longer this member's (its group generation ended). The
+// Runner stops without writing anything more and without failing: the new
+// owner takes over from the last checkpoint.
+var ErrLost = errors.New("partition ownership lost")
+
+// retriable marks an error that the Runner retries in place.
+type retriable struct{ error }
+
+func (r retriable) Unwrap() error { return r.error }
+
+// Retriable marks err as worth retrying in place (a leader change, a timeout,
+// a reset connection).
+func Retriable(err error) error {
+	if err == nil {
+		return nil
+	}
+	return retriable{err}
+}
+
+// IsRetriable reports whether err is worth retrying in place: marked with
+// Retriable, a timeout, a refused or reset connection, an unexpected EOF, or
+// an error that says it is temporary (as Kafka protocol errors do).
+func IsRetriable(err error) bool {
+	var r retriable
+	var tmp interface{ Temporary() bool }
+	var ne net.Error
+	switch {
+	case err == nil || errors.Is(err, ErrLost) || errors.Is(err, context.Canceled):
+		return false
+	case errors.As(err, &r):
+		return true
+	case errors.As(err, &ne) && ne.Timeout():
+		return true
+	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE),
+		errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF), errors.Is(err, context.DeadlineExceeded):
+		return true
+	case errors.As(err, &tmp):
+		return tmp.Temporary()
+	}
+	return false
+}
+
+// Step names a stage of the partition loop, in errors and metrics.
+type Step string
+
+// The steps of the partition loop.
+const (
+	StepRestore Step = "restore"
+	StepClaim   Step = "claim"
+	StepSource  Step = "source"
+	StepProcess Step = "process"
+	StepSink    Step = "sink"
+	StepStore   Step = "store"
+	StepCommit  Step = "commit"
+)
+
+// PartitionError ends a partition: a permanent error, or a retriable one
+// that persisted past the retry bound.
+type PartitionError struct {
+	Partition int
+	Step      Step
+	Err       error
+}
+
+func (e *PartitionError) Error() string {
+	return fmt.Sprintf("partition %d failed at %s: %v", e.Partition, e.Step, e.Err)
+}
+
+func (e *PartitionError) Unwrap() error { return e.Err }
+
+// Backoff is the retry policy of the Runner: capped exponential backoff with
+// full jitter, for at most Timeout per failing step.
+type Backoff struct {
+	Initial, Max time.Duration
+	// Timeout bounds how long one step keeps failing before the partition
+	// fails.
+	Timeout time.Duration
+}
+
+// DefaultBackoff retries from 100 ms up to 5 s between attempts, for 2 min.
+var DefaultBackoff = Backoff{Initial: 100 * time.Millisecond, Max: 5 * time.Second, Timeout: 2 * time.Minute}
+
+// Observer receives the Runner's events (the service turns them into
+// metrics). Calls come from the partition's goroutine.
+type Observer interface {
+	Restored(res Restored, keys int, took time.Duration)
+	// Processed follows every record; before and after are the worker's
+	// counters around it.
+	Processed(f *Fetched, before, after *Totals)
+	Checkpointed(records, bytes, keys int, took time.Duration)
+	Retrying(step Step, err error, attempt int, wait time.Duration)
+}
+
+// RunnerConfig configures a Runner.
+type RunnerConfig struct {
+	Partition int
+	Pipeline  Config
+	Store     checkpoint.Store
+	Open      Opener
+	Sink      Sink
+	// Committer may be nil (backtests commit nothing).
+	Committer Committer
+	// Generation is the consumer-group generation the partition was assigned
+	// in (0 outside a group); it breaks ties between epochs.
+	Generation int32
+	// Owner names this member in its ownership record.
+	Owner string
+	// Committed are the group's committed offsets: outputs for records below
+	// them were delivered before and are not repeated.
+	Committed [2]int64
+	// CheckpointEvery checkpoints after this many records, or after
+	// CheckpointInterval, whichever comes first.
+	CheckpointEvery    int
+	CheckpointInterval time.Duration
+	// FinalTimeout bounds the checkpoint written when the partition is
+	// revoked or the service stops.
+	FinalTimeout time.Duration
+	Retry        Backoff
+	Observer     Observer
+	Logger       *slog.Logger
+}
+
+// Runner is the partition loop of DESIGN §4, the one that the service, the
+// backtest and the demo all run: restore the partition's keys, claim the
+// partition under a new epoch, read from the replay start, process, and
+// checkpoint — flush outputs, write key records and marker, commit offsets —
+// every CheckpointEvery records or CheckpointInterval, and once more when ctx
+// ends (revocation, shutdown) or the source is exhausted.
+//
+// Failure semantics:
+//   - A bad record is a dead letter, never an error.
+//   - A retriable error (IsRetriable) of the store, sink, committer or
+//     source is retried in place with Backoff: the step is repeated (a source
+//     is reopened after the last processed offset), nothing is processed
+//     twice and outputs already written are not written again.
+//   - ErrLost (the generation ended) stops the partition at once, without
+//     error and without writing anything more.
+//   - A permanent error, or a retriable one still failing after
+//     Backoff.Timeout, ends Run with a *PartitionError. The Runner never
+//     restarts itself: the caller decides what ends the process.
+//   - When ctx ends, the final checkpoint runs detached from ctx for at most
+//     FinalTimeout; records fetched but not processed are left to the next
+//     owner, which resumes after the marker.
+type Runner struct {
+	cfg       RunnerConfig
+	w         *Worker
+	unflushed []Output
+	log       *slog.Logger
+}
+
+// NewRunner validates the configuration.
+func NewRunner(cfg RunnerConfig) (*Runner, error) {
+	switch {
+	case cfg.Store == nil || cfg.Open == nil || cfg.Sink == nil:
+		return nil, errors.New("runner: store, source opener and sink are required")
+	case cfg.CheckpointEvery < 1 || cfg.CheckpointInterval <= 0:
+		return nil, fmt.Errorf("runner: checkpoint every %d records or %s: both must be positive", cfg.CheckpointEvery, cfg.CheckpointInterval)
+	}
+	if cfg.Retry == (Backoff{}) {
+		cfg.Retry = DefaultBackoff
+	}
+	if cfg.Retry.Initial <= 0 || cfg.Retry.Max < cfg.Retry.Initial || cfg.Retry.Timeout <= 0 {
+		return nil, fmt.Errorf("runner: backoff %+v: need 0 < initial ≤ max and a positive timeout", cfg.Retry)
+	}
+	if cfg.FinalTimeout <= 0 {
+		cfg.FinalTimeout = 30 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Observer == nil {
+		cfg.Observer = nopObserver{}
+	}
+	w, err := NewWorker(cfg.Pipeline, cfg.Partition)
+	if err != nil {
+		return nil, err
+	}
+	return &Runner{cfg: cfg, w: w, log: cfg.Logger.With("partition", cfg.Partition)}, nil
+}
+
+// Worker is the runner's worker, for reading its counters after Run.
+func (r *Runner) Worker() *Worker { return r.w }
+
+// Run runs the partition until ctx ends or the source is exhausted. It
+// returns nil then, and when ownership is lost; a *PartitionError when the
+// partition failed.
+func (r *Runner) Run(ctx context.Context) error {
+	err := r.run(ctx)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ErrLost):
+		r.log.Info("partition ownership lost; stopped without writing more", "reason", err)
+		return nil
+	case ctx.Err() != nil && errors.Is(err, context.Canceled):
+		return nil // stopped while restoring or backing off: nothing to checkpoint yet
+	}
+	var pe *PartitionError
+	if !errors.As(err, &pe) {
+		err = &PartitionError{Partition: r.cfg.Partition, Step: StepProcess, Err: err}
+	}
+	return err
+}
+
+func (r *Runner) run(ctx context.Context) error {
+	start := time.Now()
+	var res Restored
+	err := r.do(ctx, StepRestore, func(ctx context.Context) error {
+		var err error
+		res, err = r.w.Restore(ctx, r.cfg.Store)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	for _, p := range res.Problems {
+		r.log.Warn("checkpoint record set aside; its key replays from further back", "problem", p)
+	}
+	epoch := checkpoint.NextEpoch(res.MaxEpoch, r.cfg.Generation)
+	r.w.SetEpoch(epoch)
+	if err := r.do(ctx, StepClaim, func(ctx context.Context) error {
+		return r.cfg.Store.Claim(ctx, checkpoint.Ownership{Partition: r.cfg.Partition, Epoch: epoch, Owner: r.cfg.Owner})
+	}); err != nil {
+		return err
+	}
+	committed := [2]int64{max(r.cfg.Committed[0], 0), max(r.cfg.Committed[1], 0)}
+	r.w.SuppressBelow(committed)
+	r.cfg.Observer.Restored(res, r.w.Keys(), time.Since(start))
+	r.log.Info("partition restored", "keys", r.w.Keys(), "replay_from", res.From[0], "committed", committed[0],
+		"epoch", epoch.String(), "fenced_records", res.Fenced, "restore_ms", time.Since(start).Milliseconds())
+
+	var src Source
+	open := func(ctx context.Context) error {
+		t := r.w.Through()
+		var err error
+		src, err = r.cfg.Open(ctx, [2]int64{t[0] + 1, t[1] + 1})
+		return err
+	}
+	if err := r.do(ctx, StepSource, open); err != nil {
+		return err
+	}
+	defer func() { src.Close() }()
+
+	pctx := context.WithoutCancel(ctx) // a record once taken is processed whole
+	since, last := 0, time.Now()
+	tick := time.NewTicker(r.cfg.CheckpointInterval)
+	defer tick.Stop()
+	var failingSince time.Time // the source's first failure of the current streak
+	attempt := 0
+	for {
+		if ctx.Err() != nil { // stop before taking another record
+			return r.final(ctx, since)
+		}
+		select {
+		case <-ctx.Done():
+			return r.final(ctx, since)
+		case f, ok := <-src.Records():
+			switch {
+			case !ok: // exhausted
+				return r.final(ctx, since)
+			case f.Err != nil:
+				src.Close()
+				if errors.Is(f.Err, ErrLost) {
+					return f.Err
+				}
+				if failingSince.IsZero() {
+					failingSince, attempt = time.Now(), 0
+				}
+				if err := r.backoff(ctx, StepSource, f.Err, &attempt, failingSince); err != nil {
+					if ctx.Err() != nil {
+						return r.final(ctx, since)
+					}
+					return err
+				}
+				if err := r.do(ctx, StepSource, open); err != nil {
+					if ctx.Err() != nil {
+						return r.final(ctx, since)
+					}
+					return err
+				}
+				continue
+			}
+			failingSince = time.Time{}
+			before := r.w.Totals()
+			if err := r.w.Process(pctx, f.Record); err != nil {
+				return &PartitionError{Partition: r.cfg.Partition, Step: StepProcess, Err: err}
+			}
+			after := r.w.Totals()
+			r.cfg.Observer.Processed(&f, &before, &after)
+			if since++; since >= r.cfg.CheckpointEvery {
+				if err := r.checkpointDetached(ctx); err != nil {
+					return err
+				}
+				since, last = 0, time.Now()
+			}
+		case <-tick.C:
+			if since > 0 && time.Since(last) >= r.cfg.CheckpointInterval {
+				if err := r.checkpointDetached(ctx); err != nil {
+					return err
+				}
+				since, last = 0, time.Now()
+			}
+		}
+	}
+}
+
+// final writes the last checkpoint when the partition stops.
+func (r *Runner) final(ctx context.Context, since int) error {
+	if since == 0 && len(r.unflushed) == 0 {
+		return nil
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.FinalTimeout)
+	defer cancel()
+	return r.checkpoint(cctx)
+}
+
+// checkpointDetached runs a checkpoint that a revocation or shutdown
+// arriving meanwhile does not interrupt: a half-done checkpoint (outputs
+// flushed, no marker) would repeat outputs after the restart.
+func (r *Runner) checkpointDetached(ctx context.Context) error {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.Retry.Timeout+r.cfg.FinalTimeout)
+	defer cancel()
+	return r.checkpoint(cctx)
+}
+
+// checkpoint runs the protocol: flush outputs, write key records and marker,
+// commit. Each step is retried on its own, so a retried store write does not
+// write the outputs again.
+func (r *Runner) checkpoint(ctx context.Context) error {
+	start := time.Now()
+	r.unflushed = append(r.unflushed, r.w.TakeOutputs()...)
+	if len(r.unflushed) > 0 {
+		if err := r.do(ctx, StepSink, func(ctx context.Context) error { return r.cfg.Sink.Write(ctx, r.unflushed) }); err != nil {
+			return err
+		}
+		r.unflushed = r.unflushed[:0]
+	}
+	var records, bytes int
+	if err := r.do(ctx, StepStore, func(ctx context.Context) error {
+		var err error
+		records, bytes, err = r.w.Checkpoint(ctx, r.cfg.Store)
+		return err
+	}); err != nil {
+		return err
+	}
+	if r.cfg.Committer != nil {
+		t := r.w.Through()
+		next := [2]int64{-1, -1}
+		for i := range t {
+			if t[i] >= 0 {
+				next[i] = t[i] + 1
+			}
+		}
+		if err := r.do(ctx, StepCommit, func(ctx context.Context) error { return r.cfg.Committer.Commit(ctx, next) }); err != nil {
+			return err
+		}
+	}
+	r.cfg.Observer.Checkpointed(records, bytes, r.w.Keys(), time.Since(start))
+	return nil
+}
+
+// do runs fn until it succeeds, retrying retriable errors with backoff for
+// at most Retry.Timeout.
+func (r *Runner) do(ctx context.Context, step Step, fn func(context.Context) error) error {
+	first := time.Now()
+	for attempt := 0; ; {
+		err := fn(ctx)
+		if err == nil || errors.Is(err, ErrLost) {
+			return err
+		}
+		if err := r.backoff(ctx, step, err, &attempt, first); err != nil {
+			return err
+		}
+	}
+}
+
+// backoff waits before the next attempt at a failing step, or returns the
+// error that ends the partition: err itself when it is permanent, a
+// *PartitionError when the step has been failing for longer than
+// Retry.Timeout, ctx's error when ctx ends first.
+func (r *Runner) backoff(ctx context.Context, step Step, err error, attempt *int, since time.Time) error {
+	if ctx.Err() != nil {
+		return &PartitionError{Partition: r.cfg.Partition, Step: step, Err: fmt.Errorf("%w; last error: %v", ctx.Err(), err)}
+	}
+	if !IsRetriable(err) {
+		return &PartitionError{Partition: r.cfg.Partition, Step: step, Err: err}
+	}
+	if time.Since(since) > r.cfg.Retry.Timeout {
+		return &PartitionError{Partition: r.cfg.Partition, Step: step,
+			Err: fmt.Errorf("still failing after %s of retries: %w", r.cfg.Retry.Timeout.Round(time.Millisecond), err)}
+	}
+	ceil := r.cfg.Retry.Initial << min(*attempt, 30)
+	if ceil <= 0 || ceil > r.cfg.Retry.Max {
+		ceil = r.cfg.Retry.Max
+	}
+	wait := r.cfg.Retry.Initial/2 + time.Duration(rand.Int64N(int64(ceil))) // full jitter above a floor
+	*attempt++
+	r.cfg.Observer.Retrying(step, err, *attempt, wait)
+	r.log.Warn("retrying", "step", string(step), "attempt", *attempt, "wait", wait.String(), "error", err)
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return &PartitionError{Partition: r.cfg.Partition, Step: step, Err: fmt.Errorf("%w; last error: %v", ctx.Err(), err)}
+	case <-t.C:
+		return nil
+	}
+}
+
+type nopObserver struct{}
+
+func (nopObserver) Restored(Restored, int, time.Duration)     {}
+func (nopObserver) Processed(*Fetched, *Totals, *Totals)      {}
+func (nopObserver) Checkpointed(int, int, int, time.Duration) {}
+func (nopObserver) Retrying(Step, error, int, time.Duration)  {}

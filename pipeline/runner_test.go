@@ -1,0 +1,510 @@
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/driftstream/driftstream/checkpoint"
+	"github.com/driftstream/driftstream/topics"
+)
+
+// feed is a partition's input log, shared by the runners of a test. A
+// runner's source delivers records below its gate and waits at the gate (a
+// live partition); with bounded set it closes at the end of the log.
+type feed struct {
+	recs    []Record
+	bounded bool
+}
+
+// gatedSource reads a feed from an offset up to a movable gate.
+type gatedSource struct {
+	ch     chan Fetched
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func (s *gatedSource) Records() <-chan Fetched { return s.ch }
+func (s *gatedSource) Close() error            { s.cancel(); <-s.done; return nil }
+
+// gate bounds what a runner may read; failAt injects one read error at an
+// offset (once).
+type gate struct {
+	upto   atomic.Int64
+	failAt atomic.Int64
+}
+
+func newGate(upto int64) *gate {
+	g := &gate{}
+	g.upto.Store(upto)
+	g.failAt.Store(-1)
+	return g
+}
+
+func (f *feed) opener(g *gate) Opener {
+	return func(ctx context.Context, from [2]int64) (Source, error) {
+		ctx, cancel := context.WithCancel(ctx)
+		s := &gatedSource{ch: make(chan Fetched, 16), cancel: cancel, done: make(chan struct{})}
+		go func() {
+			defer close(s.done)
+			for off := from[EventsTopic]; ; {
+				if off >= int64(len(f.recs)) && f.bounded {
+					close(s.ch)
+					return
+				}
+				if off >= g.upto.Load() || off >= int64(len(f.recs)) {
+					select {
+					case <-ctx.Done():
+						return
+					case <-time.After(time.Millisecond):
+					}
+					continue
+				}
+				fr := Fetched{Record: f.recs[off], HighWatermark: int64(len(f.recs))}
+				if g.failAt.CompareAndSwap(off, -1) {
+					fr = Fetched{Err: Retriable(errors.New("injected read error"))}
+				}
+				select {
+				case s.ch <- fr:
+				case <-ctx.Done():
+					return
+				}
+				if fr.Err != nil {
+					return
+				}
+				off++
+			}
+		}()
+		return s, nil
+	}
+}
+
+// outputs collects what sinks wrote, over every runner of a test.
+type outputs struct {
+	mu    sync.Mutex
+	preds map[string][]string // event id → prediction messages
+	dead  int
+}
+
+func newOutputs() *outputs { return &outputs{preds: map[string][]string{}} }
+
+// fault makes one operation fail: times failures in a row (−1: always),
+// with a retriable or permanent error, or ErrLost (a crash: nothing more is
+// written by that runner).
+type fault struct {
+	mu        sync.Mutex
+	times     int
+	retriable bool
+	lost      bool
+	calls     int
+}
+
+func (f *fault) hit() error {
+	if f == nil {
+		return nil
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls++
+	if f.times == 0 {
+		return nil
+	}
+	if f.times > 0 {
+		f.times--
+	}
+	switch {
+	case f.lost:
+		return fmt.Errorf("injected crash: %w", ErrLost)
+	case f.retriable:
+		return Retriable(errors.New("injected transient error"))
+	}
+	return errors.New("injected permanent error")
+}
+
+// testSink writes to outputs unless its fault says otherwise; after (when
+// set) fails after writing, as a crash right after the flush would.
+type testSink struct {
+	out          *outputs
+	before       *fault
+	after        *fault
+	writes, fail int
+}
+
+func (s *testSink) Write(_ context.Context, outs []Output) error {
+	if err := s.before.hit(); err != nil {
+		return err
+	}
+	s.out.mu.Lock()
+	for _, o := range outs {
+		switch o.Kind {
+		case OutPrediction:
+			var m predictionMsg
+			json.Unmarshal(o.Value, &m)
+			s.out.preds[m.ID] = append(s.out.preds[m.ID], string(o.Value))
+		case OutDeadLetter:
+			s.out.dead++
+		}
+	}
+	s.out.mu.Unlock()
+	return s.after.hit()
+}
+
+// testStore wraps a MemoryStore: write fails per its fault; partial writes
+// the key records but not the marker before failing (a crash between them).
+type testStore struct {
+	*checkpoint.MemoryStore
+	write   *fault
+	partial bool
+}
+
+func (s *testStore) Write(ctx context.Context, keys []KeyRecordAlias, m checkpoint.Marker) error {
+	if err := s.write.hit(); err != nil {
+		if s.partial && errors.Is(err, ErrLost) {
+			// Keys durable, marker not: write the keys under a marker that a
+			// restore ignores (an older epoch than any claim).
+			for _, k := range keys {
+				s.MemoryStore.Write(ctx, []checkpoint.KeyRecord{k}, checkpoint.Marker{Partition: m.Partition, Epoch: 0})
+			}
+			log := s.MemoryStore.Log(m.Partition)
+			var kept []checkpoint.Entry
+			for _, e := range log {
+				if e.Key != "\x00driftstream-marker-0" {
+					kept = append(kept, e)
+				}
+			}
+			s.MemoryStore.SetLog(m.Partition, kept)
+		}
+		return err
+	}
+	return s.MemoryStore.Write(ctx, keys, m)
+}
+
+// KeyRecordAlias keeps testStore's method set identical to Store's.
+type KeyRecordAlias = checkpoint.KeyRecord
+
+// testCommitter remembers the committed offsets.
+type testCommitter struct {
+	fault *fault
+	mu    sync.Mutex
+	next  [2]int64
+}
+
+func (c *testCommitter) Commit(_ context.Context, next [2]int64) error {
+	if err := c.fault.hit(); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := range next {
+		if next[i] >= 0 {
+			c.next[i] = next[i]
+		}
+	}
+	return nil
+}
+
+func (c *testCommitter) committed() [2]int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.next
+}
+
+// progress follows a runner's last processed offset.
+type progress struct {
+	nopObserver
+	last    atomic.Int64
+	retries atomic.Int64
+}
+
+func (p *progress) Processed(f *Fetched, _, _ *Totals) { p.last.Store(f.Offset) }
+func (p *progress) Retrying(Step, error, int, time.Duration) {
+	p.retries.Add(1)
+}
+
+// harness runs runners of one partition over a shared feed, store, sink
+// outputs and committer.
+type harness struct {
+	t     *testing.T
+	cfg   Config
+	feed  *feed
+	store *testStore
+	out   *outputs
+	com   *testCommitter
+	every int
+}
+
+func newHarness(t *testing.T, n, keys int, bounded bool) *harness {
+	cfg := testConfig(t, "lasec-ss", `{"a":0.3}`)
+	return &harness{t: t, cfg: cfg, feed: &feed{recs: records(11, n, keys), bounded: bounded},
+		store: &testStore{MemoryStore: checkpoint.NewMemoryStore()}, out: newOutputs(), com: &testCommitter{}, every: 40}
+}
+
+func (h *harness) runner(gen int32, g *gate, sink *testSink, obs Observer) *Runner {
+	h.t.Helper()
+	if sink == nil {
+		sink = &testSink{out: h.out}
+	}
+	r, err := NewRunner(RunnerConfig{Partition: 0, Pipeline: h.cfg, Store: h.store, Open: h.feed.opener(g), Sink: sink,
+		Committer: h.com, Generation: gen, Owner: fmt.Sprintf("gen-%d", gen), Committed: h.com.committed(),
+		CheckpointEvery: h.every, CheckpointInterval: time.Hour, FinalTimeout: 5 * time.Second,
+		Retry: Backoff{Initial: time.Millisecond, Max: 5 * time.Millisecond, Timeout: 200 * time.Millisecond}, Observer: obs})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return r
+}
+
+// finish runs a last runner over the whole bounded feed.
+func (h *harness) finish(gen int32) *Runner {
+	h.feed.bounded = true
+	r := h.runner(gen, newGate(1<<62), nil, nil)
+	if err := r.Run(context.Background()); err != nil {
+		h.t.Fatal(err)
+	}
+	return r
+}
+
+// check compares with one uninterrupted worker: every event predicted, each
+// duplicate identical, final states byte-identical; it returns the number of
+// duplicate predictions.
+func (h *harness) check(final *Runner) (dups int) {
+	h.t.Helper()
+	ref, _ := NewWorker(h.cfg, 0)
+	for _, r := range h.feed.recs {
+		ref.Process(context.Background(), r)
+	}
+	want := map[string]string{}
+	for _, o := range ref.TakeOutputs() {
+		if o.Kind == OutPrediction {
+			var m predictionMsg
+			json.Unmarshal(o.Value, &m)
+			want[m.ID] = string(o.Value)
+		}
+	}
+	missing, differing := 0, 0
+	for id, p := range want {
+		got := h.out.preds[id]
+		if len(got) == 0 {
+			missing++
+		}
+		for _, g := range got {
+			if g != p {
+				differing++
+			}
+		}
+		dups += max(0, len(got)-1)
+	}
+	if missing != 0 || differing != 0 || len(h.out.preds) != len(want) {
+		h.t.Fatalf("%d events: %d missing, %d differing predictions, %d ids predicted", len(want), missing, differing, len(h.out.preds))
+	}
+	got, exp := states(h.t, final.w), states(h.t, ref)
+	if len(got) != len(exp) {
+		h.t.Fatalf("%d keys, want %d", len(got), len(exp))
+	}
+	for k, b := range exp {
+		if !bytes.Equal(got[k], b) {
+			h.t.Fatalf("key %s differs from the uninterrupted run", k)
+		}
+	}
+	return dups
+}
+
+// eventually polls cond.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// predictionsIn counts the events of recs[from:to].
+func predictionsIn(recs []Record, from, to int) int {
+	n := 0
+	for _, r := range recs[from:to] {
+		if ev, err := topics.Decode(r.Value, 0); err == nil && ev.Kind == topics.Input {
+			n++
+		}
+	}
+	return n
+}
+
+// A crash at each step of the checkpoint protocol, then a restart: nothing
+// is missing, duplicates are identical and exactly as many as the protocol
+// allows for that step, and the final states are byte-identical.
+func TestCrashAtEveryCheckpointStep(t *testing.T) {
+	cases := []struct {
+		name string
+		arm  func(h *harness, sink *testSink)
+		// dups is the exact number of repeated predictions, given the events
+		// of the crashed checkpoint interval.
+		dups func(interval int) int
+	}{
+		{"before the flush", func(h *harness, s *testSink) { s.before = &fault{times: 1, lost: true} }, func(int) int { return 0 }},
+		{"after the flush", func(h *harness, s *testSink) { s.after = &fault{times: 1, lost: true} }, func(n int) int { return n }},
+		{"after the key records, before the marker", func(h *harness, s *testSink) { h.store.write, h.store.partial = &fault{times: 1, lost: true}, true }, func(int) int { return 0 }},
+		{"after the marker, before the commit", func(h *harness, s *testSink) { h.com.fault = &fault{times: 1, lost: true} }, func(int) int { return 0 }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHarness(t, 1200, 9, false)
+			ctx := context.Background()
+			// A first runner checkpoints 5 times, then crashes in the 6th.
+			crashAt := 6 * h.every
+			sink := &testSink{out: h.out}
+			obs := &progress{}
+			g := newGate(int64(crashAt - 1))
+			r := h.runner(1, g, sink, obs)
+			done := make(chan error, 1)
+			go func() { done <- r.Run(ctx) }()
+			eventually(t, "the first runner's progress", func() bool { return obs.last.Load() == int64(crashAt-2) })
+			c.arm(h, sink)
+			g.upto.Store(int64(crashAt)) // the next record triggers the sixth checkpoint
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatal(err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("the runner did not stop at the crash")
+			}
+			final := h.finish(2)
+			if got, want := h.check(final), c.dups(predictionsIn(h.feed.recs, crashAt-h.every, crashAt)); got != want {
+				t.Fatalf("%d duplicate predictions, want %d", got, want)
+			}
+		})
+	}
+}
+
+// Transient failures of the store, the sink, the committer and the source
+// are retried in place: no duplicate output, no lost event, same states.
+func TestTransientFailuresRetriedInPlace(t *testing.T) {
+	cases := []struct {
+		name string
+		arm  func(h *harness, s *testSink, g *gate)
+	}{
+		{"store", func(h *harness, _ *testSink, _ *gate) { h.store.write = &fault{times: 3, retriable: true} }},
+		{"sink", func(_ *harness, s *testSink, _ *gate) { s.before = &fault{times: 3, retriable: true} }},
+		{"commit", func(h *harness, _ *testSink, _ *gate) { h.com.fault = &fault{times: 3, retriable: true} }},
+		{"source", func(_ *harness, _ *testSink, g *gate) { g.failAt.Store(333) }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHarness(t, 900, 9, true)
+			sink, g, obs := &testSink{out: h.out}, newGate(1<<62), &progress{}
+			c.arm(h, sink, g)
+			r := h.runner(1, g, sink, obs)
+			if err := r.Run(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if obs.retries.Load() == 0 {
+				t.Fatal("nothing was retried")
+			}
+			if dups := h.check(r); dups != 0 {
+				t.Fatalf("%d duplicate predictions after in-place retries", dups)
+			}
+		})
+	}
+}
+
+// A permanent error, or a transient one that outlasts the retry bound, ends
+// the partition with a PartitionError naming the step; outputs are written
+// at most once before it, and a restart with the fault gone loses nothing
+// and repeats at most one checkpoint interval.
+func TestPersistentFailureEndsThePartition(t *testing.T) {
+	cases := []struct {
+		name string
+		step Step
+		arm  func(h *harness, s *testSink)
+	}{
+		{"store permanent", StepStore, func(h *harness, _ *testSink) { h.store.write = &fault{times: -1} }},
+		{"store transient past the bound", StepStore, func(h *harness, _ *testSink) { h.store.write = &fault{times: -1, retriable: true} }},
+		{"sink permanent", StepSink, func(_ *harness, s *testSink) { s.before = &fault{times: -1} }},
+		{"commit permanent", StepCommit, func(h *harness, _ *testSink) { h.com.fault = &fault{times: -1} }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHarness(t, 600, 9, true)
+			sink := &testSink{out: h.out}
+			c.arm(h, sink)
+			err := h.runner(1, newGate(1<<62), sink, nil).Run(context.Background())
+			var pe *PartitionError
+			if !errors.As(err, &pe) || pe.Step != c.step {
+				t.Fatalf("err = %v, want a partition error at %s", err, c.step)
+			}
+			if n := len(h.out.preds); n > h.every {
+				t.Fatalf("%d predictions written before the failure, more than one interval (%d)", n, h.every)
+			}
+			h.store.write, sink.before, h.com.fault = nil, nil, nil
+			final := h.finish(2)
+			if dups := h.check(final); dups > h.every {
+				t.Fatalf("%d duplicates after the restart, more than one interval", dups)
+			}
+		})
+	}
+}
+
+// The zombie: a first owner stalls past its session, a second takes over and
+// checkpoints, the first wakes up and writes key records and a marker (its
+// commit is then refused), the second checkpoints once more and dies without
+// a final checkpoint, and a third restores. Fencing keeps the stale writes out: no
+// event missing, no prediction differing, states byte-identical.
+func TestZombieWriterIsFenced(t *testing.T) {
+	h := newHarness(t, 2400, 300, false) // many keys: B's last interval leaves most untouched
+	ctx := context.Background()
+	obsA, obsB := &progress{}, &progress{}
+	gateA := newGate(400)
+	a := h.runner(1, gateA, nil, obsA)
+	doneA := make(chan error, 1)
+	go func() { doneA <- a.Run(ctx) }()
+	eventually(t, "the first owner's progress", func() bool { return obsA.last.Load() == 399 })
+	time.Sleep(20 * time.Millisecond) // A is now "frozen" at its gate
+
+	bctx, crashB := context.WithCancel(ctx)
+	gateB := newGate(1400)
+	bSink := &testSink{out: h.out}
+	b := h.runner(2, gateB, bSink, obsB)
+	doneB := make(chan error, 1)
+	go func() { doneB <- b.Run(bctx) }()
+	eventually(t, "the second owner's progress", func() bool { return obsB.last.Load() == 1399 })
+
+	// A wakes up: it processes further, checkpoints (stale), and its commit is
+	// refused because the group moved on.
+	h.com.fault = &fault{times: 1, lost: true}
+	gateA.upto.Store(800)
+	if err := <-doneA; err != nil {
+		t.Fatal(err)
+	}
+	fenced := 0
+	for _, e := range h.store.Log(0) {
+		if rec, err := checkpoint.Decode(e.Value); err == nil && rec.Key != nil && rec.Key.Epoch>>32 == 1 && len(rec.Key.State) > 0 {
+			fenced++
+		}
+	}
+	// B checkpoints once more — its marker now follows the stale records —
+	// and dies right after: no final checkpoint, no flush.
+	gateB.upto.Store(1400 + int64(h.every))
+	eventually(t, "the second owner's next checkpoint", func() bool { return obsB.last.Load() == 1399+int64(h.every) })
+	time.Sleep(20 * time.Millisecond)
+	bSink.before = &fault{times: -1, lost: true}
+	crashB()
+	if err := <-doneB; err != nil {
+		t.Fatal(err)
+	}
+	snap, _ := h.store.Load(ctx, 0)
+	if snap.Fenced == 0 {
+		t.Fatal("the stale writes were not fenced")
+	}
+	final := h.finish(3)
+	dups := h.check(final)
+	t.Logf("%d records of the first epoch in the log, %d fenced at restore, %d duplicate predictions (identical)", fenced, snap.Fenced, dups)
+}
