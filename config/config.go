@@ -55,6 +55,13 @@ type Config struct {
 	LogLevel         string        `split_words:"true" default:"info" desc:"debug, info, warn or error"`
 	LogFormat        string        `split_words:"true" default:"json" desc:"json or text"`
 	ShutdownTimeout  time.Duration `split_words:"true" default:"30s" desc:"on SIGTERM: finish, checkpoint and commit within this time"`
+	MaxKeyBytes      int64         `split_words:"true" default:"900000" desc:"largest key record in the changelog (keep below the broker's message.max.bytes); a learner that could exceed it is refused at start; -1: no limit (file store)"`
+	MaxKeyMemory     int64         `split_words:"true" default:"268435456" desc:"largest learner state of one key in memory, in bytes; checked at start"`
+	MaxPendingBytes  int           `split_words:"true" default:"131072" desc:"bytes of pending label queries and early labels kept per key (oldest dropped)"`
+	MaxAbsValue      float64       `split_words:"true" default:"1e12" desc:"largest magnitude of an input value; larger ones are dead-lettered"`
+	RetryTimeout     time.Duration `split_words:"true" default:"2m" desc:"how long a failing Kafka read, write or commit is retried before its partition fails"`
+	FailExitAfter    time.Duration `split_words:"true" default:"30s" desc:"after a partition fails: report it (/readyz 503, metrics) this long, then exit 1"`
+	SessionTimeout   time.Duration `split_words:"true" default:"10s" desc:"consumer-group session timeout: a member silent this long loses its partitions"`
 	TLS              bool          `default:"false" desc:"connect to Kafka with TLS"`
 	TLSCAFile        string        `envconfig:"TLS_CA_FILE" flag:"tls-ca-file" desc:"PEM CA bundle to verify the brokers (default: system roots)"`
 	TLSCertFile      string        `envconfig:"TLS_CERT_FILE" desc:"PEM client certificate (mutual TLS)"`
@@ -197,6 +204,12 @@ func (c *Config) Validate() error {
 	}
 	if c.CheckpointEvery < 1 || c.CheckpointPeriod <= 0 || c.ShutdownTimeout <= 0 {
 		bad("DRIFTSTREAM_CHECKPOINT_EVERY, DRIFTSTREAM_CHECKPOINT_PERIOD and DRIFTSTREAM_SHUTDOWN_TIMEOUT must be positive")
+	}
+	if c.RetryTimeout <= 0 || c.FailExitAfter <= 0 || c.SessionTimeout <= 0 {
+		bad("DRIFTSTREAM_RETRY_TIMEOUT, DRIFTSTREAM_FAIL_EXIT_AFTER and DRIFTSTREAM_SESSION_TIMEOUT must be positive")
+	}
+	if c.MaxKeyMemory <= 0 || c.MaxPendingBytes <= 0 || !(c.MaxAbsValue > 0) || c.MaxKeyBytes == 0 {
+		bad("DRIFTSTREAM_MAX_KEY_MEMORY, DRIFTSTREAM_MAX_PENDING_BYTES and DRIFTSTREAM_MAX_ABS_VALUE must be positive, DRIFTSTREAM_MAX_KEY_BYTES positive or -1")
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":

@@ -122,12 +122,31 @@ func New(name string, params json.RawMessage, cfg Config) (Learner, error) {
 	return nil, fmt.Errorf("%w %q; valid learners: %s", ErrUnknownLearner, name, strings.Join(Names(), ", "))
 }
 
+// DefaultRestoreBytes is the state size Restore accepts (1 GiB).
+const DefaultRestoreBytes = 1 << 30
+
 // Restore rebuilds a learner from a snapshot alone: the snapshot names the
 // learner, its dimension and its parameters, and carries its complete state.
+// It is RestoreWithin with DefaultRestoreBytes.
 func Restore(snapshot []byte) (Learner, error) {
+	return RestoreWithin(snapshot, DefaultRestoreBytes)
+}
+
+// RestoreWithin is Restore for a learner whose state may take at most
+// maxBytes (StateBytes of the snapshot's learner, parameters and dimension):
+// a corrupt or hostile header naming a huge dimension is refused before
+// anything is allocated.
+func RestoreWithin(snapshot []byte, maxBytes int64) (Learner, error) {
 	h, _, err := readHeader(snapshot)
 	if err != nil {
 		return nil, err
+	}
+	size, err := StateBytes(h.name, h.params, h.dim)
+	if err != nil {
+		return nil, fmt.Errorf("restore %s: %w", h.name, err)
+	}
+	if size > maxBytes {
+		return nil, fmt.Errorf("restore %s: dimension %d needs up to %d bytes of state, more than the limit of %d: %w", h.name, h.dim, size, maxBytes, ErrSnapshot)
 	}
 	l, err := New(h.name, h.params, Config{Dim: h.dim})
 	if err != nil {

@@ -3,6 +3,7 @@ package learners
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 )
 
@@ -12,6 +13,10 @@ import (
 type stateSizer interface {
 	maxWords(dim int) (int64, error)
 }
+
+// MaxDim is the largest input dimension a learner is sized for (2^30); it
+// keeps every size computation far from overflow.
+const MaxDim = 1 << 30
 
 // snapshotOverhead covers a snapshot's header (version, name, dimension),
 // counters and RNG state, besides the parameters' JSON.
@@ -24,8 +29,8 @@ const snapshotOverhead = 256
 // 2^16 hashed features would need 34 GB). Unknown names and parameters are
 // the errors New gives.
 func StateBytes(name string, params json.RawMessage, dim int) (int64, error) {
-	if dim < 1 {
-		return 0, fmt.Errorf("learner %s: dimension %d: must be ≥ 1: %w", name, dim, ErrParam)
+	if dim < 1 || dim > MaxDim {
+		return 0, fmt.Errorf("learner %s: dimension %d: must be between 1 and %d: %w", name, dim, MaxDim, ErrParam)
 	}
 	for _, e := range entries() {
 		if e.info.Name == name {
@@ -37,7 +42,20 @@ func StateBytes(name string, params json.RawMessage, dim int) (int64, error) {
 
 func snapshotBytes(words int64, p any) int64 {
 	b, _ := json.Marshal(p)
-	return 8*words + snapshotOverhead + int64(len(b))
+	return mulSat(8, words) + snapshotOverhead + int64(len(b))
+}
+
+// mulSat is a·b for non-negative a and b, saturated at MaxInt64/16 so that
+// sums of sizes cannot overflow either.
+func mulSat(a, b int64) int64 {
+	const limit = math.MaxInt64 / 16
+	if a < 0 || b < 0 {
+		return limit // a corrupt negative count: treat as too large
+	}
+	if a != 0 && b > limit/a {
+		return limit
+	}
+	return a * b
 }
 
 func (PerceptronParams) maxWords(d int) (int64, error)         { return int64(d), nil }
@@ -52,7 +70,7 @@ func (ODMParams) maxWords(d int) (int64, error)                { return int64(d)
 
 // A stored example is at most d values with d indexes (sparse), plus its label.
 func (p BudgetPerceptronParams) maxWords(d int) (int64, error) {
-	return int64(d) + int64(p.Budget)*(2*int64(d)+2), nil
+	return int64(d) + mulSat(int64(p.Budget), 2*int64(d)+2), nil
 }
 
 func (p DynamicODMParams) maxWords(d int) (int64, error) {
@@ -60,7 +78,7 @@ func (p DynamicODMParams) maxWords(d int) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return int64(len(periods)) * (int64(d) + 6), nil
+	return mulSat(int64(len(periods)), int64(d)+6), nil
 }
 
 // rlsWords is the second-order state: w, and the full covariance (d²) or its
@@ -86,7 +104,7 @@ func (p WeightedMajorityParams) maxWords(d int) (int64, error) {
 		if err != nil {
 			return 0, err
 		}
-		words += (b + 7) / 8
+		words = min(words+(b+7)/8, math.MaxInt64/16)
 	}
 	return words, nil
 }

@@ -218,9 +218,11 @@ func (c *testCommitter) committed() [2]int64 {
 // progress follows a runner's last processed offset.
 type progress struct {
 	nopObserver
-	last    atomic.Int64
-	retries atomic.Int64
+	last, checkpoints atomic.Int64
+	retries           atomic.Int64
 }
+
+func (p *progress) Checkpointed(int, int, int, time.Duration) { p.checkpoints.Add(1) }
 
 func (p *progress) Processed(f *Fetched, _, _ *Totals) { p.last.Store(f.Offset) }
 func (p *progress) Retrying(Step, error, int, time.Duration) {
@@ -466,7 +468,7 @@ func TestZombieWriterIsFenced(t *testing.T) {
 	a := h.runner(1, gateA, nil, obsA)
 	doneA := make(chan error, 1)
 	go func() { doneA <- a.Run(ctx) }()
-	eventually(t, "the first owner's progress", func() bool { return obsA.last.Load() == 399 })
+	eventually(t, "the first owner's progress", func() bool { return obsA.last.Load() == 399 && obsA.checkpoints.Load() == 400/int64(h.every) })
 	time.Sleep(20 * time.Millisecond) // A is now "frozen" at its gate
 
 	bctx, crashB := context.WithCancel(ctx)
@@ -475,7 +477,8 @@ func TestZombieWriterIsFenced(t *testing.T) {
 	b := h.runner(2, gateB, bSink, obsB)
 	doneB := make(chan error, 1)
 	go func() { doneB <- b.Run(bctx) }()
-	eventually(t, "the second owner's progress", func() bool { return obsB.last.Load() == 1399 })
+	// B has checkpointed its last full interval, so the refused commit below is A's.
+	eventually(t, "the second owner's progress", func() bool { return obsB.last.Load() == 1399 && obsB.checkpoints.Load() == 1000/int64(h.every) })
 
 	// A wakes up: it processes further, checkpoints (stale), and its commit is
 	// refused because the group moved on.
@@ -493,8 +496,7 @@ func TestZombieWriterIsFenced(t *testing.T) {
 	// B checkpoints once more — its marker now follows the stale records —
 	// and dies right after: no final checkpoint, no flush.
 	gateB.upto.Store(1400 + int64(h.every))
-	eventually(t, "the second owner's next checkpoint", func() bool { return obsB.last.Load() == 1399+int64(h.every) })
-	time.Sleep(20 * time.Millisecond)
+	eventually(t, "the second owner's next checkpoint", func() bool { return obsB.checkpoints.Load() == 1000/int64(h.every)+1 })
 	bSink.before = &fault{times: -1, lost: true}
 	crashB()
 	if err := <-doneB; err != nil {

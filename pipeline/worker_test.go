@@ -357,3 +357,59 @@ func TestEarlyLabelsFromTheLabelsTopicAreNotLost(t *testing.T) {
 		t.Fatal("a label before its event on the events topic was not counted unknown")
 	}
 }
+
+// The numeric guard: with the input bound raised out of the way, a value
+// whose update would overflow a second-order learner (x² = 1e320) is
+// dead-lettered with the reason, and the key's weights are untouched: later
+// events of the key score exactly as if the record had never come.
+func TestNumericGuardLeavesStateUntouched(t *testing.T) {
+	ctx := context.Background()
+	normal := []string{
+		`{"id":"a","x":[1,0.5,-1,2],"label":1}`,
+		`{"id":"b","x":[-1,0.2,1,0.5],"label":-1}`,
+		`{"id":"c","x":[0.3,-2,1,1],"label":1}`,
+	}
+	probe := `{"id":"probe","x":[1,2,3,4]}`
+	run := func(poison bool) (score float64, dead []Output) {
+		cfg := testConfig(t, "lasec-ss", `{"a":0.3}`)
+		cfg.MaxAbsValue = 1e300
+		w, err := NewWorker(cfg, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		vals := append([]string{}, normal...)
+		if poison {
+			vals = append(vals, `{"id":"poison","x":[1e160,1,1,1],"label":1}`)
+		}
+		vals = append(vals, probe)
+		for i, v := range vals {
+			if err := w.Process(ctx, Record{Offset: int64(i), Key: []byte("k"), Value: []byte(v)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, o := range w.TakeOutputs() {
+			switch o.Kind {
+			case OutDeadLetter:
+				dead = append(dead, o)
+			case OutPrediction:
+				var p predictionMsg
+				json.Unmarshal(o.Value, &p)
+				if p.ID == "probe" {
+					score = p.Score
+				}
+			}
+		}
+		return score, dead
+	}
+	clean, none := run(false)
+	got, dead := run(true)
+	if len(none) != 0 || len(dead) != 1 {
+		t.Fatalf("%d dead letters without the poison, %d with it; want 0 and 1", len(none), len(dead))
+	}
+	if reason := dead[0].Headers["error"]; !strings.Contains(reason, "non-finite") || !strings.Contains(reason, "unchanged") {
+		t.Fatalf("dead-letter reason %q", reason)
+	}
+	if got != clean || got == 0 {
+		t.Fatalf("probe scored %v after the poison, %v without it: the state changed", got, clean)
+	}
+}

@@ -2,6 +2,9 @@ package service
 
 import (
 	"strconv"
+	"time"
+
+	"github.com/driftstream/driftstream/pipeline"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -16,6 +19,9 @@ type Metrics struct {
 	windowAccuracy, lag, keys                  *prometheus.GaugeVec
 	checkpointSeconds, restoreSeconds          prometheus.Histogram
 	checkpointBytes                            prometheus.Histogram
+	partitionErrors, retries                   *prometheus.CounterVec
+	partitionFailed                            *prometheus.GaugeVec
+	groupErrors                                prometheus.Counter
 }
 
 // NewMetrics registers the service's metrics on reg.
@@ -45,8 +51,15 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "Bytes of key state written per checkpoint.", Buckets: prometheus.ExponentialBuckets(256, 4, 12)}),
 		restoreSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "driftstream", Name: "restore_duration_seconds",
 			Help: "Time to restore a partition's keys from the checkpoint store.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 16)}),
+		partitionErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "driftstream", Name: "partition_errors_total",
+			Help: "Partitions that stopped on an error, by the step that failed (restore, claim, source, process, sink, store, commit)."}, []string{"kind"}),
+		retries: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "driftstream", Name: "retries_total",
+			Help: "Retriable errors retried in place, by step."}, []string{"step"}),
+		partitionFailed: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "driftstream", Name: "partition_failed",
+			Help: "1 for a partition that failed and stays stopped until the process restarts."}, []string{"partition"}),
+		groupErrors: c("group_errors_total", "Consumer-group errors (kafka-go rejoins by itself)."),
 	}
-	for _, col := range []prometheus.Collector{m.events, m.predictions, m.mistakes, m.queries, m.labelsJoined, m.labelsUnknown, m.labelsExpired,
+	for _, col := range []prometheus.Collector{m.partitionErrors, m.retries, m.partitionFailed, m.groupErrors, m.events, m.predictions, m.mistakes, m.queries, m.labelsJoined, m.labelsUnknown, m.labelsExpired,
 		m.deadLetters, m.windowAccuracy, m.lag, m.keys, m.checkpointSeconds, m.checkpointBytes, m.restoreSeconds} {
 		if err := reg.Register(col); err != nil {
 			return nil, err
@@ -102,4 +115,78 @@ func (m *Metrics) forget(p int) {
 	m.windowAccuracy.DeleteLabelValues(part(p))
 	m.lag.DeleteLabelValues(part(p))
 	m.keys.DeleteLabelValues(part(p))
+}
+
+// partitionObserver turns a partition Runner's events into the service's
+// counters, gauges and partition state.
+type partitionObserver struct {
+	s      *Service
+	p      int
+	st     *partState
+	gauges *partitionGauges
+}
+
+func (s *Service) observer(p int, st *partState) *partitionObserver {
+	return &partitionObserver{s: s, p: p, st: st, gauges: s.cfg.Metrics.partition(p)}
+}
+
+func (o *partitionObserver) Restored(_ pipeline.Restored, keys int, took time.Duration) {
+	o.gauges.keys.Set(float64(keys))
+	if m := o.s.cfg.Metrics; m != nil {
+		m.restoreSeconds.Observe(took.Seconds())
+	}
+	o.st.restored.Store(true)
+}
+
+func (o *partitionObserver) Processed(f *pipeline.Fetched, before, after *pipeline.Totals) {
+	o.s.count(before, after)
+	if f.Topic == pipeline.EventsTopic {
+		lag := max(0, f.HighWatermark-f.Offset-1)
+		o.st.lag.Store(lag)
+		o.gauges.lag.Set(float64(lag))
+	}
+	if after.Labeled > before.Labeled { // at most one scored event per record
+		o.gauges.accuracy(after.Mistakes > before.Mistakes)
+	}
+}
+
+func (o *partitionObserver) Checkpointed(_, bytes, keys int, took time.Duration) {
+	o.gauges.keys.Set(float64(keys))
+	if m := o.s.cfg.Metrics; m != nil {
+		m.checkpointSeconds.Observe(took.Seconds())
+		m.checkpointBytes.Observe(float64(bytes))
+	}
+}
+
+func (o *partitionObserver) Retrying(step pipeline.Step, _ error, _ int, _ time.Duration) {
+	if m := o.s.cfg.Metrics; m != nil {
+		m.retries.WithLabelValues(string(step)).Inc()
+	}
+}
+
+// forget drops the partition's series when it is revoked.
+func (o *partitionObserver) forget() { o.s.cfg.Metrics.forget(o.p) }
+
+func (s *Service) count(before, after *pipeline.Totals) {
+	if m := s.cfg.Metrics; m != nil {
+		m.events.Add(float64(after.Events - before.Events))
+		m.predictions.Add(float64(after.Predictions - before.Predictions))
+		m.mistakes.Add(float64(after.Mistakes - before.Mistakes))
+		m.queries.Add(float64(after.Queries - before.Queries))
+		m.labelsJoined.Add(float64(after.LabelsJoined - before.LabelsJoined))
+		m.labelsUnknown.Add(float64(after.LabelsUnknown - before.LabelsUnknown))
+		m.labelsExpired.Add(float64(after.LabelsExpired - before.LabelsExpired))
+		if after.DeadLetters > before.DeadLetters {
+			m.deadLetters.WithLabelValues(pipeline.ReasonMissingKey).Add(float64(after.MissingKey - before.MissingKey))
+			m.deadLetters.WithLabelValues(pipeline.ReasonInvalidEvent).Add(float64(after.InvalidEvent - before.InvalidEvent))
+			m.deadLetters.WithLabelValues(pipeline.ReasonRejected).Add(float64(after.Rejected - before.Rejected))
+		}
+	}
+	s.events.Add(after.Events - before.Events)
+	s.predictions.Add(after.Predictions - before.Predictions)
+	s.queries.Add(after.Queries - before.Queries)
+	s.labeled.Add(after.Labeled - before.Labeled)
+	s.mistakes.Add(after.Mistakes - before.Mistakes)
+	s.joined.Add(after.LabelsJoined - before.LabelsJoined)
+	s.dead.Add(after.DeadLetters - before.DeadLetters)
 }

@@ -1,9 +1,20 @@
 // Package service runs driftstream on Kafka (DESIGN.md §1, §4): a consumer
-// group whose generations assign partitions; for each assigned partition one
-// goroutine owns a pipeline.Worker, restores it from the checkpoint store,
-// replays, processes, and follows the checkpoint protocol — flush outputs,
-// write key records and marker, commit offsets — and checkpoints
-// synchronously when the partition is revoked or the service stops.
+// group whose generations assign partitions, and for each assigned partition
+// one pipeline.Runner fed by Kafka adapters — partition readers as its
+// source, the output topics as its sink, the generation's offset commits as
+// its committer — with the changelog topic (or another checkpoint.Store)
+// keeping its keys.
+//
+// Failure policy: the Runner retries what is retriable in place; a
+// partition whose Runner fails (a permanent error, or a retriable one past
+// Config.Retry.Timeout) stops processing and is parked — it keeps its
+// assignment, so no other member starts a restore-and-fail loop on it — the
+// failure is counted (driftstream_partition_errors_total{kind},
+// driftstream_partition_failed), Ready reports it, and Run returns an error
+// Config.FailExitAfter later, after the other partitions have written their
+// final checkpoints, so that the process exits non-zero and is restarted.
+// Consumer-group errors are retried by kafka-go itself; Run only gives up
+// when they persist for Config.Retry.Timeout.
 package service
 
 import (
@@ -11,6 +22,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,9 +33,6 @@ import (
 	"github.com/driftstream/driftstream/pipeline"
 	"github.com/segmentio/kafka-go"
 )
-
-// errCommit marks a refused offset commit.
-var errCommit = errors.New("offset commit failed")
 
 // Topics names the topics the service reads and writes.
 type Topics struct {
@@ -44,11 +55,28 @@ type Config struct {
 	Pipeline                pipeline.Config
 	// Store keeps checkpoints; nil means the Kafka changelog topic.
 	Store checkpoint.Store
+	// Sink receives the outputs; nil means the output topics.
+	Sink pipeline.Sink
 	// CheckpointEvery checkpoints a partition after this many records, or
 	// after CheckpointInterval, whichever comes first.
 	CheckpointEvery    int
 	CheckpointInterval time.Duration
-	Logger             *slog.Logger
+	// Retry is the retry policy of every partition step and of the consumer
+	// group (zero: pipeline.DefaultBackoff).
+	Retry pipeline.Backoff
+	// FailExitAfter is how long Run keeps going after a partition failed
+	// (so that /readyz and the metrics are seen) before it returns an error
+	// (default 30 s).
+	FailExitAfter time.Duration
+	// FinalTimeout bounds a partition's last checkpoint on revocation or
+	// shutdown (default 30 s).
+	FinalTimeout time.Duration
+	// SessionTimeout is the consumer-group session timeout (default 10 s):
+	// a member silent for longer loses its partitions.
+	SessionTimeout time.Duration
+	// Owner names this member in ownership records (default host/pid).
+	Owner  string
+	Logger *slog.Logger
 	// Metrics, when set, receives the service's Prometheus metrics.
 	Metrics *Metrics
 }
@@ -60,23 +88,27 @@ type Totals struct {
 
 // Service is a running driftstream consumer.
 type Service struct {
-	cfg     Config
-	store   checkpoint.Store
-	writers map[string]*kafka.Writer
-	log     *slog.Logger
+	cfg   Config
+	store checkpoint.Store
+	sink  pipeline.Sink
+	log   *slog.Logger
 
 	events, predictions, queries, labeled, mistakes, joined, dead atomic.Int64
-	assigned                                                      sync.Map // partition → restored (bool)
-	lag                                                           sync.Map // partition → *atomic.Int64
+	parts                                                         sync.Map // partition → *partState
 
-	// crashed makes partitions stop without their final checkpoint, as a
-	// killed process would: the tests' stand-in for kill -9.
-	crashed atomic.Bool
+	mu       sync.Mutex
+	failed   map[int]error // partitions that failed; sticky for the life of the process
+	failedCh chan struct{} // closed at the first failure
+}
+
+// partState is what the service shows of one owned partition.
+type partState struct {
+	restored atomic.Bool
+	lag      atomic.Int64
 }
 
 // New validates the configuration, creates missing topics (the changelog
-// compacted), and checks that the labels topic is co-partitioned with the
-// events topic.
+// compacted) and checks them: co-partitioned, changelog compacted.
 func New(ctx context.Context, cfg Config) (*Service, error) {
 	if len(cfg.Brokers) == 0 || cfg.Group == "" || cfg.Topics.Events == "" {
 		return nil, errors.New("brokers, group and events topic are required")
@@ -96,9 +128,25 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	if cfg.CheckpointInterval <= 0 {
 		cfg.CheckpointInterval = 5 * time.Second
 	}
+	if cfg.Retry == (pipeline.Backoff{}) {
+		cfg.Retry = pipeline.DefaultBackoff
+	}
+	if cfg.FailExitAfter <= 0 {
+		cfg.FailExitAfter = 30 * time.Second
+	}
+	if cfg.FinalTimeout <= 0 {
+		cfg.FinalTimeout = 30 * time.Second
+	}
+	if cfg.SessionTimeout <= 0 {
+		cfg.SessionTimeout = 10 * time.Second
+	}
+	if cfg.Owner == "" {
+		host, _ := os.Hostname()
+		cfg.Owner = fmt.Sprintf("%s/%d", host, os.Getpid())
+	}
 	cfg.Partitions = max(cfg.Partitions, 1)
 	cfg.Replication = max(cfg.Replication, 1)
-	s := &Service{cfg: cfg, log: cfg.Logger, writers: map[string]*kafka.Writer{}}
+	s := &Service{cfg: cfg, log: cfg.Logger, failed: map[int]error{}, failedCh: make(chan struct{})}
 	if err := s.ensureTopics(ctx); err != nil {
 		return nil, err
 	}
@@ -110,58 +158,11 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 		}
 		s.store = st
 	}
-	var transport kafka.RoundTripper // a nil *Transport in the interface would be dereferenced
-	if cfg.Transport != nil {
-		transport = cfg.Transport
-	}
-	for kind, topic := range map[string]string{pipeline.OutPrediction: cfg.Topics.Predictions, pipeline.OutQuery: cfg.Topics.Queries, pipeline.OutDeadLetter: cfg.Topics.DeadLetters} {
-		s.writers[kind] = &kafka.Writer{Addr: kafka.TCP(cfg.Brokers...), Topic: topic, Balancer: &kafka.Hash{},
-			BatchTimeout: 5 * time.Millisecond, RequiredAcks: kafka.RequireAll, Transport: transport}
+	s.sink = cfg.Sink
+	if s.sink == nil {
+		s.sink = newKafkaSink(cfg)
 	}
 	return s, nil
-}
-
-// ensureTopics creates missing topics and checks co-partitioning.
-func (s *Service) ensureTopics(ctx context.Context) error {
-	conn, err := s.cfg.Dialer.DialContext(ctx, "tcp", s.cfg.Brokers[0])
-	if err != nil {
-		return fmt.Errorf("connect to %s: %w", s.cfg.Brokers[0], err)
-	}
-	defer conn.Close()
-	t := s.cfg.Topics
-	for _, name := range []string{t.Events, t.Labels, t.Predictions, t.Queries, t.DeadLetters, t.Changelog} {
-		if name == "" {
-			continue
-		}
-		tc := kafka.TopicConfig{Topic: name, NumPartitions: s.cfg.Partitions, ReplicationFactor: s.cfg.Replication}
-		if name == t.Changelog {
-			tc.ConfigEntries = []kafka.ConfigEntry{{ConfigName: "cleanup.policy", ConfigValue: "compact"}}
-		}
-		if err := conn.CreateTopics(tc); err != nil && !errors.Is(err, kafka.TopicAlreadyExists) {
-			return fmt.Errorf("create topic %s: %w", name, err)
-		}
-	}
-	count := func(topic string) (int, error) {
-		ps, err := conn.ReadPartitions(topic)
-		return len(ps), err
-	}
-	ne, err := count(t.Events)
-	if err != nil {
-		return fmt.Errorf("topic %s: %w", t.Events, err)
-	}
-	for _, other := range []string{t.Labels, t.Changelog} {
-		if other == "" {
-			continue
-		}
-		n, err := count(other)
-		if err != nil {
-			return fmt.Errorf("topic %s: %w", other, err)
-		}
-		if n != ne {
-			return fmt.Errorf("topic %s has %d partitions but %s has %d: they must be co-partitioned (same partition count, same keys) so that a key's labels and state live with its events", other, n, t.Events, ne)
-		}
-	}
-	return nil
 }
 
 // Totals returns the counters so far.
@@ -170,14 +171,30 @@ func (s *Service) Totals() Totals {
 		Mistakes: s.mistakes.Load(), LabelsJoined: s.joined.Load(), DeadLetters: s.dead.Load()}
 }
 
-// Ready reports whether every assigned partition has been restored.
-func (s *Service) Ready() bool {
-	ready := true
-	s.assigned.Range(func(_, v any) bool {
-		ready = ready && v.(bool)
-		return ready
+// Ready reports whether the service is doing its job: no partition has
+// failed and every assigned partition has been restored. When it is not,
+// reason says why.
+func (s *Service) Ready() (ok bool, reason string) {
+	s.mu.Lock()
+	if len(s.failed) > 0 {
+		ps := slices.Sorted(maps.Keys(s.failed))
+		err := s.failed[ps[0]]
+		s.mu.Unlock()
+		return false, fmt.Sprintf("%d partition(s) failed %v: %v; the process exits within %s", len(ps), ps, err, s.cfg.FailExitAfter)
+	}
+	s.mu.Unlock()
+	var restoring []int
+	s.parts.Range(func(k, v any) bool {
+		if !v.(*partState).restored.Load() {
+			restoring = append(restoring, k.(int))
+		}
+		return true
 	})
-	return ready
+	if len(restoring) > 0 {
+		slices.Sort(restoring)
+		return false, fmt.Sprintf("restoring partitions %v", restoring)
+	}
+	return true, ""
 }
 
 // Lag returns, per owned partition, how many records of the events topic
@@ -185,279 +202,183 @@ func (s *Service) Ready() bool {
 // from the fetched records' high watermarks (kafka-go's group reader reports 0).
 func (s *Service) Lag() map[int]int64 {
 	out := map[int]int64{}
-	s.lag.Range(func(k, v any) bool {
-		out[k.(int)] = v.(*atomic.Int64).Load()
+	s.parts.Range(func(k, v any) bool {
+		out[k.(int)] = v.(*partState).lag.Load()
 		return true
 	})
 	return out
 }
 
-// Assigned is the number of partitions this instance currently owns.
+// Assigned is the number of partitions this instance currently runs.
 func (s *Service) Assigned() int {
 	n := 0
-	s.assigned.Range(func(_, _ any) bool { n++; return true })
+	s.parts.Range(func(_, _ any) bool { n++; return true })
 	return n
 }
 
-// Run consumes until ctx is cancelled; it checkpoints every partition before
-// returning. It returns nil on cancellation.
+// errPartitionFailed is the cause Run cancels its partitions with when a
+// failed partition's grace period is over.
+var errPartitionFailed = errors.New("partition failed")
+
+// Run consumes until ctx is cancelled, checkpointing every partition before
+// it returns nil. It returns an error FailExitAfter after a partition failed
+// (or at once when ctx ends during that grace period), or when the consumer
+// group keeps failing for Retry.Timeout.
 func (s *Service) Run(ctx context.Context) error {
 	topicsList := []string{s.cfg.Topics.Events}
 	if s.cfg.Topics.Labels != "" {
 		topicsList = append(topicsList, s.cfg.Topics.Labels)
 	}
 	group, err := kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{ID: s.cfg.Group, Brokers: s.cfg.Brokers, Dialer: s.cfg.Dialer,
-		Topics: topicsList, StartOffset: kafka.FirstOffset, HeartbeatInterval: time.Second, SessionTimeout: 10 * time.Second,
-		RebalanceTimeout: 10 * time.Second, JoinGroupBackoff: 200 * time.Millisecond})
+		Topics: topicsList, StartOffset: kafka.FirstOffset, HeartbeatInterval: min(time.Second, s.cfg.SessionTimeout/3),
+		SessionTimeout: s.cfg.SessionTimeout, RebalanceTimeout: 10 * time.Second, JoinGroupBackoff: 200 * time.Millisecond})
 	if err != nil {
 		return fmt.Errorf("consumer group %s: %w", s.cfg.Group, err)
 	}
 	defer group.Close()
-	defer func() {
-		for _, w := range s.writers {
-			w.Close()
-		}
-	}()
-	for {
-		gen, err := group.Next(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return fmt.Errorf("consumer group %s: %w", s.cfg.Group, err)
-		}
-		labelsAt := map[int]int64{}
-		for _, a := range gen.Assignments[s.cfg.Topics.Labels] {
-			labelsAt[a.ID] = a.Offset
-		}
-		var wg sync.WaitGroup
-		for _, a := range gen.Assignments[s.cfg.Topics.Events] {
-			a := a
-			s.assigned.Store(a.ID, false)
-			wg.Add(1)
-			gen.Start(func(gctx context.Context) {
-				defer wg.Done()
-				defer s.assigned.Delete(a.ID)
-				defer s.lag.Delete(a.ID)
-				// Stop on revocation (gctx) or on shutdown (ctx), whichever comes first.
-				pctx, pcancel := context.WithCancel(gctx)
-				defer pcancel()
-				defer context.AfterFunc(ctx, pcancel)()
-				if err := s.runPartition(pctx, gen, a.ID, [2]int64{a.Offset, labelsAt[a.ID]}); err != nil {
-					s.log.Error("partition stopped", "partition", a.ID, "error", err)
-				}
-			})
-		}
-		wg.Wait() // the generation ended: rebalance or shutdown
-		if ctx.Err() != nil {
-			return nil
-		}
+	if c, ok := s.sink.(interface{ Close() error }); ok && s.cfg.Sink == nil {
+		defer c.Close()
 	}
-}
-
-// committedOrZero turns kafka-go's relative start offsets into absolute ones.
-func committedOrZero(o int64) int64 {
-	if o < 0 {
-		return 0
-	}
-	return o
-}
-
-// fetched is a record read from one of the partition's input topics.
-type fetched struct {
-	rec pipeline.Record
-	hwm int64
-	err error
-}
-
-func (s *Service) runPartition(ctx context.Context, gen *kafka.Generation, p int, committed [2]int64) error {
-	start := time.Now()
-	w, err := pipeline.NewWorker(s.cfg.Pipeline, p)
-	if err != nil {
-		return err
-	}
-	from, problems, err := w.Restore(ctx, s.store)
-	if err != nil {
-		return err
-	}
-	for _, prob := range problems {
-		s.log.Warn("checkpoint record unreadable; replaying further back", "partition", p, "problem", prob)
-	}
-	committed = [2]int64{committedOrZero(committed[0]), committedOrZero(committed[1])}
-	w.SuppressBelow(committed)
-	s.log.Info("partition restored", "partition", p, "keys", w.Keys(), "replay_from", from[0], "committed", committed[0], "restore_ms", time.Since(start).Milliseconds())
-	gauges := s.cfg.Metrics.partition(p)
-	defer s.cfg.Metrics.forget(p)
-	gauges.keys.Set(float64(w.Keys()))
-	if m := s.cfg.Metrics; m != nil {
-		m.restoreSeconds.Observe(time.Since(start).Seconds())
-	}
-	s.assigned.Store(p, true)
-
-	rctx, cancel := context.WithCancel(ctx)
-	ch := make(chan fetched, 256)
-	var readers sync.WaitGroup
-	defer func() { cancel(); readers.Wait() }() // stop the readers, then wait for them
-	read := func(topicIdx int, topic string, offset int64) {
-		defer readers.Done()
-		r := kafka.NewReader(kafka.ReaderConfig{Brokers: s.cfg.Brokers, Dialer: s.cfg.Dialer, Topic: topic, Partition: p,
-			MinBytes: 1, MaxBytes: 16 << 20, MaxWait: 50 * time.Millisecond})
-		defer r.Close()
-		if err := r.SetOffset(offset); err != nil {
-			ch <- fetched{err: err}
+	runCtx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	go func() { // a failed partition ends the run after the grace period
+		select {
+		case <-s.failedCh:
+		case <-runCtx.Done():
 			return
 		}
-		for {
-			m, err := r.FetchMessage(rctx)
-			if err != nil {
-				if rctx.Err() == nil {
-					ch <- fetched{err: fmt.Errorf("read %s/%d: %w", topic, p, err)}
-				}
-				return
-			}
-			select {
-			case ch <- fetched{rec: pipeline.Record{Topic: topicIdx, Partition: p, Offset: m.Offset, Key: m.Key, Value: m.Value}, hwm: m.HighWaterMark}:
-			case <-rctx.Done():
-				return
-			}
-		}
-	}
-	readers.Add(1)
-	go read(pipeline.EventsTopic, s.cfg.Topics.Events, from[0])
-	if s.cfg.Topics.Labels != "" {
-		readers.Add(1)
-		go read(pipeline.LabelsTopic, s.cfg.Topics.Labels, from[1])
-	}
-
-	lag := &atomic.Int64{}
-	s.lag.Store(p, lag)
-	since, last := 0, time.Now()
-	var through [2]int64 = [2]int64{-1, -1}
-	tick := time.NewTicker(s.cfg.CheckpointInterval)
-	defer tick.Stop()
-	for {
+		t := time.NewTimer(s.cfg.FailExitAfter)
+		defer t.Stop()
 		select {
-		case f := <-ch:
-			if f.err != nil {
-				return f.err
-			}
-			before := w.Totals()
-			if err := w.Process(ctx, f.rec); err != nil {
-				return err
-			}
-			after := w.Totals()
-			s.count(before, after)
-			through[f.rec.Topic] = f.rec.Offset
-			if f.rec.Topic == pipeline.EventsTopic {
-				lag.Store(max(0, f.hwm-f.rec.Offset-1))
-				gauges.lag.Set(float64(lag.Load()))
-			}
-			if after.Labeled > before.Labeled { // at most one scored event per record
-				gauges.accuracy(after.Mistakes > before.Mistakes)
-			}
-			if since++; since >= s.cfg.CheckpointEvery {
-				if err := s.checkpointDetached(ctx, gen, w, p, through); err != nil {
-					return err
-				}
-				since, last = 0, time.Now()
-			}
-		case <-tick.C:
-			if since > 0 && time.Since(last) >= s.cfg.CheckpointInterval {
-				if err := s.checkpointDetached(ctx, gen, w, p, through); err != nil {
-					return err
-				}
-				since, last = 0, time.Now()
-			}
-		case <-ctx.Done():
-			// Revoked or stopping: checkpoint synchronously before releasing.
-			cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer ccancel()
-			if since == 0 || s.crashed.Load() {
-				return nil
-			}
-			err := s.checkpoint(cctx, gen, w, p, through)
-			if errors.Is(err, errCommit) {
-				// The generation is over, so the commit is refused; the marker is
-				// written, and the next owner resumes after it.
-				s.log.Info("final commit refused after revocation; the checkpoint marker covers it", "partition", p, "error", err)
-				return nil
-			}
-			return err
-		}
-	}
-}
-
-// checkpointDetached runs a checkpoint that a revocation or shutdown arriving
-// meanwhile does not interrupt: a half-done checkpoint (outputs flushed, no
-// marker) would repeat outputs after the restart.
-func (s *Service) checkpointDetached(ctx context.Context, gen *kafka.Generation, w *pipeline.Worker, p int, through [2]int64) error {
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	defer cancel()
-	return s.checkpoint(cctx, gen, w, p, through)
-}
-
-func (s *Service) count(before, after pipeline.Totals) {
-	if m := s.cfg.Metrics; m != nil {
-		m.events.Add(float64(after.Events - before.Events))
-		m.predictions.Add(float64(after.Predictions - before.Predictions))
-		m.mistakes.Add(float64(after.Mistakes - before.Mistakes))
-		m.queries.Add(float64(after.Queries - before.Queries))
-		m.labelsJoined.Add(float64(after.LabelsJoined - before.LabelsJoined))
-		m.labelsUnknown.Add(float64(after.LabelsUnknown - before.LabelsUnknown))
-		m.labelsExpired.Add(float64(after.LabelsExpired - before.LabelsExpired))
-		if after.DeadLetters > before.DeadLetters {
-			m.deadLetters.WithLabelValues(pipeline.ReasonMissingKey).Add(float64(after.MissingKey - before.MissingKey))
-			m.deadLetters.WithLabelValues(pipeline.ReasonInvalidEvent).Add(float64(after.InvalidEvent - before.InvalidEvent))
-			m.deadLetters.WithLabelValues(pipeline.ReasonRejected).Add(float64(after.Rejected - before.Rejected))
-		}
-	}
-	s.events.Add(after.Events - before.Events)
-	s.predictions.Add(after.Predictions - before.Predictions)
-	s.queries.Add(after.Queries - before.Queries)
-	s.labeled.Add(after.Labeled - before.Labeled)
-	s.mistakes.Add(after.Mistakes - before.Mistakes)
-	s.joined.Add(after.LabelsJoined - before.LabelsJoined)
-	s.dead.Add(after.DeadLetters - before.DeadLetters)
-}
-
-// checkpoint runs the protocol: flush outputs, write the checkpoint, commit.
-func (s *Service) checkpoint(ctx context.Context, gen *kafka.Generation, w *pipeline.Worker, p int, through [2]int64) error {
-	start := time.Now()
-	n := 0
-	defer func() {
-		if m := s.cfg.Metrics; m != nil {
-			m.checkpointSeconds.Observe(time.Since(start).Seconds())
-			m.checkpointBytes.Observe(float64(n))
-			m.keys.WithLabelValues(part(p)).Set(float64(w.Keys()))
+		case <-t.C:
+			stop(errPartitionFailed)
+		case <-runCtx.Done():
 		}
 	}()
-	byKind := map[string][]kafka.Message{}
-	for _, o := range w.TakeOutputs() {
-		m := kafka.Message{Key: o.Key, Value: o.Value}
-		for k, v := range o.Headers {
-			m.Headers = append(m.Headers, kafka.Header{Key: k, Value: []byte(v)})
+	var failingSince time.Time
+	for {
+		gen, err := group.Next(runCtx)
+		if err != nil {
+			if runCtx.Err() != nil {
+				break
+			}
+			if errors.Is(err, kafka.ErrGroupClosed) {
+				return fmt.Errorf("consumer group %s: %w", s.cfg.Group, err)
+			}
+			// kafka-go rejoins by itself; keep waiting unless it never succeeds.
+			if failingSince.IsZero() {
+				failingSince = time.Now()
+			}
+			if m := s.cfg.Metrics; m != nil {
+				m.groupErrors.Inc()
+			}
+			if time.Since(failingSince) > s.cfg.Retry.Timeout {
+				return fmt.Errorf("consumer group %s: still failing after %s: %w", s.cfg.Group, s.cfg.Retry.Timeout, err)
+			}
+			s.log.Warn("consumer group error; kafka-go rejoins", "group", s.cfg.Group, "error", err)
+			continue
 		}
-		byKind[o.Kind] = append(byKind[o.Kind], m)
+		failingSince = time.Time{}
+		s.runGeneration(runCtx, gen)
 	}
-	for kind, msgs := range byKind {
-		if err := s.writers[kind].WriteMessages(ctx, msgs...); err != nil {
-			return fmt.Errorf("partition %d: write %s: %w", p, kind, err)
-		}
-	}
-	_, bytes, err := w.Checkpoint(ctx, s.store)
-	if err != nil {
-		return err
-	}
-	n = bytes
-	offsets := map[string]map[int]int64{}
-	if through[0] >= 0 {
-		offsets[s.cfg.Topics.Events] = map[int]int64{p: through[0] + 1}
-	}
-	if through[1] >= 0 {
-		offsets[s.cfg.Topics.Labels] = map[int]int64{p: through[1] + 1}
-	}
-	if err := gen.CommitOffsets(offsets); err != nil {
-		return fmt.Errorf("partition %d: %w: %v", p, errCommit, err)
+	if s.isFailedAny() { // after the grace period, or stopped during it
+		return s.failure()
 	}
 	return nil
+}
+
+// failure is the error Run returns after a partition failed.
+func (s *Service) failure() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var errs []error
+	for _, p := range slices.Sorted(maps.Keys(s.failed)) {
+		errs = append(errs, s.failed[p])
+	}
+	return fmt.Errorf("stopped because %w", errors.Join(errs...))
+}
+
+// runGeneration runs a Runner per assigned partition until the generation
+// ends (rebalance) or ctx does. kafka-go ends a generation as soon as any
+// function it started returns, so a partition that failed parks until then
+// instead of returning.
+func (s *Service) runGeneration(ctx context.Context, gen *kafka.Generation) {
+	labelsAt := map[int]int64{}
+	for _, a := range gen.Assignments[s.cfg.Topics.Labels] {
+		labelsAt[a.ID] = a.Offset
+	}
+	var wg sync.WaitGroup
+	for _, a := range gen.Assignments[s.cfg.Topics.Events] {
+		wg.Add(1)
+		gen.Start(func(gctx context.Context) {
+			defer wg.Done()
+			// Stop on revocation (gctx) or on shutdown (ctx), whichever comes first.
+			pctx, cancel := context.WithCancel(gctx)
+			defer cancel()
+			defer context.AfterFunc(ctx, cancel)()
+			if s.isFailed(a.ID) {
+				<-pctx.Done()
+				return
+			}
+			err := s.runPartition(pctx, gctx, gen, a.ID, [2]int64{a.Offset, labelsAt[a.ID]})
+			if err != nil {
+				s.fail(a.ID, err)
+				<-pctx.Done()
+			}
+		})
+	}
+	wg.Wait()
+}
+
+func (s *Service) runPartition(ctx, gctx context.Context, gen *kafka.Generation, p int, committed [2]int64) error {
+	st := &partState{}
+	s.parts.Store(p, st)
+	defer s.parts.Delete(p)
+	obs := s.observer(p, st)
+	defer obs.forget()
+	r, err := pipeline.NewRunner(pipeline.RunnerConfig{Partition: p, Pipeline: s.cfg.Pipeline, Store: s.store,
+		Open: func(ctx context.Context, from [2]int64) (pipeline.Source, error) { return s.openSource(ctx, p, from) },
+		Sink: s.sink, Committer: &groupCommitter{gen: gen, gctx: gctx, topics: [2]string{s.cfg.Topics.Events, s.cfg.Topics.Labels}, partition: p},
+		Generation: gen.ID, Owner: s.cfg.Owner, Committed: committed, CheckpointEvery: s.cfg.CheckpointEvery,
+		CheckpointInterval: s.cfg.CheckpointInterval, FinalTimeout: s.cfg.FinalTimeout, Retry: s.cfg.Retry, Observer: obs, Logger: s.log})
+	if err != nil {
+		return &pipeline.PartitionError{Partition: p, Step: pipeline.StepRestore, Err: err}
+	}
+	return r.Run(ctx)
+}
+
+func (s *Service) isFailedAny() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.failed) > 0
+}
+
+func (s *Service) isFailed(p int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.failed[p]
+	return ok
+}
+
+// fail records a partition's failure: once in the log, in the metrics and in
+// readiness; the first one starts the countdown to Run's error.
+func (s *Service) fail(p int, err error) {
+	s.mu.Lock()
+	first := len(s.failed) == 0
+	s.failed[p] = err
+	s.mu.Unlock()
+	step := string(pipeline.StepProcess)
+	var pe *pipeline.PartitionError
+	if errors.As(err, &pe) {
+		step = string(pe.Step)
+	}
+	s.log.Error("partition failed; it stays stopped and the process exits", "partition", p, "step", step, "error", err,
+		"exit_in", s.cfg.FailExitAfter.String())
+	if m := s.cfg.Metrics; m != nil {
+		m.partitionErrors.WithLabelValues(step).Inc()
+		m.partitionFailed.WithLabelValues(part(p)).Set(1)
+	}
+	if first {
+		close(s.failedCh)
+	}
 }

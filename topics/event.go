@@ -23,6 +23,10 @@ var ErrInvalid = errors.New("invalid event")
 // DefaultMaxBytes bounds an encoded event (1 MiB).
 const DefaultMaxBytes = 1 << 20
 
+// MaxIDBytes bounds an event id: ids are kept in pending label queries and
+// copied into every output, so an unbounded one would bloat key records.
+const MaxIDBytes = 256
+
 // Kind tells an input event from a label record.
 type Kind int
 
@@ -80,6 +84,9 @@ func Decode(b []byte, maxBytes int) (Event, error) {
 	var ev Event
 	if w.ID == nil || *w.ID == "" {
 		return Event{}, fmt.Errorf(`missing "id": %w`, ErrInvalid)
+	}
+	if len(*w.ID) > MaxIDBytes {
+		return Event{}, fmt.Errorf(`"id" of %d bytes exceeds the limit of %d: %w`, len(*w.ID), MaxIDBytes, ErrInvalid)
 	}
 	ev.ID = *w.ID
 	if w.TS != nil {

@@ -20,6 +20,8 @@ func TestDecode(t *testing.T) {
 		{`{"id": "e-1", "x": [1], "lable": 1}`, 0, 0, `unknown field "lable"`},
 		{`{"x": [1]}`, 0, 0, `missing "id"`},
 		{`{"id": ""}`, 0, 0, `missing "id"`},
+		{`{"id": "` + strings.Repeat("i", MaxIDBytes+1) + `", "x": [1]}`, 0, 0, `"id" of 257 bytes exceeds the limit of 256`},
+		{`{"id": "` + strings.Repeat("i", MaxIDBytes) + `", "x": [1]}`, Input, 0, ""},
 		{`{"id": "a"}`, 0, 0, `neither "x" nor "features" nor "label"`},
 		{`{"id": "a", "x": [1], "features": {"a": 1}}`, 0, 0, "exactly one"},
 		{`{"id": "a", "x": []}`, 0, 0, `empty "x"`},

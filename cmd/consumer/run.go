@@ -102,8 +102,11 @@ func runService(args []string, stdout, stderr io.Writer) int {
 		Topics: service.Topics{Events: cfg.EventsTopic, Labels: cfg.LabelsTopic, Predictions: cfg.PredictionsTopic, Queries: cfg.QueriesTopic,
 			DeadLetters: cfg.DeadLetterTopic, Changelog: cfg.ChangelogTopic},
 		Pipeline: pipeline.Config{Learner: cfg.Learner, Seed: cfg.Seed, Vector: vec, QueryScale: cfg.QueryScale,
-			MaxPending: cfg.MaxPending, PendingTTL: cfg.PendingTTL, TopicNames: [2]string{cfg.EventsTopic, cfg.LabelsTopic}},
-		CheckpointEvery: cfg.CheckpointEvery, CheckpointInterval: cfg.CheckpointPeriod, Logger: log, Metrics: metrics}
+			MaxPending: cfg.MaxPending, PendingTTL: cfg.PendingTTL, TopicNames: [2]string{cfg.EventsTopic, cfg.LabelsTopic},
+			MaxKeyBytes: cfg.MaxKeyBytes, MaxKeyMemory: cfg.MaxKeyMemory, MaxPendingBytes: cfg.MaxPendingBytes, MaxAbsValue: cfg.MaxAbsValue},
+		CheckpointEvery: cfg.CheckpointEvery, CheckpointInterval: cfg.CheckpointPeriod, Logger: log, Metrics: metrics,
+		Retry:         pipeline.Backoff{Initial: pipeline.DefaultBackoff.Initial, Max: pipeline.DefaultBackoff.Max, Timeout: cfg.RetryTimeout},
+		FailExitAfter: cfg.FailExitAfter, FinalTimeout: cfg.ShutdownTimeout, SessionTimeout: cfg.SessionTimeout}
 	if cfg.LearnerParams != "" {
 		scfg.Pipeline.Params = json.RawMessage(cfg.LearnerParams)
 	}
@@ -203,14 +206,15 @@ func newLogger(cfg config.Config, w io.Writer) *slog.Logger {
 }
 
 // serveOps serves /metrics, /healthz (alive), /readyz (every assigned
-// partition restored) and, when asked, /debug/pprof.
-func serveOps(addr string, reg *prometheus.Registry, ready func() bool, withPprof bool) (*http.Server, string, error) {
+// partition restored and none failed; otherwise 503 with the reason) and,
+// when asked, /debug/pprof.
+func serveOps(addr string, reg *prometheus.Registry, ready func() (bool, string), withPprof bool) (*http.Server, string, error) {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if !ready() {
-			http.Error(w, "restoring partitions", http.StatusServiceUnavailable)
+		if ok, reason := ready(); !ok {
+			http.Error(w, reason, http.StatusServiceUnavailable)
 			return
 		}
 		io.WriteString(w, "ready\n")

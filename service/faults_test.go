@@ -1,0 +1,236 @@
+package service
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/driftstream/driftstream/checkpoint"
+	"github.com/driftstream/driftstream/pipeline"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/segmentio/kafka-go"
+)
+
+// crash stands in for kill -9: once crashed, every checkpoint write and
+// output write fails with ErrLost, so the partitions stop at once without
+// writing anything more — outputs not yet flushed are lost, as they would
+// be with the process.
+type crash struct{ crashed atomic.Bool }
+
+type crashStore struct {
+	checkpoint.Store
+	c *crash
+}
+
+type crashSink struct {
+	pipeline.Sink
+	c *crash
+}
+
+// crashing returns a crash switch with the store and sink it guards.
+func crashing(t *testing.T, cfg Config) (*crash, checkpoint.Store, pipeline.Sink) {
+	t.Helper()
+	st, err := checkpoint.NewKafkaStore(&kafka.Dialer{}, cfg.Brokers, cfg.Topics.Changelog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &crash{}
+	return c, crashStore{st, c}, crashSink{newKafkaSink(cfg), c}
+}
+
+var errCrashed = fmt.Errorf("crashed: %w", pipeline.ErrLost)
+
+func (s crashStore) Claim(ctx context.Context, o checkpoint.Ownership) error {
+	if s.c.crashed.Load() {
+		return errCrashed
+	}
+	return s.Store.Claim(ctx, o)
+}
+
+func (s crashStore) Write(ctx context.Context, keys []checkpoint.KeyRecord, m checkpoint.Marker) error {
+	if s.c.crashed.Load() {
+		return errCrashed
+	}
+	return s.Store.Write(ctx, keys, m)
+}
+
+func (s crashSink) Write(ctx context.Context, outs []pipeline.Output) error {
+	if s.c.crashed.Load() {
+		return errCrashed
+	}
+	return s.Sink.Write(ctx, outs)
+}
+
+// sinkFunc adapts a function to pipeline.Sink.
+type sinkFunc func(context.Context, []pipeline.Output) error
+
+func (f sinkFunc) Write(ctx context.Context, outs []pipeline.Output) error { return f(ctx, outs) }
+
+// brokenStore refuses every checkpoint write after the first few, as a
+// changelog the service may not write (ACLs, a deleted topic) would.
+type brokenStore struct {
+	checkpoint.Store
+	okWrites atomic.Int64
+}
+
+var errNotAuthorized = errors.New("TOPIC_AUTHORIZATION_FAILED: not authorized to write the changelog")
+
+func (b *brokenStore) Write(ctx context.Context, keys []checkpoint.KeyRecord, m checkpoint.Marker) error {
+	if b.okWrites.Add(-1) < 0 {
+		return errNotAuthorized
+	}
+	return b.Store.Write(ctx, keys, m)
+}
+
+// A partition whose checkpoints cannot be written fails, and only that
+// partition: the others keep processing; /readyz turns not ready with the
+// reason, the metrics move, Run returns an error FailExitAfter later, and
+// the failed partition wrote at most one checkpoint interval of outputs
+// that a restart repeats.
+func TestPermanentFailureEndsThePartitionNotTheService(t *testing.T) {
+	addr := cluster(t)
+	cfg := testConfig(t, addr, "g-broken")
+	cfg.CheckpointEvery, cfg.CheckpointInterval = 50, time.Hour
+	cfg.FailExitAfter = 2 * time.Second
+	reg := prometheus.NewRegistry()
+	m, err := NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Metrics = m
+	base, _ := checkpoint.NewKafkaStore(&kafka.Dialer{}, []string{addr}, "changelog")
+	broken := &brokenStore{Store: base}
+	broken.okWrites.Store(2) // two checkpoints succeed, then every write is refused
+	cfg.Store = broken
+	var outputs atomic.Int64
+	sink := newKafkaSink(cfg)
+	cfg.Sink = sinkFunc(func(ctx context.Context, outs []pipeline.Output) error {
+		outputs.Add(int64(len(outs)))
+		return sink.Write(ctx, outs)
+	})
+	if _, err := New(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	produce(t, addr, 11, 900)
+	s, err := New(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() { done <- s.Run(context.Background()) }()
+	eventually(t, 60*time.Second, func() bool { ok, _ := s.Ready(); return !ok && s.isFailedAny() }, func() string { return "no partition failed" })
+	failedAt := time.Since(start)
+	ok, reason := s.Ready()
+	if ok || !strings.Contains(reason, "not authorized") || !strings.Contains(reason, "failed at store") {
+		t.Fatalf("ready %v, reason %q", ok, reason)
+	}
+	if got := testutil.ToFloat64(m.partitionErrors.WithLabelValues("store")); got < 1 {
+		t.Fatalf("partition_errors_total{kind=store} = %v", got)
+	}
+	var err2 error
+	select {
+	case err2 = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run did not return after a partition failed")
+	}
+	took := time.Since(start) - failedAt
+	if err2 == nil || !strings.Contains(err2.Error(), "not authorized") {
+		t.Fatalf("Run returned %v", err2)
+	}
+	if took < cfg.FailExitAfter-200*time.Millisecond || took > cfg.FailExitAfter+15*time.Second { // failedAt is polled: a few ms late
+		t.Fatalf("Run returned %s after the failure, want %s plus the final checkpoints", took, cfg.FailExitAfter)
+	}
+	failed := 0
+	for p := 0; p < partitions; p++ {
+		failed += int(testutil.ToFloat64(m.partitionFailed.WithLabelValues(part(p))))
+	}
+	if failed == 0 || failed > partitions {
+		t.Fatalf("%d partitions flagged failed", failed)
+	}
+	t.Logf("failed after %s, Run returned %s later: %v", failedAt.Round(time.Millisecond), took.Round(time.Millisecond), err2)
+	// No output storm: each failed checkpoint flushed at most one interval.
+	if n := outputs.Load(); n > int64(900+900/3+9+partitions*2*cfg.CheckpointEvery) {
+		t.Fatalf("%d outputs written for 900 events", n)
+	}
+}
+
+// An existing changelog that deletes records is refused with the fix.
+func TestChangelogMustBeCompacted(t *testing.T) {
+	addr := cluster(t)
+	conn, err := kafka.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = conn.CreateTopics(kafka.TopicConfig{Topic: "changelog", NumPartitions: partitions, ReplicationFactor: 1,
+		ConfigEntries: []kafka.ConfigEntry{{ConfigName: "cleanup.policy", ConfigValue: "delete"}}})
+	conn.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = New(context.Background(), testConfig(t, addr, "g-policy"))
+	if err == nil || !strings.Contains(err.Error(), "cleanup.policy=delete") || !strings.Contains(err.Error(), "--add-config cleanup.policy=compact") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// SIGTERM under backlog: the stop lands while records wait; every partition
+// writes its final checkpoint, nothing is logged at ERROR, and a restart
+// repeats no output.
+func TestStopUnderBacklogRepeatsNothing(t *testing.T) {
+	addr := cluster(t)
+	cfg := testConfig(t, addr, "g-backlog")
+	cfg.CheckpointEvery, cfg.CheckpointInterval = 1<<30, time.Hour // only the final checkpoint
+	var logs strings.Builder
+	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	if _, err := New(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	ids := produce(t, addr, 12, 3000)
+	for i := 0; i < 3; i++ {
+		s, stop := started(t, cfg)
+		eventually(t, 60*time.Second, func() bool { return s.Totals().Events >= 100 }, func() string { return fmt.Sprintf("%+v", s.Totals()) })
+		stop()
+		if s.Totals().Events >= int64(len(ids)) {
+			t.Fatalf("round %d processed the whole backlog before the stop", i)
+		}
+	}
+	last := cfg
+	last.CheckpointEvery, last.CheckpointInterval = 100, 200*time.Millisecond
+	_, stop := started(t, last)
+	eventually(t, 60*time.Second, func() bool { return len(predictionsByID(t, addr)) >= len(ids) }, func() string { return "not all predicted" })
+	stop()
+	preds := predictionsByID(t, addr)
+	dups := 0
+	for _, id := range ids {
+		n := preds[id]
+		if n == 0 {
+			t.Fatalf("event %s never predicted", id)
+		}
+		dups += n - 1
+	}
+	if dups != 0 {
+		t.Fatalf("%d duplicate predictions after 3 stops under backlog", dups)
+	}
+	if strings.Contains(logs.String(), "level=ERROR") {
+		t.Fatalf("a clean stop logged an error:\n%s", logs.String())
+	}
+}
+
+func predictionsByID(t *testing.T, addr string) map[string]int {
+	t.Helper()
+	preds := map[string]int{}
+	for _, m := range readAll(t, addr, "predictions") {
+		var p struct{ ID string }
+		json.Unmarshal(m.Value, &p)
+		preds[p.ID]++
+	}
+	return preds
+}
