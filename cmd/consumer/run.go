@@ -87,7 +87,7 @@ func runService(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usage("%v", err)
 	}
-	vec, err := topics.NewVectorizer(cfg.Dim, cfg.HashBits)
+	pcfg, err := pipelineConfig(cfg)
 	if err != nil {
 		return usage("%v", err)
 	}
@@ -101,18 +101,10 @@ func runService(args []string, stdout, stderr io.Writer) int {
 	scfg := service.Config{Brokers: cfg.Brokers, Dialer: dialer, Transport: transport, Group: cfg.Group, Partitions: cfg.Partitions, Replication: cfg.Replication,
 		Topics: service.Topics{Events: cfg.EventsTopic, Labels: cfg.LabelsTopic, Predictions: cfg.PredictionsTopic, Queries: cfg.QueriesTopic,
 			DeadLetters: cfg.DeadLetterTopic, Changelog: cfg.ChangelogTopic},
-		Pipeline: pipeline.Config{Learner: cfg.Learner, Seed: cfg.Seed, Vector: vec, QueryScale: cfg.QueryScale,
-			MaxPending: cfg.MaxPending, PendingTTL: cfg.PendingTTL, TopicNames: [2]string{cfg.EventsTopic, cfg.LabelsTopic},
-			MaxKeyBytes: cfg.MaxKeyBytes, MaxKeyMemory: cfg.MaxKeyMemory, MaxPendingBytes: cfg.MaxPendingBytes, MaxAbsValue: cfg.MaxAbsValue},
+		Pipeline: pcfg,
 		CheckpointEvery: cfg.CheckpointEvery, CheckpointInterval: cfg.CheckpointPeriod, Logger: log, Metrics: metrics,
 		Retry:         pipeline.Backoff{Initial: pipeline.DefaultBackoff.Initial, Max: pipeline.DefaultBackoff.Max, Timeout: cfg.RetryTimeout},
 		FailExitAfter: cfg.FailExitAfter, FinalTimeout: cfg.ShutdownTimeout, SessionTimeout: cfg.SessionTimeout}
-	if cfg.LearnerParams != "" {
-		scfg.Pipeline.Params = json.RawMessage(cfg.LearnerParams)
-	}
-	if err := scfg.Pipeline.Validate(); err != nil {
-		return usage("%v", err)
-	}
 	if cfg.CheckpointStore == "file" {
 		st, err := checkpoint.NewFileStore(cfg.CheckpointDir, 0)
 		if err != nil {
@@ -192,6 +184,23 @@ func runService(args []string, stdout, stderr io.Writer) int {
 			}
 		}
 	}
+}
+
+// pipelineConfig is the workers' configuration, validated: the learner's
+// per-key state is sized against the memory and message limits before
+// anything is allocated.
+func pipelineConfig(cfg config.Config) (pipeline.Config, error) {
+	vec, err := topics.NewVectorizer(cfg.Dim, cfg.HashBits)
+	if err != nil {
+		return pipeline.Config{}, err
+	}
+	p := pipeline.Config{Learner: cfg.Learner, Seed: cfg.Seed, Vector: vec, QueryScale: cfg.QueryScale,
+		MaxPending: cfg.MaxPending, PendingTTL: cfg.PendingTTL, TopicNames: [2]string{cfg.EventsTopic, cfg.LabelsTopic},
+		MaxKeyBytes: cfg.MaxKeyBytes, MaxKeyMemory: cfg.MaxKeyMemory, MaxPendingBytes: cfg.MaxPendingBytes, MaxAbsValue: cfg.MaxAbsValue}
+	if cfg.LearnerParams != "" {
+		p.Params = json.RawMessage(cfg.LearnerParams)
+	}
+	return p, p.Validate()
 }
 
 // newLogger is the structured logger of the configured level and format.

@@ -1,0 +1,451 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/driftstream/driftstream/checkpoint"
+	"github.com/driftstream/driftstream/config"
+	"github.com/driftstream/driftstream/internal/kafkaread"
+	"github.com/driftstream/driftstream/pipeline"
+	"github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kfake"
+)
+
+const blackBoxPartitions = 3
+
+// blackBox is the consumer binary run as separate processes against a
+// broker listening on TCP, driven only by signals: what a user can do to it.
+type blackBox struct {
+	t    *testing.T
+	bin  string
+	addr string
+	args []string
+	dir  string
+	n    int
+}
+
+// proc is one consumer process and its log.
+type proc struct {
+	cmd  *exec.Cmd
+	log  string
+	done chan error
+}
+
+func newBlackBox(t *testing.T) *blackBox {
+	t.Helper()
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "consumer")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build the consumer: %v\n%s", err, out)
+	}
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.GroupMinSessionTimeout(500*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	addr := c.ListenAddrs()[0]
+	args := []string{"-brokers", addr, "-group", "bb", "-dim", "6", "-learner", "lasec-ss", "-learner-params", `{"a":0.3}`,
+		"-partitions", strconv.Itoa(blackBoxPartitions), "-changelog-topic", "changelog", "-checkpoint-every", "150",
+		"-checkpoint-period", "400ms", "-session-timeout", "2s", "-metrics-addr", "127.0.0.1:0", "-log-format", "json",
+		"-fail-exit-after", "5s", "-shutdown-timeout", "20s"}
+	return &blackBox{t: t, bin: bin, addr: addr, args: args, dir: dir}
+}
+
+func (b *blackBox) start() *proc {
+	b.t.Helper()
+	b.n++
+	p := &proc{log: filepath.Join(b.dir, fmt.Sprintf("consumer-%d.log", b.n)), done: make(chan error, 1)}
+	f, err := os.Create(p.log)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	p.cmd = exec.Command(b.bin, b.args...)
+	p.cmd.Stdout, p.cmd.Stderr = f, f
+	if err := p.cmd.Start(); err != nil {
+		b.t.Fatal(err)
+	}
+	go func() { p.done <- p.cmd.Wait(); f.Close() }()
+	b.t.Cleanup(func() { p.cmd.Process.Kill() })
+	return p
+}
+
+// count is how many log lines of p contain frag.
+func (p *proc) count(frag string) int {
+	b, _ := os.ReadFile(p.log)
+	return bytes.Count(b, []byte(frag))
+}
+
+func (p *proc) logText() string {
+	b, _ := os.ReadFile(p.log)
+	return string(b)
+}
+
+func (p *proc) signal(t *testing.T, s syscall.Signal) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(s); err != nil {
+		t.Fatalf("signal %v: %v", s, err)
+	}
+}
+
+func (p *proc) kill(t *testing.T) {
+	t.Helper()
+	p.signal(t, syscall.SIGKILL)
+	<-p.done
+}
+
+func tail(s string, n int) string { return s[max(0, len(s)-n):] }
+
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// producer writes events (a third unlabeled, answered by a label record
+// a little later) over keys at about rate events a second, until stopped.
+type producer struct {
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	ids    []string
+	err    error
+}
+
+func startProducer(t *testing.T, addr string, keys, total, rate int) *producer {
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &producer{cancel: cancel}
+	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "events", Balancer: &kafka.Hash{}, BatchTimeout: time.Millisecond, RequiredAcks: kafka.RequireAll}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		defer w.Close()
+		r := rand.New(rand.NewPCG(77, 1))
+		const batch = 50
+		tick := time.NewTicker(time.Second * batch / time.Duration(rate))
+		defer tick.Stop()
+		for i := 0; i < total; {
+			var msgs []kafka.Message
+			var ids []string
+			for j := 0; j < batch && i < total; j, i = j+1, i+1 {
+				key := fmt.Sprintf("k%d", r.IntN(keys))
+				x := make([]float64, 6)
+				m := 0.0
+				for d := range x {
+					x[d] = r.NormFloat64()
+					m += float64(d%3-1) * x[d]
+				}
+				y := 1
+				if m < 0 {
+					y = -1
+				}
+				id := fmt.Sprintf("e%d", i)
+				ids = append(ids, id)
+				xs, _ := json.Marshal(x)
+				if i%3 == 0 {
+					msgs = append(msgs, kafka.Message{Key: []byte(key), Value: fmt.Appendf(nil, `{"id":%q,"x":%s}`, id, xs)},
+						kafka.Message{Key: []byte(key), Value: fmt.Appendf(nil, `{"id":%q,"label":%d}`, id, y)})
+				} else {
+					msgs = append(msgs, kafka.Message{Key: []byte(key), Value: fmt.Appendf(nil, `{"id":%q,"x":%s,"label":%d}`, id, xs, y)})
+				}
+			}
+			if err := w.WriteMessages(context.Background(), msgs...); err != nil {
+				p.mu.Lock()
+				p.err = err
+				p.mu.Unlock()
+				return
+			}
+			p.mu.Lock()
+			p.ids = append(p.ids, ids...)
+			p.mu.Unlock()
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return p
+}
+
+// finish waits for the producer to write everything and returns the ids.
+func (p *producer) finish(t *testing.T) []string {
+	t.Helper()
+	p.wg.Wait()
+	p.cancel()
+	if p.err != nil {
+		t.Fatal(p.err)
+	}
+	return p.ids
+}
+
+// readTopic reads every message of every partition of a topic.
+func readTopic(t *testing.T, addr, topic string) map[int][]kafka.Message {
+	t.Helper()
+	out := map[int][]kafka.Message{}
+	for p := 0; p < blackBoxPartitions; p++ {
+		conn, err := kafka.DialLeader(context.Background(), "tcp", addr, topic, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = kafkaread.Partition(context.Background(), conn, 0, func(m kafka.Message) error {
+			out[p] = append(out[p], m)
+			return nil
+		})
+		conn.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+// markerAfterStale reports whether, in every changelog partition holding
+// records of epoch sequence stale written after an ownership claim of
+// sequence owner, a marker of sequence owner follows the last of them.
+func (b *blackBox) markerAfterStale(stale, owner uint64) bool {
+	found := false
+	for _, msgs := range readTopic(b.t, b.addr, "changelog") {
+		claimed, lastStale, lastMarker := -1, -1, -1
+		for i, m := range msgs {
+			rec, err := checkpoint.Decode(m.Value)
+			switch {
+			case err != nil:
+			case rec.Owner != nil && uint64(rec.Owner.Epoch)>>32 == owner:
+				claimed = i
+			case rec.Marker != nil && uint64(rec.Marker.Epoch)>>32 == owner:
+				lastMarker = i
+			case claimed >= 0 && rec.Key != nil && uint64(rec.Key.Epoch)>>32 == stale,
+				claimed >= 0 && rec.Marker != nil && uint64(rec.Marker.Epoch)>>32 == stale:
+				lastStale = i
+			}
+		}
+		if lastStale >= 0 {
+			found = true
+			if lastMarker < lastStale {
+				return false
+			}
+		}
+	}
+	return found
+}
+
+// verify compares the outputs and the changelog with an uninterrupted run
+// of the same configuration over the events topic: every event predicted,
+// every prediction byte-identical to the reference one, every key state
+// byte-identical. It returns the duplicate predictions and fenced records.
+func (b *blackBox) verify(ids []string) (dups, fenced int) {
+	t := b.t
+	t.Helper()
+	fs := flag.NewFlagSet("ref", flag.ContinueOnError)
+	cfg, err := config.Load(fs, b.args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pcfg, err := pipelineConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := checkpoint.NewMemoryStore()
+	want := map[string][]byte{}
+	for p, msgs := range readTopic(t, b.addr, "events") {
+		w, err := pipeline.NewWorker(pcfg, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range msgs {
+			if err := w.Process(context.Background(), pipeline.Record{Topic: pipeline.EventsTopic, Partition: p, Offset: m.Offset, Key: m.Key, Value: m.Value}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, o := range w.TakeOutputs() {
+			if o.Kind == pipeline.OutPrediction {
+				var id struct{ ID string }
+				json.Unmarshal(o.Value, &id)
+				want[id.ID] = o.Value
+			}
+		}
+		if _, _, err := w.Checkpoint(context.Background(), ref); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := map[string]int{}
+	differing := 0
+	for _, msgs := range readTopic(t, b.addr, "predictions") {
+		for _, m := range msgs {
+			var id struct{ ID string }
+			json.Unmarshal(m.Value, &id)
+			got[id.ID]++
+			if !bytes.Equal(m.Value, want[id.ID]) {
+				differing++
+				if differing < 4 {
+					t.Errorf("prediction differs from the uninterrupted run:\n got %s\nwant %s", m.Value, want[id.ID])
+				}
+			}
+		}
+	}
+	missing := 0
+	for _, id := range ids {
+		if got[id] == 0 {
+			missing++
+		} else {
+			dups += got[id] - 1
+		}
+	}
+	store, err := checkpoint.NewKafkaStore(&kafka.Dialer{}, []string{b.addr}, "changelog")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	keys, wrong := 0, 0
+	for p := 0; p < blackBoxPartitions; p++ {
+		snap, err := store.Load(context.Background(), p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fenced += snap.Fenced
+		rsnap, _ := ref.Load(context.Background(), p)
+		for k, r := range rsnap.Keys {
+			keys++
+			if !bytes.Equal(snap.Keys[k].State, r.State) {
+				wrong++
+			}
+		}
+		if len(snap.Keys) != len(rsnap.Keys) {
+			t.Errorf("partition %d: %d keys in the changelog, %d in the reference", p, len(snap.Keys), len(rsnap.Keys))
+		}
+	}
+	t.Logf("%d events: %d missing, %d differing predictions, %d duplicates (identical); %d keys, %d final states differ; %d fenced records",
+		len(ids), missing, differing, dups, keys, wrong, fenced)
+	if missing != 0 || differing != 0 || wrong != 0 {
+		t.Fatalf("%d missing, %d differing predictions, %d wrong final states", missing, differing, wrong)
+	}
+	return dups, fenced
+}
+
+// finishWith runs a last consumer, alongside the live ones given, until
+// every event is predicted, stops them all with SIGTERM, and checks that
+// each stop was clean: exit 0, nothing logged at ERROR.
+func (b *blackBox) finishWith(ids []string, live ...*proc) {
+	t := b.t
+	t.Helper()
+	all := append(live, b.start())
+	defer func() {
+		if t.Failed() {
+			for _, p := range all {
+				p.cmd.Process.Signal(syscall.SIGQUIT) // a goroutine dump in its log
+			}
+			time.Sleep(500 * time.Millisecond)
+			if d := os.Getenv("DRIFTSTREAM_BLACKBOX_LOGS"); d != "" { // keep every consumer's log
+				exec.Command("cp", "-r", b.dir, d).Run()
+			}
+		}
+	}()
+	waitFor(t, 90*time.Second, "every event predicted", func() bool {
+		seen := map[string]bool{}
+		for _, msgs := range readTopic(t, b.addr, "predictions") {
+			for _, m := range msgs {
+				var id struct{ ID string }
+				json.Unmarshal(m.Value, &id)
+				seen[id.ID] = true
+			}
+		}
+		return len(seen) >= len(ids)
+	})
+	for _, p := range all {
+		p.signal(t, syscall.SIGTERM)
+	}
+	for _, p := range all {
+		select {
+		case err := <-p.done:
+			if err != nil {
+				t.Fatalf("%s exited with %v:\n%s", p.log, err, tail(p.logText(), 3000))
+			}
+		case <-time.After(60 * time.Second):
+			t.Fatalf("%s did not stop on SIGTERM", p.log)
+		}
+		if p.count(`"level":"ERROR"`) > 0 {
+			t.Fatalf("%s logged an error:\n%s", p.log, p.logText())
+		}
+	}
+}
+
+// The zombie scenario of issue 8, as a user would run it: consumer A is
+// frozen (SIGSTOP) past its session timeout while B takes over its
+// partitions; A resumes and writes its stale checkpoint; B is killed right
+// after; C (with A, now a new member) restores and finishes. The stale records are fenced: nothing
+// is missing, no output differs from an uninterrupted run, and the final
+// states are byte-identical.
+func TestBlackBoxZombieWriter(t *testing.T) {
+	b := newBlackBox(t)
+	a := b.start()
+	waitFor(t, 60*time.Second, "A restores its partitions", func() bool { return a.count(`"partition restored"`) >= blackBoxPartitions })
+	prod := startProducer(t, b.addr, 200, 12000, 4000)
+	time.Sleep(1200 * time.Millisecond)
+	a.signal(t, syscall.SIGSTOP)
+	bb := b.start()
+	waitFor(t, 60*time.Second, "B takes over every partition", func() bool { return bb.count(`"partition restored"`) >= blackBoxPartitions })
+	time.Sleep(500 * time.Millisecond) // B works and checkpoints
+	a.signal(t, syscall.SIGCONT)
+	waitFor(t, 30*time.Second, "A's stale checkpoint and refused commit", func() bool { return a.count("partition ownership lost") > 0 })
+	// B checkpoints once more — its marker follows A's stale records, which
+	// without fencing it would vouch for — and is killed right after.
+	waitFor(t, 30*time.Second, "B's marker after A's stale records", func() bool { return b.markerAfterStale(1, 2) })
+	bb.kill(t)
+	// A rejoins as a new member and, with C, restores from the fenced
+	// changelog. (A is not killed too: kfake keeps a member that died
+	// between JoinGroup and SyncGroup in the group for good, where Kafka
+	// would expire its session.)
+	ids := prod.finish(t)
+	b.finishWith(ids, a)
+	_, fenced := b.verify(ids)
+	if fenced == 0 {
+		t.Fatal("no record of the frozen consumer was fenced: the scenario did not happen")
+	}
+}
+
+// Consumers killed with SIGKILL at random points while events arrive, then
+// a last one finishes: exactly-once state, at-least-once output.
+// DRIFTSTREAM_BLACKBOX_KILLS sets the number of kills (3 by default, to keep
+// the suite fast; the closing note's figures use 20).
+func TestBlackBoxKill9(t *testing.T) {
+	kills := 3
+	if s := os.Getenv("DRIFTSTREAM_BLACKBOX_KILLS"); s != "" {
+		var err error
+		if kills, err = strconv.Atoi(s); err != nil {
+			t.Fatalf("DRIFTSTREAM_BLACKBOX_KILLS=%q: %v", s, err)
+		}
+	}
+	b := newBlackBox(t)
+	prod := startProducer(t, b.addr, 300, 2000*(kills+2), 2000)
+	r := rand.New(rand.NewPCG(9, 9))
+	for i := 0; i < kills; i++ {
+		p := b.start()
+		// Some kills land during restore, most while processing.
+		if i%4 != 3 {
+			waitFor(t, 60*time.Second, "partitions restored", func() bool { return p.count(`"partition restored"`) >= 1 })
+		}
+		time.Sleep(time.Duration(100+r.IntN(1400)) * time.Millisecond)
+		p.kill(t)
+	}
+	ids := prod.finish(t)
+	b.finishWith(ids)
+	b.verify(ids)
+}
