@@ -57,6 +57,16 @@ func newBlackBox(t *testing.T) *blackBox {
 	}
 	t.Cleanup(c.Close)
 	addr := c.ListenAddrs()[0]
+	// The events topic exists before the first consumer, as in production;
+	// the consumer creates the others.
+	conn, err := kafka.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if err := conn.CreateTopics(kafka.TopicConfig{Topic: "events", NumPartitions: blackBoxPartitions, ReplicationFactor: 1}); err != nil {
+		t.Fatal(err)
+	}
 	args := []string{"-brokers", addr, "-group", "bb", "-dim", "6", "-learner", "lasec-ss", "-learner-params", `{"a":0.3}`,
 		"-partitions", strconv.Itoa(blackBoxPartitions), "-changelog-topic", "changelog", "-checkpoint-every", "150",
 		"-checkpoint-period", "400ms", "-session-timeout", "2s", "-metrics-addr", "127.0.0.1:0", "-log-format", "json",

@@ -101,7 +101,7 @@ func runService(args []string, stdout, stderr io.Writer) int {
 	scfg := service.Config{Brokers: cfg.Brokers, Dialer: dialer, Transport: transport, Group: cfg.Group, Partitions: cfg.Partitions, Replication: cfg.Replication,
 		Topics: service.Topics{Events: cfg.EventsTopic, Labels: cfg.LabelsTopic, Predictions: cfg.PredictionsTopic, Queries: cfg.QueriesTopic,
 			DeadLetters: cfg.DeadLetterTopic, Changelog: cfg.ChangelogTopic},
-		Pipeline: pcfg,
+		Pipeline:        pcfg,
 		CheckpointEvery: cfg.CheckpointEvery, CheckpointInterval: cfg.CheckpointPeriod, Logger: log, Metrics: metrics,
 		Retry:         pipeline.Backoff{Initial: pipeline.DefaultBackoff.Initial, Max: pipeline.DefaultBackoff.Max, Timeout: cfg.RetryTimeout},
 		FailExitAfter: cfg.FailExitAfter, FinalTimeout: cfg.ShutdownTimeout, SessionTimeout: cfg.SessionTimeout}
