@@ -16,6 +16,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // crash stands in for kill -9: once crashed, every checkpoint write and
@@ -233,4 +236,41 @@ func predictionsByID(t *testing.T, addr string) map[string]int {
 		preds[p.ID]++
 	}
 	return preds
+}
+
+// Consumer-group errors are kafka-go's to retry: the first join attempts
+// fail, the service logs and counts them, keeps going, and processes
+// everything once a join succeeds.
+func TestTransientGroupErrorsAreRetried(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(-1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	addr := c.ListenAddrs()[0]
+	cfg := testConfig(t, addr, "g-flaky")
+	reg := prometheus.NewRegistry()
+	if cfg.Metrics, err = NewMetrics(reg); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	ids := produce(t, addr, 13, 300)
+	var refused atomic.Int64
+	c.ControlKey(kmsg.JoinGroup.Int16(), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		if refused.Add(1) > 3 {
+			return nil, nil, false // from the fourth attempt on, the broker answers
+		}
+		c.KeepControl()
+		resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
+		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		return resp, nil, true
+	})
+	s, stop := started(t, cfg)
+	eventually(t, 60*time.Second, func() bool { return s.Totals().Events >= int64(len(ids)) }, func() string { return fmt.Sprintf("%+v", s.Totals()) })
+	stop()
+	if got := testutil.ToFloat64(cfg.Metrics.groupErrors); got < 3 {
+		t.Fatalf("group_errors_total = %v after 3 refused joins", got)
+	}
 }

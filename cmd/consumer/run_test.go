@@ -7,8 +7,11 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // The main job on the embedded broker: every demo event is processed and
@@ -107,5 +110,32 @@ func TestRunUsageErrors(t *testing.T) {
 		if code := run(tc.args, &bytes.Buffer{}, &errb); code != exitUsage || !strings.Contains(errb.String(), tc.frag) {
 			t.Errorf("%v: exit %d, stderr %q, want %q", tc.args, code, errb.String(), tc.frag)
 		}
+	}
+}
+
+// /readyz says why it is not ready: restoring, or a failed partition.
+func TestReadyzGivesTheReason(t *testing.T) {
+	reason := "1 partition(s) failed [2]: partition 2 failed at store: not authorized; the process exits within 30s"
+	var ready atomic.Bool
+	srv, addr, err := serveOps("127.0.0.1:0", prometheus.NewRegistry(), func() (bool, string) { return ready.Load(), reason }, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	get := func() (int, string) {
+		resp, err := http.Get("http://" + addr + "/readyz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := get(); code != http.StatusServiceUnavailable || !strings.Contains(body, reason) {
+		t.Fatalf("not ready: %d %q", code, body)
+	}
+	ready.Store(true)
+	if code, _ := get(); code != http.StatusOK {
+		t.Fatalf("ready: %d", code)
 	}
 }
