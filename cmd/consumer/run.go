@@ -81,13 +81,13 @@ func runService(args []string, stdout, stderr io.Writer) int {
 	if err := cfg.Validate(); err != nil {
 		return usage("invalid configuration:\n  %s", strings.ReplaceAll(err.Error(), "\n", "\n  "))
 	}
-	log := newLogger(cfg, stderr)
-	log.Info("starting", "config", cfg.Redacted())
-	dialer, transport, err := cfg.Kafka()
+	pcfg, err := pipelineConfig(cfg)
 	if err != nil {
 		return usage("%v", err)
 	}
-	pcfg, err := pipelineConfig(cfg)
+	log := newLogger(cfg, stderr)
+	log.Info("starting", "config", cfg.Redacted())
+	dialer, transport, err := cfg.Kafka()
 	if err != nil {
 		return usage("%v", err)
 	}
