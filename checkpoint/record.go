@@ -30,7 +30,14 @@
 //
 // A former owner that wakes up can therefore repeat outputs (at-least-once
 // output) but never change restored state. Ownership records are kept under
-// one record key per epoch, so compaction never removes the evidence.
+// one record key per epoch, so compaction never removes the evidence (one
+// small record per takeover).
+//
+// The claim follows the read, so a former owner's records can land between
+// them and are not fenced. They are harmless: such a record holds the
+// deterministic state of its key at its applied_through, and the new owner,
+// which replays from the marker it restored, absorbs the same records for
+// that key, marks it dirty and rewrites it before its own first marker.
 package checkpoint
 
 import (

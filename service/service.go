@@ -239,6 +239,9 @@ func (s *Service) Run(ctx context.Context) error {
 	if c, ok := s.sink.(interface{ Close() error }); ok && s.cfg.Sink == nil {
 		defer c.Close()
 	}
+	if s.cfg.Store == nil { // the changelog store is ours: release its connections
+		defer s.store.Close()
+	}
 	runCtx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	go func() { // a failed partition ends the run after the grace period
