@@ -113,6 +113,18 @@ func (w *Worker) decodeState(rec checkpoint.KeyRecord) (*keyState, error) {
 		ks.early = append(ks.early, e)
 		ks.held += e.size()
 	}
+	if len(r.B) > 0 && r.Err == nil { // the pending queries' decided predictions
+		for i := range ks.pending {
+			d := int(r.Varint())
+			if d != 1 && d != -1 || len(r.B) < 8 {
+				r.Fail("pending prediction")
+				break
+			}
+			ks.pending[i].decided = d
+			ks.pending[i].score = math.Float64frombits(binary.LittleEndian.Uint64(r.B))
+			r.B = r.B[8:]
+		}
+	}
 	if err := r.Done(); err != nil {
 		return nil, err
 	}

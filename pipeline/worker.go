@@ -196,6 +196,9 @@ func byteSize(b int64) string {
 type Totals struct {
 	Events, Predictions, Queries, Labeled, Mistakes int64
 	LabelsJoined, LabelsUnknown, LabelsExpired      int64
+	// DelayedLabeled counts the labeled events (in Labeled) whose label came
+	// after the event, on a label record joined to its pending query.
+	DelayedLabeled int64
 	// Dead letters by reason; DeadLetters is their sum.
 	MissingKey, InvalidEvent, Rejected, DeadLetters int64
 	// Skipped counts replayed records a key had already absorbed.
@@ -212,11 +215,18 @@ const (
 // Totals returns the cumulative counters.
 func (w *Worker) Totals() Totals { return w.stats }
 
-// pending is a label query waiting for its label.
+// pending is a label query waiting for its label. It keeps the prediction
+// decided for the event, so that the label, when it comes, scores that
+// prediction (a delayed label counts as labeled, and as a mistake when the
+// decided label was wrong) before it is learned.
 type pending struct {
 	id     string
 	offset int64
 	x      learners.Vector
+	// decided is the label predicted for the event, 0 when unknown (a key
+	// state written before predictions were kept); score is its margin.
+	decided int
+	score   float64
 }
 
 // early is a label from the labels topic that arrived before its event: the
@@ -240,7 +250,7 @@ type keyState struct {
 }
 
 // Sizes of pending entries, as counted against MaxPendingBytes.
-func (p pending) size() int { return len(p.id) + 32 + p.x.NNZ()*12 }
+func (p pending) size() int { return len(p.id) + 48 + p.x.NNZ()*12 }
 func (e early) size() int   { return len(e.id) + 24 }
 
 // bound drops the oldest pending queries, then the oldest early labels,
@@ -518,7 +528,7 @@ func (w *Worker) event(r Record, key string, ks *keyState, ev topics.Event) erro
 	if query {
 		w.stats.Queries++
 		w.emit(r, OutQuery, key, queryMsg{ID: ev.ID, Key: key, Score: p.Score, QueryProb: qprob, Partition: r.Partition, Offset: r.Offset})
-		q := pending{id: ev.ID, offset: r.Offset, x: x}
+		q := pending{id: ev.ID, offset: r.Offset, x: x, decided: p.Label, score: p.Score}
 		ks.pending = append(ks.pending, q)
 		ks.held += q.size()
 		if len(ks.pending) > w.cfg.MaxPending {
@@ -575,11 +585,19 @@ func (w *Worker) label(r Record, key string, ks *keyState, ev topics.Event) erro
 		w.stats.LabelsUnknown++ // unknown or expired id: counted, never retried
 		return nil
 	}
-	x := ks.pending[i].x
-	ks.held -= ks.pending[i].size()
+	q := ks.pending[i]
+	x := q.x
+	ks.held -= q.size()
 	ks.pending = slices.Delete(ks.pending, i, i+1)
 	w.stats.LabelsJoined++
-	p, err := ks.learner.Predict(x) // the state moved on since the query: judge by the current one
+	if q.decided != 0 { // score the prediction made when the event came
+		w.stats.Labeled++
+		w.stats.DelayedLabeled++
+		if q.decided != ev.Label {
+			w.stats.Mistakes++
+		}
+	}
+	p, err := ks.learner.Predict(x) // the state moved on since the query: learn from the current one
 	if err != nil {
 		return err
 	}
@@ -613,6 +631,12 @@ func encodeState(ks *keyState) ([]byte, error) {
 		b = append(b, e.id...)
 		b = binary.AppendVarint(b, int64(e.label))
 		b = binary.AppendVarint(b, e.offset)
+	}
+	// Appended later, so that states written before it still decode: the
+	// decided prediction of every pending query, in order.
+	for _, p := range ks.pending {
+		b = binary.AppendVarint(b, int64(p.decided))
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(p.score))
 	}
 	return b, nil
 }

@@ -413,3 +413,110 @@ func TestNumericGuardLeavesStateUntouched(t *testing.T) {
 		t.Fatalf("probe scored %v after the poison, %v without it: the state changed", got, clean)
 	}
 }
+
+// A delayed label scores the prediction made when its event came: a sampler's
+// queried events, answered by label records after a checkpoint and restore,
+// count as labeled, and as mistakes exactly where the decided label was wrong.
+func TestDelayedLabelsAreScored(t *testing.T) {
+	ctx := context.Background()
+	cfg := testConfig(t, "lasec-ss", `{"a":5}`) // a large a: most events are queried
+	cfg.MaxPending = 1000
+	w, err := NewWorker(cfg, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(3, 3))
+	truth := map[string]int{}
+	for i := 0; i < 200; i++ {
+		x := []float64{r.NormFloat64(), r.NormFloat64(), r.NormFloat64(), r.NormFloat64()}
+		id := fmt.Sprintf("e%d", i)
+		truth[id] = 1
+		if x[0]+x[1] < 0 {
+			truth[id] = -1
+		}
+		xs, _ := json.Marshal(x)
+		if err := w.Process(ctx, Record{Offset: int64(i), Key: []byte("k"), Value: fmt.Appendf(nil, `{"id":%q,"x":%s}`, id, xs)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	decided := map[string]int{}
+	var queried []string
+	for _, o := range w.TakeOutputs() {
+		var m struct {
+			ID    string
+			Label int
+		}
+		json.Unmarshal(o.Value, &m)
+		switch o.Kind {
+		case OutPrediction:
+			decided[m.ID] = m.Label
+		case OutQuery:
+			queried = append(queried, m.ID)
+		}
+	}
+	if len(queried) < 20 {
+		t.Fatalf("only %d queries", len(queried))
+	}
+	store := checkpoint.NewMemoryStore()
+	if _, _, err := w.Checkpoint(ctx, store); err != nil {
+		t.Fatal(err)
+	}
+	w2, err := NewWorker(cfg, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w2.Restore(ctx, store); err != nil {
+		t.Fatal(err)
+	}
+	wantMistakes := 0
+	for i, id := range queried {
+		if decided[id] != truth[id] {
+			wantMistakes++
+		}
+		if err := w2.Process(ctx, Record{Offset: int64(200 + i), Key: []byte("k"), Value: fmt.Appendf(nil, `{"id":%q,"label":%d}`, id, truth[id])}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := w2.Totals()
+	if got.LabelsJoined != int64(len(queried)) || got.Labeled != int64(len(queried)) || got.DelayedLabeled != got.Labeled || got.Mistakes != int64(wantMistakes) {
+		t.Fatalf("totals %+v; want %d joined and labeled, %d mistakes", got, len(queried), wantMistakes)
+	}
+}
+
+// A key state written before pending queries kept their prediction still
+// restores: its queries are learned when answered, but not scored.
+func TestKeyStateWithoutDecidedPredictions(t *testing.T) {
+	w, err := NewWorker(testConfig(t, "lasec-ss", `{"a":5}`), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ks, err := w.newKey("k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, _ := w.cfg.Vector.Vector(topics.Event{X: []float64{1, 2, 3, 4}})
+	ks.pending = []pending{{id: "a", offset: 3, x: x, decided: 1, score: 0.5}, {id: "b", offset: 4, x: x, decided: -1, score: -2}}
+	b, err := encodeState(ks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		state []byte
+		want  []int
+	}{
+		{"current", b, []int{1, -1}},
+		{"older", b[:len(b)-2*9], []int{0, 0}},
+	} {
+		got, err := w.decodeState(checkpoint.KeyRecord{Key: "k", State: tc.state})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if len(got.pending) != 2 || got.pending[0].decided != tc.want[0] || got.pending[1].decided != tc.want[1] {
+			t.Fatalf("%s: pending %+v", tc.name, got.pending)
+		}
+	}
+	if _, err := w.decodeState(checkpoint.KeyRecord{Key: "k", State: b[:len(b)-4]}); err == nil {
+		t.Fatal("a cut extension decoded")
+	}
+}

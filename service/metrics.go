@@ -13,7 +13,8 @@ import (
 // partitions and reasons only — never an entity key, whose cardinality is
 // unbounded.
 type Metrics struct {
-	events, predictions, mistakes, queries     prometheus.Counter
+	events, predictions, labeled, mistakes     prometheus.Counter
+	queries                                    prometheus.Counter
 	labelsJoined, labelsUnknown, labelsExpired prometheus.Counter
 	deadLetters                                *prometheus.CounterVec
 	windowAccuracy, lag, keys                  *prometheus.GaugeVec
@@ -32,9 +33,10 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	m := &Metrics{
 		events:        c("events_total", "Input events processed."),
 		predictions:   c("predictions_total", "Predictions emitted."),
-		mistakes:      c("mistakes_total", "Labeled events predicted wrong (prequential)."),
+		labeled:       c("labeled_total", "Events whose label is known, inline or delayed (joined to its pending query): the ones scored."),
+		mistakes:      c("mistakes_total", "Labeled events predicted wrong (prequential; a delayed label scores the prediction made when its event came)."),
 		queries:       c("label_queries_total", "Label queries emitted."),
-		labelsJoined:  c("labels_joined_total", "Delayed labels joined to a pending query and learned."),
+		labelsJoined:  c("labels_joined_total", "Delayed labels joined to a pending query: scored and learned."),
 		labelsUnknown: c("labels_unknown_total", "Label records for unknown or already expired ids (dropped)."),
 		labelsExpired: c("labels_expired_total", "Pending label queries dropped by TTL or the per-key bound."),
 		deadLetters: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "driftstream", Name: "dead_letters_total",
@@ -59,7 +61,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "1 for a partition that failed and stays stopped until the process restarts."}, []string{"partition"}),
 		groupErrors: c("group_errors_total", "Consumer-group errors (kafka-go rejoins by itself)."),
 	}
-	for _, col := range []prometheus.Collector{m.partitionErrors, m.retries, m.partitionFailed, m.groupErrors, m.events, m.predictions, m.mistakes, m.queries, m.labelsJoined, m.labelsUnknown, m.labelsExpired,
+	for _, col := range []prometheus.Collector{m.labeled, m.partitionErrors, m.retries, m.partitionFailed, m.groupErrors, m.events, m.predictions, m.mistakes, m.queries, m.labelsJoined, m.labelsUnknown, m.labelsExpired,
 		m.deadLetters, m.windowAccuracy, m.lag, m.keys, m.checkpointSeconds, m.checkpointBytes, m.restoreSeconds} {
 		if err := reg.Register(col); err != nil {
 			return nil, err
@@ -74,24 +76,33 @@ func part(p int) string { return strconv.Itoa(p) }
 // record, with the window of its last 1000 labeled outcomes. A nil Metrics
 // gives gauges that discard everything.
 type partitionGauges struct {
-	lag, keys, windowAccuracy prometheus.Gauge
-	wrong                     []bool
-	next, filled, mistakes    int
+	lag, keys prometheus.Gauge
+	// windowAccuracy is created at the partition's first labeled event: until
+	// then the series is absent (no sample), not 0, so that an accuracy alert
+	// does not fire on an idle partition.
+	windowAccuracy         prometheus.Gauge
+	newWindowAccuracy      func() prometheus.Gauge
+	wrong                  []bool
+	next, filled, mistakes int
 }
 
 func (m *Metrics) partition(p int) *partitionGauges {
 	g := &partitionGauges{wrong: make([]bool, 1000)}
 	if m == nil {
 		d := prometheus.NewGauge(prometheus.GaugeOpts{Name: "discarded"})
-		g.lag, g.keys, g.windowAccuracy = d, d, d
+		g.lag, g.keys, g.newWindowAccuracy = d, d, func() prometheus.Gauge { return d }
 		return g
 	}
-	g.lag, g.keys, g.windowAccuracy = m.lag.WithLabelValues(part(p)), m.keys.WithLabelValues(part(p)), m.windowAccuracy.WithLabelValues(part(p))
+	g.lag, g.keys = m.lag.WithLabelValues(part(p)), m.keys.WithLabelValues(part(p))
+	g.newWindowAccuracy = func() prometheus.Gauge { return m.windowAccuracy.WithLabelValues(part(p)) }
 	return g
 }
 
 // accuracy records one labeled outcome and updates the windowed accuracy.
 func (g *partitionGauges) accuracy(wrong bool) {
+	if g.windowAccuracy == nil {
+		g.windowAccuracy = g.newWindowAccuracy()
+	}
 	if g.filled == len(g.wrong) {
 		if g.wrong[g.next] {
 			g.mistakes--
@@ -171,6 +182,7 @@ func (s *Service) count(before, after *pipeline.Totals) {
 	if m := s.cfg.Metrics; m != nil {
 		m.events.Add(float64(after.Events - before.Events))
 		m.predictions.Add(float64(after.Predictions - before.Predictions))
+		m.labeled.Add(float64(after.Labeled - before.Labeled))
 		m.mistakes.Add(float64(after.Mistakes - before.Mistakes))
 		m.queries.Add(float64(after.Queries - before.Queries))
 		m.labelsJoined.Add(float64(after.LabelsJoined - before.LabelsJoined))

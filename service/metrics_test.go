@@ -14,6 +14,9 @@ func TestWindowAccuracyGauge(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := m.partition(3)
+	if n := testutil.CollectAndCount(m.windowAccuracy); n != 0 {
+		t.Fatalf("%d window_accuracy series before any label: an idle partition must have none, not 0", n)
+	}
 	for i := 0; i < 1000; i++ {
 		g.accuracy(true) // 1000 mistakes...
 	}

@@ -483,6 +483,10 @@ func TestSeparateLabelsTopic(t *testing.T) {
 	if tot.Events != 600 || tot.LabelsJoined == 0 || tot.LabelsJoined > 600 {
 		t.Fatalf("totals %+v", tot)
 	}
+	// Every label came apart from its event, and every joined one is scored.
+	if tot.Labeled != tot.LabelsJoined || tot.Mistakes == 0 || tot.Mistakes >= tot.Labeled {
+		t.Fatalf("delayed labels not scored: %+v", tot)
+	}
 }
 
 // eventually polls cond every few milliseconds until it holds, failing with

@@ -45,7 +45,7 @@ func TestEmbeddedDemo(t *testing.T) {
 		case <-time.After(5 * time.Millisecond):
 		}
 		if status, body := get("/metrics"); status == 200 && strings.Contains(body, "driftstream_events_total") && !strings.Contains(body, "driftstream_events_total 0\n") {
-			for _, name := range []string{"driftstream_predictions_total", "driftstream_consumer_lag{partition=", "driftstream_window_accuracy{partition=",
+			for _, name := range []string{"driftstream_predictions_total", "driftstream_labeled_total", "driftstream_consumer_lag{partition=", "driftstream_window_accuracy{partition=",
 				"driftstream_checkpoint_duration_seconds_bucket", "driftstream_keys{partition=", "go_goroutines", "process_cpu_seconds_total"} {
 				if !strings.Contains(body, name) {
 					t.Errorf("/metrics lacks %s", name)
@@ -57,8 +57,14 @@ func TestEmbeddedDemo(t *testing.T) {
 			if s, _ := get("/healthz"); s != 200 {
 				t.Errorf("/healthz %d", s)
 			}
-			if s, _ := get("/readyz"); s != 200 {
-				t.Errorf("/readyz %d while processing", s)
+			// Partitions restore one by one: ready once all have.
+			deadline := time.Now().Add(10 * time.Second)
+			s, body := get("/readyz")
+			for ; s != 200 && time.Now().Before(deadline); s, body = get("/readyz") {
+				time.Sleep(10 * time.Millisecond)
+			}
+			if s != 200 {
+				t.Errorf("/readyz %d while processing: %s", s, body)
 			}
 			if s, _ := get("/debug/pprof/"); s != 404 {
 				t.Errorf("pprof served without -pprof: %d", s)
