@@ -14,7 +14,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -26,6 +25,7 @@ import (
 	"time"
 
 	"github.com/driftstream/driftstream/internal/kafkaread"
+	"github.com/driftstream/driftstream/replay"
 	"github.com/driftstream/driftstream/streams"
 	"github.com/segmentio/kafka-go"
 )
@@ -185,38 +185,23 @@ func openFile(path string, csvOpts streams.CSVOptions, jsonlOpts streams.JSONLOp
 	return nil, fmt.Errorf("cannot tell the format of %s: name it .csv, .txt, .arff or .jsonl: %w", path, streams.ErrOption)
 }
 
-// eventJSON encodes an example as a DESIGN §2 event, without its label when
-// the label is sent later.
-func eventJSON(ex streams.Example, withLabel bool) []byte {
-	ev := map[string]any{"id": ex.ID, "x": ex.X.Dense()}
-	if !ex.Time.IsZero() {
-		ev["ts"] = ex.Time.Format(time.RFC3339Nano)
-	}
-	if withLabel && ex.Label != 0 {
-		ev["label"] = ex.Label
-	}
-	b, _ := json.Marshal(ev)
-	return b
-}
-
-// produce writes the source's examples, pacing at c.rate, holding labels back
-// by c.labelsDelay events when asked.
+// produce writes the source's messages (replay.Messages: the order a
+// backtest of the same source replays), pacing at c.rate events a second.
+// Label records go to the labels topic when there is one, else in sequence
+// with the events. Writes wait for every replica (acks=all): with acks=0
+// kafka-go does not wait, and the topic could hold the messages in another
+// order or miss some, which a backtest of the same file would not see (a
+// test in replay/ writing without acks lost and reordered records on the
+// in-process broker).
 func produce(ctx context.Context, c common, src streams.Source, progress io.Writer) (int, error) {
 	brokers := strings.Split(c.brokers, ",")
 	w := &kafka.Writer{Addr: kafka.TCP(brokers...), Topic: c.topic, Balancer: &kafka.Hash{}, BatchTimeout: 5 * time.Millisecond, RequiredAcks: kafka.RequireAll}
 	defer w.Close()
-	lw := w
+	var lw *kafka.Writer
 	if c.labelsTopic != "" && c.labelsTopic != c.topic {
 		lw = &kafka.Writer{Addr: kafka.TCP(brokers...), Topic: c.labelsTopic, Balancer: &kafka.Hash{}, BatchTimeout: 5 * time.Millisecond, RequiredAcks: kafka.RequireAll}
 		defer lw.Close()
 	}
-	type late struct {
-		due   int
-		key   string
-		id    string
-		label int
-	}
-	var lates []late
 	var batch, labelBatch []kafka.Message
 	flush := func() error {
 		if len(batch) > 0 {
@@ -234,59 +219,42 @@ func produce(ctx context.Context, c common, src streams.Source, progress io.Writ
 	}
 	start, last := time.Now(), time.Now()
 	n := 0
-	for {
-		ex, err := src.Next(ctx)
-		if errors.Is(err, io.EOF) {
-			break
+	_, err := replay.Messages(ctx, src, replay.MessageOptions{Keys: c.keys, LabelsDelay: c.labelsDelay}, func(m replay.Message) error {
+		msg := kafka.Message{Key: m.Key, Value: m.Value}
+		if m.Labels && lw != nil {
+			labelBatch = append(labelBatch, msg)
+			return nil
 		}
-		if err != nil {
-			return n, err
-		}
-		if ex.LabelRecord {
-			continue // label records of a JSONL file are re-derived from -labels-delay
-		}
-		key := ex.Key
-		if key == "" {
-			key = fmt.Sprintf("entity-%d", n%c.keys)
-		}
-		if ex.ID == "" {
-			ex.ID = fmt.Sprint(n)
-		}
-		inline := c.labelsDelay == 0
-		batch = append(batch, kafka.Message{Key: []byte(key), Value: eventJSON(ex, inline)})
-		if !inline && ex.Label != 0 {
-			lates = append(lates, late{due: n + c.labelsDelay, key: key, id: ex.ID, label: ex.Label})
-		}
-		for len(lates) > 0 && lates[0].due <= n {
-			l := lates[0]
-			lates = lates[1:]
-			labelBatch = append(labelBatch, kafka.Message{Key: []byte(l.key), Value: []byte(fmt.Sprintf(`{"id":%q,"label":%d}`, l.id, l.label))})
+		batch = append(batch, msg)
+		if m.Labels {
+			return nil
 		}
 		n++
 		if c.rate > 0 {
 			if wait := time.Until(start.Add(time.Duration(float64(n) / c.rate * float64(time.Second)))); wait > 0 {
 				if err := flush(); err != nil {
-					return n, err
+					return err
 				}
 				select {
 				case <-time.After(wait):
 				case <-ctx.Done():
-					return n, ctx.Err()
+					return ctx.Err()
 				}
 			}
 		}
 		if len(batch) >= 500 {
 			if err := flush(); err != nil {
-				return n, err
+				return err
 			}
 		}
 		if time.Since(last) > 2*time.Second {
 			last = time.Now()
 			fmt.Fprintf(progress, "%d events\n", n)
 		}
-	}
-	for _, l := range lates { // the stream ended: deliver the labels still held back
-		labelBatch = append(labelBatch, kafka.Message{Key: []byte(l.key), Value: []byte(fmt.Sprintf(`{"id":%q,"label":%d}`, l.id, l.label))})
+		return nil
+	})
+	if err != nil {
+		return n, err
 	}
 	return n, flush()
 }

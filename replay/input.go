@@ -1,0 +1,129 @@
+package replay
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/driftstream/driftstream/pipeline"
+	"github.com/driftstream/driftstream/streams"
+	"github.com/segmentio/kafka-go"
+)
+
+// chanSource is a partition's bounded record channel.
+type chanSource struct {
+	ch    chan pipeline.Fetched
+	close func()
+}
+
+func (s *chanSource) Records() <-chan pipeline.Fetched { return s.ch }
+func (s *chanSource) Close() error {
+	if s.close != nil {
+		s.close()
+	}
+	return nil
+}
+
+// messageInput partitions the messages of a streams.Source as the producer
+// does (kafka-go's Hash balancer over every partition of the topic), numbering each partition's
+// records from offset 0: the records a service would read from a topic the
+// producer wrote them to.
+type messageInput struct {
+	src      streams.Source
+	opts     MessageOptions
+	parts    int
+	separate bool // label records on their own topic (index 1)
+	chans    []chan pipeline.Fetched
+	opened   []bool
+	mu       sync.Mutex
+	once     sync.Once
+	err      error
+	wg       sync.WaitGroup
+}
+
+// FromSource replays src as the producer writes it (Messages with opts) to
+// an events topic of the given partition count; with separateLabels, label
+// records go to a co-partitioned labels topic.
+func FromSource(src streams.Source, opts MessageOptions, partitions int, separateLabels bool) (Input, error) {
+	if partitions < 1 {
+		return nil, fmt.Errorf("partitions %d: must be ≥ 1", partitions)
+	}
+	if opts.Keys < 1 || opts.LabelsDelay < 0 {
+		return nil, fmt.Errorf("keys %d and labels delay %d: need ≥ 1 and ≥ 0", opts.Keys, opts.LabelsDelay)
+	}
+	in := &messageInput{src: src, opts: opts, parts: partitions, separate: separateLabels,
+		chans: make([]chan pipeline.Fetched, partitions), opened: make([]bool, partitions)}
+	for p := range in.chans {
+		in.chans[p] = make(chan pipeline.Fetched, 256)
+	}
+	return in, nil
+}
+
+func (in *messageInput) Partitions() []int {
+	ps := make([]int, in.parts)
+	for p := range ps {
+		ps[p] = p
+	}
+	return ps
+}
+
+func (in *messageInput) Total() int64 { return -1 }
+
+func (in *messageInput) Err() error {
+	in.wg.Wait()
+	return in.err
+}
+
+// Open hands partition p its channel; the first Open starts the one
+// goroutine that reads the source and deals its records out. A file can be
+// read once: a partition cannot be reopened.
+func (in *messageInput) Open(ctx context.Context, p int, from [2]int64) (pipeline.Source, error) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if p < 0 || p >= in.parts {
+		return nil, fmt.Errorf("partition %d of %d", p, in.parts)
+	}
+	if in.opened[p] {
+		return nil, fmt.Errorf("partition %d: a replayed file cannot be reopened (at %v)", p, from)
+	}
+	in.opened[p] = true
+	in.once.Do(func() {
+		in.wg.Add(1)
+		go in.deal(ctx) // ends with the replay: a failed partition stops the others
+
+	})
+	return &chanSource{ch: in.chans[p], close: func() {}}, nil
+}
+
+// deal reads every message and sends it to its partition, then closes the
+// partitions' channels.
+func (in *messageInput) deal(ctx context.Context) {
+	defer in.wg.Done()
+	defer func() {
+		for _, ch := range in.chans {
+			close(ch)
+		}
+	}()
+	partitions := make([]int, in.parts)
+	for p := range partitions {
+		partitions[p] = p
+	}
+	var hash kafka.Hash
+	next := make([][2]int64, in.parts)
+	_, err := Messages(ctx, in.src, in.opts, func(m Message) error {
+		p := hash.Balance(kafka.Message{Key: m.Key}, partitions...)
+		topic := pipeline.EventsTopic
+		if m.Labels && in.separate {
+			topic = pipeline.LabelsTopic
+		}
+		f := pipeline.Fetched{Record: pipeline.Record{Topic: topic, Partition: p, Offset: next[p][topic], Key: m.Key, Value: m.Value}}
+		next[p][topic]++
+		select {
+		case in.chans[p] <- f:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
+	in.err = err
+}

@@ -1,0 +1,193 @@
+package replay
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/driftstream/driftstream/learners"
+	"github.com/driftstream/driftstream/pipeline"
+	"github.com/driftstream/driftstream/service"
+	"github.com/driftstream/driftstream/streams"
+	"github.com/driftstream/driftstream/topics"
+	"github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kfake"
+)
+
+const partitions = 3
+
+// drifting is a keyed history: n events over keys entities whose target
+// flips halfway.
+type drifting struct {
+	r    *rand.Rand
+	n, i int
+	keys int
+}
+
+func newDrifting(seed uint64, n, keys int) *drifting {
+	return &drifting{r: rand.New(rand.NewPCG(seed, 5)), n: n, keys: keys}
+}
+
+func (d *drifting) Dim() int { return 4 }
+
+func (d *drifting) Next(context.Context) (streams.Example, error) {
+	if d.i == d.n {
+		return streams.Example{}, io.EOF
+	}
+	x := []float64{d.r.NormFloat64(), d.r.NormFloat64(), d.r.NormFloat64(), d.r.NormFloat64()}
+	m := x[0] - x[1] + 0.5*x[2]
+	if d.i > d.n/2 {
+		m = -m
+	}
+	y := 1
+	if m < 0 {
+		y = -1
+	}
+	v, _ := learners.NewDense(x)
+	ex := streams.Example{ID: fmt.Sprintf("e%d", d.i), Key: fmt.Sprintf("k%d", d.r.IntN(d.keys)), X: v, Label: y}
+	d.i++
+	return ex, nil
+}
+
+func pipelineConfig(t *testing.T, learner, params string) pipeline.Config {
+	t.Helper()
+	vec, err := topics.NewVectorizer(4, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pipeline.Config{Learner: learner, Params: json.RawMessage(params), Seed: 5, Vector: vec, QueryScale: 1, MaxPending: 100, PendingTTL: 5000}
+}
+
+// collector keeps every prediction by id.
+type collector struct {
+	mu    sync.Mutex
+	preds map[string][]byte
+}
+
+func (c *collector) outputs(_ int, outs []pipeline.Output) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, o := range outs {
+		if o.Kind == pipeline.OutPrediction {
+			var id struct{ ID string }
+			json.Unmarshal(o.Value, &id)
+			c.preds[id.ID] = o.Value
+		}
+	}
+	return nil
+}
+
+// Same code, same answer: a keyed history with delayed labels, written to a
+// topic as the producer writes it and run through the service, gives the
+// same predictions, id by id and byte for byte, and the same counters as a
+// backtest of the same source and as a backtest of the topic range.
+func TestSameCodeSameAnswer(t *testing.T) {
+	const n, keys = 3000, 40
+	opts := MessageOptions{Keys: keys, LabelsDelay: 7}
+	for _, tc := range []struct{ learner, params string }{{"lasec-ss", `{"a":0.5}`}, {"perceptron", ``}} {
+		t.Run(tc.learner, func(t *testing.T) {
+			c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(partitions, "events"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			addr := c.ListenAddrs()[0]
+			// As the producer writes: in order, acks=all.
+			w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "events", Balancer: &kafka.Hash{}, BatchTimeout: time.Millisecond, RequiredAcks: kafka.RequireAll}
+			var batch []kafka.Message
+			if _, err := Messages(context.Background(), newDrifting(1, n, keys), opts, func(m Message) error {
+				if batch = append(batch, kafka.Message{Key: m.Key, Value: m.Value}); len(batch) == 500 {
+					err := w.WriteMessages(context.Background(), batch...)
+					batch = batch[:0]
+					return err
+				}
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.WriteMessages(context.Background(), batch...); err != nil {
+				t.Fatal(err)
+			}
+			w.Close()
+			pcfg := pipelineConfig(t, tc.learner, tc.params)
+
+			// The service.
+			svc, err := service.New(context.Background(), service.Config{Brokers: []string{addr}, Group: "g", Partitions: partitions, Replication: 1,
+				Topics:   service.Topics{Events: "events", Predictions: "predictions", Queries: "label-queries", DeadLetters: "dead-letters", Changelog: "changelog"},
+				Pipeline: pcfg, CheckpointEvery: 200, CheckpointInterval: 100 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- svc.Run(ctx) }()
+			deadline := time.Now().Add(60 * time.Second)
+			for svc.Totals().Events < n && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond)
+			}
+			time.Sleep(300 * time.Millisecond) // the trailing label records
+			cancel()
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			served := map[string][]byte{}
+			r := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{addr}, Topic: "predictions", GroupID: "read", StartOffset: kafka.FirstOffset, MaxWait: 50 * time.Millisecond})
+			rctx, rcancel := context.WithTimeout(context.Background(), 30*time.Second)
+			for len(served) < n {
+				m, err := r.ReadMessage(rctx)
+				if err != nil {
+					t.Fatalf("read predictions: %v (%d of %d)", err, len(served), n)
+				}
+				var id struct{ ID string }
+				json.Unmarshal(m.Value, &id)
+				served[id.ID] = m.Value
+			}
+			rcancel()
+			r.Close()
+			st := svc.Totals()
+
+			// The backtests: the source itself, and the topic range.
+			fromSource, err := FromSource(newDrifting(1, n, keys), opts, partitions, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fromTopic, err := FromTopic(context.Background(), TopicRange{Brokers: []string{addr}, Topic: "events", From: Unbounded, To: Unbounded})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for name, in := range map[string]Input{"file": fromSource, "topic": fromTopic} {
+				col := &collector{preds: map[string][]byte{}}
+				rep, err := Run(context.Background(), Config{Name: name, Pipeline: pcfg, Outputs: col.outputs}, in)
+				if err != nil {
+					t.Fatal(err)
+				}
+				differ := 0
+				for id, want := range served {
+					if !bytes.Equal(col.preds[id], want) {
+						differ++
+						if differ <= 3 {
+							t.Logf("%s: backtest %s\nservice %s", id, col.preds[id], want)
+						}
+					}
+				}
+				if len(col.preds) != n || differ != 0 {
+					t.Fatalf("%s backtest: %d predictions, %d differ from the service's %d", name, len(col.preds), differ, len(served))
+				}
+				tot := rep.Totals
+				if tot.Events != st.Events || tot.Labeled != st.Labeled || tot.Mistakes != st.Mistakes || tot.Queries != st.Queries {
+					t.Fatalf("%s backtest totals %+v, service %+v", name, tot, st)
+				}
+				if tot.Labeled == 0 || tot.DelayedLabeled == 0 {
+					t.Fatalf("%s: nothing scored: %+v", name, tot)
+				}
+				t.Logf("%s backtest = service: %d predictions identical; accuracy %.4f over %d labeled (%d delayed), %d keys", name, n, rep.Accuracy, tot.Labeled, tot.DelayedLabeled, rep.Keys)
+			}
+		})
+	}
+}

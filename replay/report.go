@@ -1,0 +1,163 @@
+package replay
+
+import (
+	"cmp"
+	"encoding/json"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/driftstream/driftstream/pipeline"
+	"gonum.org/v1/gonum/stat"
+)
+
+// KeyStats are one key's counters over the replay.
+type KeyStats struct {
+	Key      string `json:"key"`
+	Events   int64  `json:"events"`
+	Labeled  int64  `json:"labeled"`
+	Mistakes int64  `json:"mistakes"`
+	Queries  int64  `json:"queries"`
+}
+
+// Accuracy is the key's share of labeled events predicted right (NaN
+// without labels).
+func (k KeyStats) Accuracy() float64 {
+	if k.Labeled == 0 {
+		return math.NaN()
+	}
+	return 1 - float64(k.Mistakes)/float64(k.Labeled)
+}
+
+// Quantiles summarize a per-key figure across keys.
+type Quantiles struct {
+	Keys                    int     `json:"keys"`
+	P10, P25, P50, P75, P90 float64 `json:"-"`
+}
+
+// MarshalJSON writes the quantiles under their names (null when no key
+// contributes).
+func (q Quantiles) MarshalJSON() ([]byte, error) {
+	num := func(v float64) any {
+		if q.Keys == 0 || math.IsNaN(v) {
+			return nil
+		}
+		return v
+	}
+	return json.Marshal(map[string]any{"keys": q.Keys, "p10": num(q.P10), "p25": num(q.P25), "p50": num(q.P50), "p75": num(q.P75), "p90": num(q.P90)})
+}
+
+func quantiles(vals []float64) Quantiles {
+	q := Quantiles{Keys: len(vals)}
+	if len(vals) == 0 {
+		return q
+	}
+	slices.Sort(vals)
+	at := func(p float64) float64 { return stat.Quantile(p, stat.Empirical, vals, nil) }
+	q.P10, q.P25, q.P50, q.P75, q.P90 = at(0.1), at(0.25), at(0.5), at(0.75), at(0.9)
+	return q
+}
+
+// Report is what the service would have done over the history: the
+// workers' counters (the ones its metrics show), and their spread over keys.
+type Report struct {
+	Name    string          `json:"name"`
+	Learner string          `json:"learner"`
+	Params  json.RawMessage `json:"params,omitempty"`
+	// Totals are the workers' counters summed over partitions.
+	Totals pipeline.Totals `json:"totals"`
+	// Accuracy is over every labeled event, inline or delayed (NaN: none).
+	Accuracy            float64 `json:"-"`
+	QueryRate           float64 `json:"query_rate"`
+	LabelsPerPrediction float64 `json:"labels_per_prediction"`
+	Keys                int     `json:"keys"`
+	// KeyAccuracy is the accuracy of keys with at least MinKeyLabels labels.
+	KeyAccuracy  Quantiles `json:"key_accuracy"`
+	EventsPerKey Quantiles `json:"events_per_key"`
+	LabelsPerKey Quantiles `json:"labels_per_key"`
+	// WorstKeys are the keys with the most mistakes (at most 10).
+	WorstKeys     []KeyStats `json:"worst_keys"`
+	Outputs       [3]int64   `json:"-"`
+	Seconds       float64    `json:"seconds"`
+	RecordsPerSec float64    `json:"records_per_sec"`
+	// PerKey holds every key's counters, sorted by key.
+	PerKey []KeyStats `json:"-"`
+}
+
+// MinKeyLabels is the fewest labels a key needs to count in KeyAccuracy.
+const MinKeyLabels = 10
+
+// MarshalJSON adds the accuracy (null when undefined) and the output counts.
+func (r *Report) MarshalJSON() ([]byte, error) {
+	type plain Report
+	var acc any
+	if !math.IsNaN(r.Accuracy) {
+		acc = r.Accuracy
+	}
+	return json.Marshal(struct {
+		*plain
+		Accuracy any `json:"accuracy"`
+		Outputs  any `json:"outputs"`
+	}{(*plain)(r), acc, map[string]int64{"predictions": r.Outputs[0], "label_queries": r.Outputs[1], "dead_letters": r.Outputs[2]}})
+}
+
+func newReport(cfg Config, scorers []*scorer, runners []*pipeline.Runner, took time.Duration) *Report {
+	r := &Report{Name: cfg.Name, Learner: cfg.Pipeline.Learner, Params: cfg.Pipeline.Params, Seconds: took.Seconds()}
+	records := int64(0)
+	for i, s := range scorers {
+		t := runners[i].Worker().Totals()
+		addTotals(&r.Totals, t)
+		r.Outputs[0] += s.outputs.predictions
+		r.Outputs[1] += s.outputs.queries
+		r.Outputs[2] += s.outputs.deadLetters
+		for _, k := range s.keys {
+			r.PerKey = append(r.PerKey, *k)
+		}
+		records = s.done.Load()
+	}
+	slices.SortFunc(r.PerKey, func(a, b KeyStats) int { return cmp.Compare(a.Key, b.Key) })
+	r.Keys = len(r.PerKey)
+	r.Accuracy = math.NaN()
+	if r.Totals.Labeled > 0 {
+		r.Accuracy = 1 - float64(r.Totals.Mistakes)/float64(r.Totals.Labeled)
+	}
+	if r.Totals.Events > 0 {
+		r.QueryRate = float64(r.Totals.Queries) / float64(r.Totals.Events)
+	}
+	if r.Totals.Predictions > 0 {
+		r.LabelsPerPrediction = float64(r.Totals.Labeled) / float64(r.Totals.Predictions)
+	}
+	var acc, events, labels []float64
+	for _, k := range r.PerKey {
+		events = append(events, float64(k.Events))
+		labels = append(labels, float64(k.Labeled))
+		if k.Labeled >= MinKeyLabels {
+			acc = append(acc, k.Accuracy())
+		}
+	}
+	r.KeyAccuracy, r.EventsPerKey, r.LabelsPerKey = quantiles(acc), quantiles(events), quantiles(labels)
+	worst := slices.Clone(r.PerKey)
+	slices.SortStableFunc(worst, func(a, b KeyStats) int { return cmp.Compare(b.Mistakes, a.Mistakes) })
+	r.WorstKeys = worst[:min(10, len(worst))]
+	if r.Seconds > 0 {
+		r.RecordsPerSec = float64(records) / r.Seconds
+	}
+	return r
+}
+
+func addTotals(sum *pipeline.Totals, t pipeline.Totals) {
+	sum.Events += t.Events
+	sum.Predictions += t.Predictions
+	sum.Queries += t.Queries
+	sum.Labeled += t.Labeled
+	sum.Mistakes += t.Mistakes
+	sum.LabelsJoined += t.LabelsJoined
+	sum.LabelsUnknown += t.LabelsUnknown
+	sum.LabelsExpired += t.LabelsExpired
+	sum.DelayedLabeled += t.DelayedLabeled
+	sum.MissingKey += t.MissingKey
+	sum.InvalidEvent += t.InvalidEvent
+	sum.Rejected += t.Rejected
+	sum.DeadLetters += t.DeadLetters
+	sum.Skipped += t.Skipped
+}

@@ -1,0 +1,231 @@
+package replay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/driftstream/driftstream/pipeline"
+	"github.com/segmentio/kafka-go"
+)
+
+// Bound is one end of a topic range: an offset, a time, or neither (the
+// partition's first offset for a start, its end when the replay starts for
+// an end).
+type Bound struct {
+	Offset int64 // used when Time is zero and Offset ≥ 0
+	Time   time.Time
+}
+
+// Unbounded is the open end of a range.
+var Unbounded = Bound{Offset: -1}
+
+// ParseBound reads a bound: "" (open), an offset, or an RFC 3339 time.
+func ParseBound(s string) (Bound, error) {
+	if s == "" {
+		return Unbounded, nil
+	}
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		if n < 0 {
+			return Bound{}, fmt.Errorf("offset %d: must be ≥ 0", n)
+		}
+		return Bound{Offset: n}, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return Bound{}, fmt.Errorf("%q is neither an offset nor an RFC 3339 time (2026-11-20T00:00:00Z)", s)
+	}
+	return Bound{Offset: -1, Time: t}, nil
+}
+
+// TopicRange names what a topic backtest reads.
+type TopicRange struct {
+	Brokers []string
+	Dialer  *kafka.Dialer
+	// Topic is the events topic; LabelsTopic an optional co-partitioned
+	// labels topic.
+	Topic, LabelsTopic string
+	// From and To bound the events topic per partition (To exclusive). Times
+	// bound the labels topic too; offsets bound the events topic only, the
+	// labels topic being read from its start to its end.
+	From, To Bound
+}
+
+// span is one partition's offsets to read from one topic: [start, end).
+type span struct{ start, end int64 }
+
+// topicInput reads every partition of a topic range with partition readers:
+// no consumer group is joined and nothing is committed, so a backtest can
+// run beside the live service on its own history.
+type topicInput struct {
+	rng   TopicRange
+	parts []int
+	spans map[int][2]span // per partition, per input topic
+	total int64
+}
+
+// FromTopic resolves the range's offsets in every partition, once: records
+// that arrive later are not part of the replay.
+func FromTopic(ctx context.Context, rng TopicRange) (Input, error) {
+	if len(rng.Brokers) == 0 || rng.Topic == "" {
+		return nil, errors.New("a topic backtest needs brokers and a topic")
+	}
+	if rng.Dialer == nil {
+		rng.Dialer = &kafka.Dialer{Timeout: 10 * time.Second}
+	}
+	in := &topicInput{rng: rng, spans: map[int][2]span{}}
+	evParts, err := in.resolve(ctx, rng.Topic, rng.From, rng.To)
+	if err != nil {
+		return nil, err
+	}
+	var lbParts map[int]span
+	if rng.LabelsTopic != "" {
+		from, to := Unbounded, Unbounded
+		if !rng.From.Time.IsZero() {
+			from = rng.From
+		}
+		if !rng.To.Time.IsZero() {
+			to = rng.To
+		}
+		if lbParts, err = in.resolve(ctx, rng.LabelsTopic, from, to); err != nil {
+			return nil, err
+		}
+		if len(lbParts) != len(evParts) {
+			return nil, fmt.Errorf("topic %s has %d partitions but %s has %d: they must be co-partitioned", rng.LabelsTopic, len(lbParts), rng.Topic, len(evParts))
+		}
+	}
+	for p, s := range evParts {
+		in.parts = append(in.parts, p)
+		sp := [2]span{s, {}}
+		if l, ok := lbParts[p]; ok {
+			sp[1] = l
+		}
+		in.spans[p] = sp
+		in.total += (sp[0].end - sp[0].start) + (sp[1].end - sp[1].start)
+	}
+	return in, nil
+}
+
+// resolve turns bounds into offsets in every partition of topic.
+func (in *topicInput) resolve(ctx context.Context, topic string, from, to Bound) (map[int]span, error) {
+	conn, err := dialAny(ctx, in.rng.Dialer, in.rng.Brokers)
+	if err != nil {
+		return nil, err
+	}
+	parts, err := conn.ReadPartitions(topic)
+	conn.Close()
+	if err != nil {
+		return nil, fmt.Errorf("topic %s: %w", topic, err)
+	}
+	out := map[int]span{}
+	for _, pt := range parts {
+		lc, err := in.rng.Dialer.DialLeader(ctx, "tcp", kafkaAddr(pt.Leader), topic, pt.ID)
+		if err != nil {
+			return nil, fmt.Errorf("topic %s partition %d: %w", topic, pt.ID, err)
+		}
+		first, last, err := lc.ReadOffsets()
+		if err != nil {
+			lc.Close()
+			return nil, fmt.Errorf("topic %s partition %d: %w", topic, pt.ID, err)
+		}
+		at := func(b Bound, open int64) (int64, error) {
+			switch {
+			case !b.Time.IsZero():
+				return lc.ReadOffset(b.Time)
+			case b.Offset >= 0:
+				return min(max(b.Offset, first), last), nil
+			}
+			return open, nil
+		}
+		s, err := at(from, first)
+		if err == nil {
+			var e int64
+			e, err = at(to, last)
+			s, e = max(s, first), min(e, last)
+			out[pt.ID] = span{start: s, end: max(s, e)}
+		}
+		lc.Close()
+		if err != nil {
+			return nil, fmt.Errorf("topic %s partition %d: resolve the range: %w", topic, pt.ID, err)
+		}
+	}
+	return out, nil
+}
+
+func (in *topicInput) Partitions() []int { return in.parts }
+func (in *topicInput) Total() int64      { return in.total }
+func (in *topicInput) Err() error        { return nil }
+
+// Open reads partition p from max(from, the range start) to the range end
+// on each input topic.
+func (in *topicInput) Open(ctx context.Context, p int, from [2]int64) (pipeline.Source, error) {
+	sp, ok := in.spans[p]
+	if !ok {
+		return nil, fmt.Errorf("partition %d is not in the range", p)
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	src := &chanSource{ch: make(chan pipeline.Fetched, 256)}
+	var wg sync.WaitGroup
+	topics := [2]string{in.rng.Topic, in.rng.LabelsTopic}
+	for i, topic := range topics {
+		start := max(from[i], sp[i].start)
+		if topic == "" || start >= sp[i].end {
+			continue
+		}
+		r := kafka.NewReader(kafka.ReaderConfig{Brokers: in.rng.Brokers, Dialer: in.rng.Dialer, Topic: topic, Partition: p,
+			MinBytes: 1, MaxBytes: 16 << 20, MaxWait: 50 * time.Millisecond})
+		if err := r.SetOffset(start); err != nil {
+			r.Close()
+			cancel()
+			wg.Wait()
+			return nil, fmt.Errorf("position %s/%d at %d: %w", topic, p, start, err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer r.Close()
+			for {
+				m, err := r.FetchMessage(rctx)
+				f := pipeline.Fetched{Record: pipeline.Record{Topic: i, Partition: p, Offset: m.Offset, Key: m.Key, Value: m.Value},
+					HighWatermark: sp[i].end}
+				switch {
+				case err != nil && rctx.Err() != nil:
+					return
+				case err != nil:
+					f = pipeline.Fetched{Err: fmt.Errorf("read %s/%d: %w", topic, p, err)}
+				case m.Offset >= sp[i].end: // past a gap at the end of the range
+					return
+				}
+				select {
+				case src.ch <- f:
+				case <-rctx.Done():
+					return
+				}
+				if err != nil || m.Offset+1 >= sp[i].end {
+					return
+				}
+			}
+		}()
+	}
+	closed := make(chan struct{})
+	go func() { wg.Wait(); close(src.ch); close(closed) }()
+	src.close = func() { cancel(); <-closed }
+	return src, nil
+}
+
+func dialAny(ctx context.Context, d *kafka.Dialer, brokers []string) (*kafka.Conn, error) {
+	var errs []error
+	for _, b := range brokers {
+		conn, err := d.DialContext(ctx, "tcp", b)
+		if err == nil {
+			return conn, nil
+		}
+		errs = append(errs, fmt.Errorf("connect to %s: %w", b, err))
+	}
+	return nil, errors.Join(errs...)
+}
+
+func kafkaAddr(b kafka.Broker) string { return fmt.Sprintf("%s:%d", b.Host, b.Port) }
