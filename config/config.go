@@ -44,8 +44,8 @@ type Config struct {
 	HashBits         int           `split_words:"true" desc:"hash named \"features\" into 2^k buckets (instead of Dim)"`
 	Seed             uint64        `default:"1" desc:"global seed; each key's learner draws from (seed, key)"`
 	QueryScale       float64       `split_words:"true" default:"1" desc:"margin rule b/(b+|score|) for learners without a query rule; 0 never queries"`
-	MaxPending       int           `split_words:"true" default:"1000" desc:"pending label queries kept per key"`
-	PendingTTL       int64         `split_words:"true" default:"1000000" desc:"a pending query expires after this many later records of its partition"`
+	MaxPending       int           `split_words:"true" default:"1000" desc:"unlabeled events awaiting their label, kept per key (oldest dropped)"`
+	PendingTTL       int64         `split_words:"true" default:"1000000" desc:"an awaited label is given up after this many later records of its partition"`
 	CheckpointStore  string        `split_words:"true" default:"kafka" desc:"kafka (changelog topic) or file (CheckpointDir, single node)"`
 	CheckpointDir    string        `split_words:"true" desc:"directory of the file checkpoint store"`
 	CheckpointEvery  int           `split_words:"true" default:"1000" desc:"checkpoint a partition every this many records"`
@@ -57,7 +57,7 @@ type Config struct {
 	ShutdownTimeout  time.Duration `split_words:"true" default:"30s" desc:"on SIGTERM: finish, checkpoint and commit within this time"`
 	MaxKeyBytes      int64         `split_words:"true" default:"900000" desc:"largest key record in the changelog (keep below the broker's message.max.bytes); a learner that could exceed it is refused at start; -1: no limit (file store)"`
 	MaxKeyMemory     int64         `split_words:"true" default:"268435456" desc:"largest learner state of one key in memory, in bytes; checked at start"`
-	MaxPendingBytes  int           `split_words:"true" default:"131072" desc:"bytes of pending label queries and early labels kept per key (oldest dropped)"`
+	MaxPendingBytes  int           `split_words:"true" default:"131072" desc:"bytes of awaited events and early labels kept per key (oldest dropped)"`
 	MaxAbsValue      float64       `split_words:"true" default:"1e12" desc:"largest magnitude of an input value; larger ones are dead-lettered"`
 	RetryTimeout     time.Duration `split_words:"true" default:"2m" desc:"how long a failing Kafka read, write or commit is retried before its partition fails"`
 	FailExitAfter    time.Duration `split_words:"true" default:"30s" desc:"after a partition fails: report it (/readyz 503, metrics) this long, then exit 1"`

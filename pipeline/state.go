@@ -116,13 +116,18 @@ func (w *Worker) decodeState(rec checkpoint.KeyRecord) (*keyState, error) {
 	if len(r.B) > 0 && r.Err == nil { // the pending queries' decided predictions
 		for i := range ks.pending {
 			d := int(r.Varint())
-			if d != 1 && d != -1 || len(r.B) < 8 {
+			if d != 1 && d != -1 || len(r.B) < 9 || r.B[8] > 1 {
 				r.Fail("pending prediction")
 				break
 			}
 			ks.pending[i].decided = d
 			ks.pending[i].score = math.Float64frombits(binary.LittleEndian.Uint64(r.B))
-			r.B = r.B[8:]
+			ks.pending[i].queried = r.B[8] == 1
+			r.B = r.B[9:]
+		}
+	} else {
+		for i := range ks.pending { // written when only queries were pending
+			ks.pending[i].queried = true
 		}
 	}
 	if err := r.Done(); err != nil {

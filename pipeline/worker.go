@@ -64,10 +64,11 @@ type Config struct {
 	// QueryScale is b of the margin rule b/(b+|score|) that asks for labels of
 	// unlabeled events for learners without a native query rule; 0 never asks.
 	QueryScale float64
-	// MaxPending bounds the pending label queries per key (oldest dropped).
+	// MaxPending bounds the unlabeled events awaiting their label per key
+	// (oldest dropped, counted as expired).
 	MaxPending int
-	// PendingTTL expires a pending query after this many later input records
-	// of its partition (an offset distance: deterministic on replay).
+	// PendingTTL gives up an awaited label after this many later input
+	// records of its partition (an offset distance: deterministic on replay).
 	PendingTTL int64
 	// MaxPendingBytes bounds the bytes of a key's pending queries and early
 	// labels together (oldest dropped first, counted as expired); 0 means
@@ -227,7 +228,13 @@ type pending struct {
 	// state written before predictions were kept); score is its margin.
 	decided int
 	score   float64
+	// queried is set when a label query was emitted for the event. x is
+	// kept only when the label will be learned (zero otherwise).
+	queried bool
 }
+
+// learnable reports whether the awaited label will be learned.
+func (p pending) learnable() bool { return p.x.Dim() > 0 }
 
 // early is a label from the labels topic that arrived before its event: the
 // two topics are read concurrently, so their interleaving is arbitrary.
@@ -528,16 +535,22 @@ func (w *Worker) event(r Record, key string, ks *keyState, ev topics.Event) erro
 	if query {
 		w.stats.Queries++
 		w.emit(r, OutQuery, key, queryMsg{ID: ev.ID, Key: key, Score: p.Score, QueryProb: qprob, Partition: r.Partition, Offset: r.Offset})
-		q := pending{id: ev.ID, offset: r.Offset, x: x, decided: p.Label, score: p.Score}
-		ks.pending = append(ks.pending, q)
-		ks.held += q.size()
-		if len(ks.pending) > w.cfg.MaxPending {
-			ks.held -= ks.pending[0].size()
-			ks.pending = ks.pending[1:]
-			w.stats.LabelsExpired++
-		}
-		ks.bound(w.cfg.MaxPendingBytes, &w.stats)
 	}
+	// Every unlabeled event awaits its label, asked for or not: the label,
+	// when it comes, scores this prediction, and is learned unless the
+	// learner is a sampler that did not ask (then x need not be kept).
+	q := pending{id: ev.ID, offset: r.Offset, decided: p.Label, score: p.Score, queried: query}
+	if !w.sampling || query {
+		q.x = x
+	}
+	ks.pending = append(ks.pending, q)
+	ks.held += q.size()
+	if len(ks.pending) > w.cfg.MaxPending {
+		ks.held -= ks.pending[0].size()
+		ks.pending = ks.pending[1:]
+		w.stats.LabelsExpired++
+	}
+	ks.bound(w.cfg.MaxPendingBytes, &w.stats)
 	return nil
 }
 
@@ -597,7 +610,10 @@ func (w *Worker) label(r Record, key string, ks *keyState, ev topics.Event) erro
 			w.stats.Mistakes++
 		}
 	}
-	p, err := ks.learner.Predict(x) // the state moved on since the query: learn from the current one
+	if !q.learnable() {
+		return nil // a sampler's label it did not ask for: scored only
+	}
+	p, err := ks.learner.Predict(x) // the state moved on since the event: learn from the current one
 	if err != nil {
 		return err
 	}
@@ -633,10 +649,19 @@ func encodeState(ks *keyState) ([]byte, error) {
 		b = binary.AppendVarint(b, e.offset)
 	}
 	// Appended later, so that states written before it still decode: the
-	// decided prediction of every pending query, in order.
+	// decided prediction of every pending query, in order, and whether it
+	// was asked for.
 	for _, p := range ks.pending {
 		b = binary.AppendVarint(b, int64(p.decided))
 		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(p.score))
+		b = append(b, boolByte(p.queried))
 	}
 	return b, nil
+}
+
+func boolByte(b bool) byte {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -170,11 +170,20 @@ func TestEveryEventOnePredictionAndBadInputsDeadLetter(t *testing.T) {
 	}
 }
 
-// Label queries are answered by label records, which train the learner.
+// Every unlabeled event awaits its label, queried or not: each label record
+// joins its event and scores it (and trains the learner, unless it is a
+// sampler that did not ask).
 func TestQueryLabelLearnLoop(t *testing.T) {
 	for _, c := range []struct{ learner, params string }{{"lasec-ss", `{"a":0.5}`}, {"perceptron", ""}} {
 		w, _ := NewWorker(testConfig(t, c.learner, c.params), 0)
-		outs := run(t, w, records(2, 2000, 3))
+		recs := records(2, 2000, 3)
+		labelRecords := 0
+		for _, r := range recs {
+			if !bytes.Contains(r.Value, []byte(`"x"`)) {
+				labelRecords++
+			}
+		}
+		outs := run(t, w, recs)
 		queries := 0
 		for _, o := range outs {
 			if o.Kind == OutQuery {
@@ -182,12 +191,8 @@ func TestQueryLabelLearnLoop(t *testing.T) {
 			}
 		}
 		st := w.Totals()
-		if queries == 0 || st.LabelsJoined == 0 || st.LabelsJoined > int64(queries) {
-			t.Fatalf("%s: %d queries, stats %+v", c.learner, queries, st)
-		}
-		// Unqueried unlabeled events get label records too: those are unknown ids.
-		if st.LabelsUnknown == 0 {
-			t.Fatalf("%s: no unknown labels counted: %+v", c.learner, st)
+		if queries == 0 || st.LabelsJoined != int64(labelRecords) || st.DelayedLabeled != st.LabelsJoined || st.LabelsUnknown != 0 {
+			t.Fatalf("%s: %d queries, %d label records, stats %+v", c.learner, queries, labelRecords, st)
 		}
 	}
 }
@@ -495,7 +500,7 @@ func TestKeyStateWithoutDecidedPredictions(t *testing.T) {
 		t.Fatal(err)
 	}
 	x, _ := w.cfg.Vector.Vector(topics.Event{X: []float64{1, 2, 3, 4}})
-	ks.pending = []pending{{id: "a", offset: 3, x: x, decided: 1, score: 0.5}, {id: "b", offset: 4, x: x, decided: -1, score: -2}}
+	ks.pending = []pending{{id: "a", offset: 3, x: x, decided: 1, score: 0.5, queried: true}, {id: "b", offset: 4, decided: -1, score: -2}}
 	b, err := encodeState(ks)
 	if err != nil {
 		t.Fatal(err)
@@ -506,7 +511,7 @@ func TestKeyStateWithoutDecidedPredictions(t *testing.T) {
 		want  []int
 	}{
 		{"current", b, []int{1, -1}},
-		{"older", b[:len(b)-2*9], []int{0, 0}},
+		{"older", b[:len(b)-2*10], []int{0, 0}},
 	} {
 		got, err := w.decodeState(checkpoint.KeyRecord{Key: "k", State: tc.state})
 		if err != nil {
@@ -518,5 +523,63 @@ func TestKeyStateWithoutDecidedPredictions(t *testing.T) {
 	}
 	if _, err := w.decodeState(checkpoint.KeyRecord{Key: "k", State: b[:len(b)-4]}); err == nil {
 		t.Fatal("a cut extension decoded")
+	}
+}
+
+// A sampler learns only the labels it asked for: labels of events it did not
+// query are scored but leave its state as if they had never come.
+func TestSamplerLearnsOnlyWhatItAsked(t *testing.T) {
+	ctx := context.Background()
+	cfg := testConfig(t, "lasec-ss", `{"a":0.3}`)
+	cfg.MaxPending = 1000
+	r := rand.New(rand.NewPCG(8, 8))
+	var events []Record
+	truth := map[string]int{}
+	for i := 0; i < 300; i++ {
+		x := []float64{r.NormFloat64(), r.NormFloat64(), r.NormFloat64(), r.NormFloat64()}
+		id := fmt.Sprintf("e%d", i)
+		truth[id] = 1
+		if x[0]-x[2] < 0 {
+			truth[id] = -1
+		}
+		xs, _ := json.Marshal(x)
+		events = append(events, Record{Offset: int64(i), Key: []byte("k"), Value: fmt.Appendf(nil, `{"id":%q,"x":%s}`, id, xs)})
+	}
+	answer := func(all bool) (*Worker, Totals) {
+		w, err := NewWorker(cfg, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		off := int64(0)
+		for i, rec := range events { // each label right after its event
+			rec.Offset = off
+			off++
+			if err := w.Process(ctx, rec); err != nil {
+				t.Fatal(err)
+			}
+			asked := false
+			for _, o := range w.TakeOutputs() {
+				asked = asked || o.Kind == OutQuery
+			}
+			if !all && !asked {
+				continue
+			}
+			id := fmt.Sprintf("e%d", i)
+			if err := w.Process(ctx, Record{Offset: off, Key: []byte("k"), Value: fmt.Appendf(nil, `{"id":%q,"label":%d}`, id, truth[id])}); err != nil {
+				t.Fatal(err)
+			}
+			off++
+		}
+		return w, w.Totals()
+	}
+	wAll, all := answer(true)
+	wAsked, asked := answer(false)
+	if all.Labeled != 300 || asked.Labeled != asked.Queries || asked.Queries == 0 || asked.Queries >= 300 {
+		t.Fatalf("labeled %d of 300 with every label, %d with the %d asked", all.Labeled, asked.Labeled, asked.Queries)
+	}
+	a, _ := wAll.keys["k"].learner.MarshalBinary()
+	b, _ := wAsked.keys["k"].learner.MarshalBinary()
+	if !bytes.Equal(a, b) {
+		t.Fatal("the sampler's state depends on labels it did not ask for")
 	}
 }

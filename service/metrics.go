@@ -38,7 +38,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		queries:       c("label_queries_total", "Label queries emitted."),
 		labelsJoined:  c("labels_joined_total", "Delayed labels joined to a pending query: scored and learned."),
 		labelsUnknown: c("labels_unknown_total", "Label records for unknown or already expired ids (dropped)."),
-		labelsExpired: c("labels_expired_total", "Pending label queries dropped by TTL or the per-key bound."),
+		labelsExpired: c("labels_expired_total", "Unlabeled events whose awaited label was given up (TTL or the per-key bounds)."),
 		deadLetters: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "driftstream", Name: "dead_letters_total",
 			Help: "Records sent to the dead-letter topic, by reason."}, []string{"reason"}),
 		windowAccuracy: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "driftstream", Name: "window_accuracy",

@@ -6,6 +6,7 @@ package streams
 
 import (
 	"context"
+	"io"
 	"time"
 
 	"github.com/driftstream/driftstream/learners"
@@ -57,4 +58,26 @@ func (b biasSource) Next(ctx context.Context) (Example, error) {
 	x = append(x, 1)
 	ex.X, err = learners.NewDense(x)
 	return ex, err
+}
+
+// FromExamples replays examples held in memory as a Source of dimension dim.
+func FromExamples(dim int, exs []Example) Source { return &examples{dim: dim, exs: exs} }
+
+type examples struct {
+	dim int
+	exs []Example
+}
+
+func (e *examples) Dim() int { return e.dim }
+
+func (e *examples) Next(ctx context.Context) (Example, error) {
+	if err := ctx.Err(); err != nil {
+		return Example{}, err
+	}
+	if len(e.exs) == 0 {
+		return Example{}, io.EOF
+	}
+	ex := e.exs[0]
+	e.exs = e.exs[1:]
+	return ex, nil
 }

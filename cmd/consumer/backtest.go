@@ -16,6 +16,7 @@ import (
 	"github.com/driftstream/driftstream/backtest"
 	"github.com/driftstream/driftstream/experiments"
 	"github.com/driftstream/driftstream/learners"
+	"github.com/driftstream/driftstream/replay"
 	"github.com/driftstream/driftstream/streams"
 )
 
@@ -49,6 +50,19 @@ func runBacktest(args []string, stdout, stderr io.Writer) int {
 	listGen := fs.Bool("list-generators", false, "list the built-in generators and their parameters, then exit")
 	experiment := fs.String("experiment", "", "run a paper reproduction by name (list: show them); replaces -data and -learners")
 	dataDir := fs.String("data-dir", defaultDataDir(), "with -experiment: the shared data directory ($DRIFTSTREAM_DATA)")
+	// Backtests through the service's own pipeline (per key).
+	brokers := fs.String("brokers", "", "topic backtest: Kafka bootstrap brokers, comma-separated host:port")
+	topic := fs.String("topic", "", "topic backtest: the events topic to replay (read without a consumer group, never committed)")
+	labelsTopic := fs.String("labels-topic", "", "topic backtest: a co-partitioned labels topic")
+	from := fs.String("from", "", "topic backtest: start of the range in every partition: an offset or an RFC 3339 time (default: the first offset)")
+	to := fs.String("to", "", "topic backtest: end of the range (exclusive): an offset or an RFC 3339 time (default: the end when the backtest starts)")
+	keyed := fs.Bool("keyed", false, "replay -data through the service's pipeline, one learner per key, as the producer would write it to a topic")
+	keys := fs.Int("keys", 1, "with -keyed: spread events without a key column over this many keys (1: one learner for the whole stream)")
+	keyCol := fs.String("key", "", "with -keyed: CSV column holding the entity key")
+	labelsDelay := fs.Int("labels-delay", 0, "with -keyed: send each label as a label record this many events after its event (0: inline)")
+	partitions := fs.Int("partitions", 1, "with -keyed: partitions of the topic the data would be written to")
+	queryScale := fs.Float64("query-scale", 1, "-keyed and topic backtests: margin rule b/(b+|score|) for learners without a query rule (the service's DRIFTSTREAM_QUERY_SCALE)")
+	quiet := fs.Bool("q", false, "no progress lines on stderr")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
@@ -83,6 +97,54 @@ func runBacktest(args []string, stdout, stderr io.Writer) int {
 		set := map[string]bool{}
 		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 		return runExperiment(*experiment, set, *seed, *repeats, *window, *out, *dataDir, args, stdout, stderr, fail)
+	}
+	if *topic != "" || *keyed {
+		switch {
+		case fs.NArg() > 0:
+			return fail(usageError{fmt.Errorf("unexpected arguments %q", fs.Args())})
+		case *names == "":
+			return fail(usageError{fmt.Errorf("-learners is required; valid: %s", strings.Join(learners.Names(), ", "))})
+		case *out == "":
+			return fail(usageError{errors.New("-out is required: the directory for the report")})
+		case (*dim > 0) == (*hashBits > 0) && *topic != "":
+			return fail(usageError{errors.New("a topic backtest needs exactly one of -dim (dense \"x\") and -hash-bits (named \"features\")")})
+		case *topic != "" && (*brokers == "" || *data != "" || *keyed):
+			return fail(usageError{errors.New("-topic needs -brokers, and excludes -data and -keyed")})
+		case *topic == "" && *data == "":
+			return fail(usageError{errors.New("-keyed needs -data: a file or synth:NAME?k=v")})
+		case *keys < 1 || *labelsDelay < 0 || *partitions < 1 || *queryScale < 0:
+			return fail(usageError{errors.New("-keys and -partitions must be ≥ 1, -labels-delay and -query-scale ≥ 0")})
+		}
+		specs, err := learnerSpecs(*names, *paramsFlag)
+		if err != nil {
+			return fail(err)
+		}
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		k := keyedRun{specs: specs, seed: *seed, dim: *dim, hashBits: *hashBits, messages: replay.MessageOptions{Keys: *keys, LabelsDelay: *labelsDelay},
+			partitions: *partitions, queryScale: *queryScale, out: *out, quiet: *quiet}
+		if *topic != "" {
+			if k.input, err = topicInput(ctx, *brokers, *topic, *labelsTopic, *from, *to); err != nil {
+				return fail(err)
+			}
+		} else {
+			if k.data, err = dataSource(*data, *format, streams.CSVOptions{Header: *header, Label: *label, LabelFile: *labelFile, Key: *keyCol,
+				Labels: streams.LabelMap{Positive: *positive, Negative: *negative}}, streams.JSONLOptions{Dim: *dim, HashBits: *hashBits}, *bias, *seed); err != nil {
+				return fail(err)
+			}
+			if k.dim == 0 && k.hashBits == 0 {
+				_, d, err := k.data(ctx, 0)
+				if err != nil {
+					return fail(err)
+				}
+				k.dim = d
+			}
+		}
+		if err := k.run(ctx, stdout, stderr); err != nil {
+			return fail(err)
+		}
+		fmt.Fprintf(stderr, "wrote %s and %s\n", filepath.Join(*out, "summary.json"), filepath.Join(*out, "keys.csv"))
+		return exitOK
 	}
 	switch {
 	case fs.NArg() > 0:

@@ -2,11 +2,18 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/driftstream/driftstream/replay"
+	"github.com/driftstream/driftstream/streams"
+	"github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kfake"
 )
 
 func TestBacktestCommand(t *testing.T) {
@@ -72,4 +79,91 @@ func TestBacktestUsageErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Keyed and topic backtests run the service's pipeline and write a report
+// per learner with per-key figures; the same stream from a file and from the
+// topic the producer wrote it to gives the same report.
+func TestKeyedAndTopicBacktests(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "events"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	addr := c.ListenAddrs()[0]
+	data := "synth:switching-gaussian?T=3000&d=4&period=1000"
+	if code := runProducerForTest(t, addr, data); code != 0 {
+		t.Fatalf("producer exit %d", code)
+	}
+	read := func(dir string) []map[string]any {
+		b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var reps []map[string]any
+		if err := json.Unmarshal(b, &reps); err != nil {
+			t.Fatalf("summary.json: %v", err)
+		}
+		return reps
+	}
+	fileDir, topicDir := t.TempDir(), t.TempDir()
+	var errb bytes.Buffer
+	if code := run([]string{"backtest", "-keyed", "-data", data, "-keys", "30", "-labels-delay", "5", "-partitions", "3",
+		"-learners", "perceptron,lasec-ss", "-out", fileDir, "-q"}, &bytes.Buffer{}, &errb); code != exitOK {
+		t.Fatalf("keyed backtest exit %d: %s", code, errb.String())
+	}
+	if code := run([]string{"backtest", "-brokers", addr, "-topic", "events", "-dim", "4",
+		"-learners", "perceptron,lasec-ss", "-out", topicDir, "-q"}, &bytes.Buffer{}, &errb); code != exitOK {
+		t.Fatalf("topic backtest exit %d: %s", code, errb.String())
+	}
+	file, topic := read(fileDir), read(topicDir)
+	if len(file) != 2 || len(topic) != 2 {
+		t.Fatalf("%d and %d reports", len(file), len(topic))
+	}
+	for i := range file {
+		ft, tt := file[i]["totals"].(map[string]any), topic[i]["totals"].(map[string]any)
+		if ft["Events"] != 3000.0 || file[i]["keys"] != 30.0 || ft["DelayedLabeled"] == 0.0 {
+			t.Fatalf("file report %v", file[i])
+		}
+		for _, k := range []string{"Events", "Labeled", "Mistakes", "Queries", "DelayedLabeled"} {
+			if ft[k] != tt[k] {
+				t.Fatalf("%s: %s %v from the file, %v from the topic", file[i]["name"], k, ft[k], tt[k])
+			}
+		}
+	}
+	if _, err := os.Stat(filepath.Join(fileDir, "keys.csv")); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"backtest", "-topic", "events", "-dim", "4", "-learners", "perceptron", "-out", fileDir},
+		{"backtest", "-brokers", addr, "-topic", "events", "-learners", "perceptron", "-out", fileDir},
+		{"backtest", "-brokers", addr, "-topic", "events", "-dim", "4", "-from", "yesterday", "-learners", "perceptron", "-out", fileDir},
+	} {
+		if code := run(args, &bytes.Buffer{}, &bytes.Buffer{}); code != exitUsage {
+			t.Errorf("%v: exit %d, want %d", args, code, exitUsage)
+		}
+	}
+}
+
+// runProducerForTest writes data to the events topic as cmd/producer does:
+// 30 keys, labels 5 events late.
+func runProducerForTest(t *testing.T, addr, data string) int {
+	t.Helper()
+	src, err := streams.OpenSynth(data, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "events", Balancer: &kafka.Hash{}, BatchTimeout: time.Millisecond, RequiredAcks: kafka.RequireAll}
+	defer w.Close()
+	var batch []kafka.Message
+	if _, err := replay.Messages(context.Background(), src, replay.MessageOptions{Keys: 30, LabelsDelay: 5}, func(m replay.Message) error {
+		batch = append(batch, kafka.Message{Key: m.Key, Value: m.Value})
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.WriteMessages(context.Background(), batch...); err != nil {
+		t.Fatal(err)
+	}
+	return 0
 }

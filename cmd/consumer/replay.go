@@ -1,0 +1,156 @@
+package main
+
+import (
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/driftstream/driftstream/backtest"
+	"github.com/driftstream/driftstream/pipeline"
+	"github.com/driftstream/driftstream/replay"
+	"github.com/driftstream/driftstream/streams"
+	"github.com/driftstream/driftstream/topics"
+)
+
+// keyedRun is a backtest through the service's own pipeline (replay.Run):
+// per-key learners, the margin rule, pending queries with their TTL, dead
+// letters — what the service would have done on the same history.
+type keyedRun struct {
+	specs    []backtest.Spec
+	seed     uint64
+	dim      int
+	hashBits int
+	// Exactly one of input (a topic range, resolved once and read once per
+	// learner) and data (a file or generator, partitioned as the producer
+	// writes it) is set.
+	input      replay.Input
+	data       backtest.Data
+	messages   replay.MessageOptions
+	partitions int
+	queryScale float64
+	out        string
+	quiet      bool
+}
+
+// run replays the history once per learner and writes the reports.
+func (k keyedRun) run(ctx context.Context, stdout, stderr io.Writer) error {
+	vec, err := topics.NewVectorizer(k.dim, k.hashBits)
+	if err != nil {
+		return usageError{err}
+	}
+	var reports []*replay.Report
+	for _, spec := range k.specs {
+		in := k.input
+		if in == nil {
+			exs, dim, err := k.data(ctx, 0)
+			if err != nil {
+				return err
+			}
+			if dim != vec.Dim {
+				return usageError{fmt.Errorf("the data has dimension %d; set -dim %d", dim, dim)}
+			}
+			if in, err = replay.FromSource(streams.FromExamples(dim, exs), k.messages, k.partitions, false); err != nil {
+				return usageError{err}
+			}
+		}
+		name := spec.Label
+		if name == "" {
+			name = spec.Name
+		}
+		cfg := replay.Config{Name: name, Pipeline: pipeline.Config{Learner: spec.Name, Params: spec.Params, Seed: k.seed, Vector: vec,
+			QueryScale: k.queryScale, MaxKeyBytes: -1}}
+		if !k.quiet {
+			cfg.Progress = stderr
+		}
+		rep, err := replay.Run(ctx, cfg, in)
+		if err != nil {
+			return err
+		}
+		reports = append(reports, rep)
+	}
+	printKeyed(stdout, reports)
+	return writeKeyed(k.out, reports)
+}
+
+// printKeyed prints one line per learner: "unknown" counts label records
+// for events the learner did not ask about (or whose query expired), which
+// the service drops too; "dead" counts dead letters.
+func printKeyed(w io.Writer, reps []*replay.Report) {
+	fmt.Fprintf(w, "%-22s %9s %9s %9s %8s %7s %9s %8s %6s %21s %10s\n", "learner", "events", "labeled", "delayed", "accuracy", "queries",
+		"unknown", "dead", "keys", "key accuracy p10/50/90", "records/s")
+	num := func(v float64) string {
+		if math.IsNaN(v) {
+			return "–"
+		}
+		return fmt.Sprintf("%.3f", v)
+	}
+	for _, r := range reps {
+		q := r.KeyAccuracy
+		spread := "–"
+		if q.Keys > 0 {
+			spread = fmt.Sprintf("%.3f/%.3f/%.3f", q.P10, q.P50, q.P90)
+		}
+		fmt.Fprintf(w, "%-22s %9d %9d %9d %8s %7.3f %9d %8d %6d %21s %10.0f\n", r.Name, r.Totals.Events, r.Totals.Labeled, r.Totals.DelayedLabeled,
+			num(r.Accuracy), r.QueryRate, r.Totals.LabelsUnknown, r.Totals.DeadLetters, r.Keys, spread, r.RecordsPerSec)
+	}
+}
+
+// writeKeyed writes summary.json (every report) and keys.csv (every key's
+// counters per learner) into dir.
+func writeKeyed(dir string, reps []*replay.Report) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(reps, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "summary.json"), append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	f, err := os.Create(filepath.Join(dir, "keys.csv"))
+	if err != nil {
+		return err
+	}
+	w := csv.NewWriter(f)
+	w.Write([]string{"learner", "key", "events", "labeled", "mistakes", "queries", "accuracy"})
+	for _, r := range reps {
+		for _, k := range r.PerKey {
+			acc := ""
+			if a := k.Accuracy(); !math.IsNaN(a) {
+				acc = strconv.FormatFloat(a, 'f', 6, 64)
+			}
+			w.Write([]string{r.Name, k.Key, strconv.FormatInt(k.Events, 10), strconv.FormatInt(k.Labeled, 10),
+				strconv.FormatInt(k.Mistakes, 10), strconv.FormatInt(k.Queries, 10), acc})
+		}
+	}
+	w.Flush()
+	return errors.Join(w.Error(), f.Close())
+}
+
+// topicInput resolves a topic backtest's range.
+func topicInput(ctx context.Context, brokers, topic, labelsTopic, from, to string) (replay.Input, error) {
+	fb, err := replay.ParseBound(from)
+	if err != nil {
+		return nil, usageError{fmt.Errorf("-from: %v", err)}
+	}
+	tb, err := replay.ParseBound(to)
+	if err != nil {
+		return nil, usageError{fmt.Errorf("-to: %v", err)}
+	}
+	var bs []string
+	for _, b := range strings.Split(brokers, ",") {
+		if b = strings.TrimSpace(b); b != "" {
+			bs = append(bs, b)
+		}
+	}
+	return replay.FromTopic(ctx, replay.TopicRange{Brokers: bs, Topic: topic, LabelsTopic: labelsTopic, From: fb, To: tb})
+}
