@@ -543,18 +543,30 @@ func (w *Worker) event(r Record, key string, ks *keyState, ev topics.Event) erro
 	if !w.sampling || query {
 		q.x = x
 	}
-	ks.pending = append(ks.pending, q)
-	ks.held += q.size()
-	if len(ks.pending) > w.cfg.MaxPending {
-		ks.held -= ks.pending[0].size()
-		ks.pending = ks.pending[1:]
-		w.stats.LabelsExpired++
-	}
+	var dropped int64
+	ks.pending, dropped = push(ks.pending, q, w.cfg.MaxPending, &ks.held)
+	w.stats.LabelsExpired += dropped
 	ks.bound(w.cfg.MaxPendingBytes, &w.stats)
 	return nil
 }
 
-// expire drops pending queries older than the TTL.
+// sized is an entry counted against a key's byte bound.
+type sized interface{ size() int }
+
+// push appends e to list, keeps at most max entries (dropping the oldest),
+// and accounts their bytes in held. It returns the list and the number of
+// entries dropped.
+func push[T sized](list []T, e T, max int, held *int) ([]T, int64) {
+	list = append(list, e)
+	*held += e.size()
+	if len(list) > max {
+		*held -= list[0].size()
+		return list[1:], 1
+	}
+	return list, 0
+}
+
+// expire drops awaited events older than the TTL.
 func (w *Worker) expire(r Record, ks *keyState) {
 	n := 0
 	for n < len(ks.pending) && r.Offset-ks.pending[n].offset > w.cfg.PendingTTL {
@@ -583,14 +595,9 @@ func (w *Worker) label(r Record, key string, ks *keyState, ev topics.Event) erro
 		for _, e := range ks.early[:n] {
 			ks.held -= e.size()
 		}
-		e := early{id: ev.ID, label: ev.Label, offset: r.Offset}
-		ks.early = append(ks.early[n:], e)
-		ks.held += e.size()
-		if len(ks.early) > w.cfg.MaxPending {
-			ks.held -= ks.early[0].size()
-			ks.early = ks.early[1:]
-			w.stats.LabelsUnknown++
-		}
+		var dropped int64
+		ks.early, dropped = push(ks.early[n:], early{id: ev.ID, label: ev.Label, offset: r.Offset}, w.cfg.MaxPending, &ks.held)
+		w.stats.LabelsUnknown += dropped
 		ks.bound(w.cfg.MaxPendingBytes, &w.stats)
 		return nil
 	}

@@ -3,9 +3,9 @@ package replay
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"strconv"
-	"math/rand/v2"
 	"testing"
 	"time"
 
