@@ -5,6 +5,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -45,7 +46,21 @@ type Config struct {
 	// QueryRateTarget, when > 0, calibrates every sampling learner's query
 	// parameter so that its query rate on repeat 0 is this share (see Calibrate).
 	QueryRateTarget float64
+	// Pass runs one learner over the events; nil is Evaluate, the
+	// single-learner prequential loop of the paper reproductions.
+	Pass Pass
 	Options
+}
+
+// Pass runs one learner (spec, seeded with seed) over events of dimension
+// dim and reports the run: Evaluate, or the service's own pipeline.
+type Pass func(ctx context.Context, spec Spec, events []streams.Example, dim int, seed uint64, opts Options) (Run, error)
+
+func (c Config) pass() Pass {
+	if c.Pass != nil {
+		return c.Pass
+	}
+	return Evaluate
 }
 
 // Summary is summary.json (DESIGN §5), with confidence intervals added.
@@ -97,7 +112,7 @@ func Compare(ctx context.Context, cfg Config) (Result, error) {
 			res.Summary.Events = len(events)
 			if cfg.QueryRateTarget > 0 {
 				for i, s := range specs {
-					if specs[i], err = Calibrate(ctx, s, events, dim, cfg.Seed, cfg.QueryRateTarget); err != nil {
+					if specs[i], err = CalibrateWith(ctx, cfg.pass(), s, events, dim, cfg.Seed, cfg.QueryRateTarget, cfg.Progress); err != nil {
 						return Result{}, err
 					}
 				}
@@ -107,7 +122,7 @@ func Compare(ctx context.Context, cfg Config) (Result, error) {
 			if cfg.Progress != nil {
 				fmt.Fprintf(cfg.Progress, "repeat %d/%d: %s on %d events\n", r+1, cfg.Repeats, s.label(), len(events))
 			}
-			run, err := Evaluate(ctx, s, events, dim, cfg.Seed+uint64(r), cfg.Options)
+			run, err := cfg.pass()(ctx, s, events, dim, cfg.Seed+uint64(r), cfg.Options)
 			if err != nil {
 				return Result{}, err
 			}
@@ -169,6 +184,12 @@ func queryParam(name string) (param string, lo, hi float64, logScale bool, ok bo
 // they are. The chosen value is written into the spec's parameters, which the
 // summary reports.
 func Calibrate(ctx context.Context, s Spec, events []streams.Example, dim int, seed uint64, target float64) (Spec, error) {
+	return CalibrateWith(ctx, Evaluate, s, events, dim, seed, target, nil)
+}
+
+// CalibrateWith is Calibrate over the given pass, printing a line per
+// bisection step to progress when it is set (a step is a whole pass).
+func CalibrateWith(ctx context.Context, pass Pass, s Spec, events []streams.Example, dim int, seed uint64, target float64, progress io.Writer) (Spec, error) {
 	param, lo, hi, logScale, ok := queryParam(s.Name)
 	if !ok {
 		return s, nil
@@ -192,11 +213,14 @@ func Calibrate(ctx context.Context, s Spec, events []streams.Example, dim int, s
 			mid = math.Sqrt(lo * hi)
 		}
 		cand := with(mid)
-		run, err := Evaluate(ctx, cand, events, dim, seed, Options{Points: 1})
+		run, err := pass(ctx, cand, events, dim, seed, Options{Points: 1})
 		if err != nil {
 			return s, fmt.Errorf("calibrate %s: %w", s.label(), err)
 		}
 		rate := run.QueryRate()
+		if progress != nil {
+			fmt.Fprintf(progress, "  calibrate %s: step %d/30, %s=%.4g gives query rate %.4f (target %.4f)\n", s.label(), step+1, param, mid, rate, target)
+		}
 		if gap := math.Abs(rate - target); gap < bestGap {
 			best, bestGap = cand, gap
 		}

@@ -200,6 +200,11 @@ type Totals struct {
 	// DelayedLabeled counts the labeled events (in Labeled) whose label came
 	// after the event, on a label record joined to its pending query.
 	DelayedLabeled int64
+	// Asked counts the events whose label the learner uses when it comes:
+	// every event for a learner that learns every label, the ones it asked
+	// for (labeled or not) for a sampler. Asked/Events is the papers' query
+	// rate; Queries counts the label requests emitted for unlabeled events.
+	Asked int64
 	// Dead letters by reason; DeadLetters is their sum.
 	MissingKey, InvalidEvent, Rejected, DeadLetters int64
 	// Skipped counts replayed records a key had already absorbed.
@@ -521,6 +526,9 @@ func (w *Worker) event(r Record, key string, ks *keyState, ev topics.Event) erro
 	}
 	w.stats.Events++
 	w.stats.Predictions++
+	if !w.sampling || p.Query {
+		w.stats.Asked++
+	}
 	w.emit(r, OutPrediction, key, msg)
 	if ev.Label != 0 {
 		w.stats.Labeled++

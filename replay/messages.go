@@ -41,8 +41,8 @@ type MessageOptions struct {
 // Messages reads src to its end and calls emit for every message, in the
 // one order that the producer writes and the backtest replays: each event,
 // then the label records that fall due at it. Label records of the source
-// (a JSONL file's) are dropped: labels are re-derived from LabelsDelay. It
-// returns the number of events.
+// (a JSONL file's) pass through where they stand, under their event's key.
+// It returns the number of events.
 func Messages(ctx context.Context, src streams.Source, opts MessageOptions, emit func(Message) error) (int, error) {
 	if opts.Keys < 1 || opts.LabelsDelay < 0 {
 		return 0, fmt.Errorf("keys %d and labels delay %d: need ≥ 1 and ≥ 0", opts.Keys, opts.LabelsDelay)
@@ -52,6 +52,7 @@ func Messages(ctx context.Context, src streams.Source, opts MessageOptions, emit
 		key, value []byte
 	}
 	var lates []late
+	keyOf := map[string]string{} // spread events' keys, for their label records
 	n := 0
 	for {
 		ex, err := src.Next(ctx)
@@ -62,11 +63,26 @@ func Messages(ctx context.Context, src streams.Source, opts MessageOptions, emit
 			return n, err
 		}
 		if ex.LabelRecord {
+			key, ok := ex.Key, true
+			if key == "" {
+				if key, ok = keyOf[ex.ID]; !ok && opts.Keys == 1 {
+					key, ok = "entity-0", true
+				}
+			}
+			if !ok {
+				continue // a label for an event never seen: no key to send it under
+			}
+			if err := emit(Message{Labels: true, Key: []byte(key), Value: labelJSON(ex.ID, ex.Label)}); err != nil {
+				return n, err
+			}
 			continue
 		}
 		key := ex.Key
 		if key == "" {
 			key = fmt.Sprintf("entity-%d", n%opts.Keys)
+			if opts.Keys > 1 && ex.Label == 0 {
+				keyOf[ex.ID] = key
+			}
 		}
 		if ex.ID == "" {
 			ex.ID = fmt.Sprint(n)

@@ -155,6 +155,7 @@ func addTotals(sum *pipeline.Totals, t pipeline.Totals) {
 	sum.LabelsUnknown += t.LabelsUnknown
 	sum.LabelsExpired += t.LabelsExpired
 	sum.DelayedLabeled += t.DelayedLabeled
+	sum.Asked += t.Asked
 	sum.MissingKey += t.MissingKey
 	sum.InvalidEvent += t.InvalidEvent
 	sum.Rejected += t.Rejected

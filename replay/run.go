@@ -42,6 +42,9 @@ type Config struct {
 	// the total is known); nil is quiet.
 	Progress      io.Writer
 	ProgressEvery time.Duration
+	// Observe, when set, follows every record of every partition with the
+	// worker's counters around it, from the partition's goroutine (curves).
+	Observe func(partition int, f *pipeline.Fetched, before, after *pipeline.Totals)
 }
 
 // Run replays in through one pipeline.Runner per partition, concurrently,
@@ -63,7 +66,7 @@ func Run(ctx context.Context, cfg Config, in Input) (*Report, error) {
 	runners := make([]*pipeline.Runner, len(parts))
 	var done atomic.Int64
 	for i, p := range parts {
-		scorers[i] = &scorer{keys: map[string]*KeyStats{}, done: &done}
+		scorers[i] = &scorer{keys: map[string]*KeyStats{}, done: &done, partition: p, observe: cfg.Observe}
 		r, err := pipeline.NewRunner(pipeline.RunnerConfig{Partition: p, Pipeline: cfg.Pipeline, Store: checkpoint.NewMemoryStore(),
 			Open: func(ctx context.Context, from [2]int64) (pipeline.Source, error) { return in.Open(ctx, p, from) },
 			Sink: &sink{partition: p, outputs: cfg.Outputs, counts: &scorers[i].outputs}, CheckpointEvery: cfg.CheckpointEvery,
@@ -159,13 +162,18 @@ func (s *sink) Write(_ context.Context, outs []pipeline.Output) error {
 // scorer is a partition's Observer: it attributes each record's effect on
 // the worker's counters to the record's key.
 type scorer struct {
-	keys    map[string]*KeyStats
-	outputs outputCounts
-	done    *atomic.Int64
+	keys      map[string]*KeyStats
+	outputs   outputCounts
+	done      *atomic.Int64
+	partition int
+	observe   func(int, *pipeline.Fetched, *pipeline.Totals, *pipeline.Totals)
 }
 
 func (s *scorer) Processed(f *pipeline.Fetched, before, after *pipeline.Totals) {
 	s.done.Add(1)
+	if s.observe != nil {
+		s.observe(s.partition, f, before, after)
+	}
 	if after.Events == before.Events && after.Labeled == before.Labeled && after.Queries == before.Queries {
 		return // a label record that scored nothing, a dead letter, a skip
 	}

@@ -173,8 +173,10 @@ func runBacktest(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// The service's own pipeline, one key (the paper reproductions keep the
+	// single-learner evaluator).
 	res, err := backtest.Compare(ctx, backtest.Config{Name: *data, Data: src, Learners: specs, Seed: *seed, Repeats: *repeats,
-		QueryRateTarget: *target, Options: backtest.Options{Window: *window, Progress: stderr}})
+		QueryRateTarget: *target, Pass: replay.Pass, Options: backtest.Options{Window: *window, Progress: progressTo(*quiet, stderr)}})
 	if err != nil {
 		return fail(err)
 	}
@@ -350,4 +352,12 @@ func defaultDataDir() string {
 		return d
 	}
 	return filepath.Join("..", "shared", "data")
+}
+
+// progressTo is stderr, or nothing with -q.
+func progressTo(quiet bool, stderr io.Writer) io.Writer {
+	if quiet {
+		return nil
+	}
+	return stderr
 }

@@ -1,0 +1,94 @@
+package replay
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/driftstream/driftstream/backtest"
+	"github.com/driftstream/driftstream/pipeline"
+	"github.com/driftstream/driftstream/streams"
+	"github.com/driftstream/driftstream/topics"
+)
+
+// Pass is a backtest.Pass through the service's pipeline: the events are one
+// key's history on one partition (a stream without keys, as the papers run
+// it), labels inline or as the source's own label records. With it,
+// `consumer backtest -data` runs the code the service runs; the
+// single-learner evaluator (backtest.Evaluate) stays for the paper
+// reproductions. A randomized learner's expected mistakes are not observed
+// here: Run.Expected is its counted mistakes.
+func Pass(ctx context.Context, spec backtest.Spec, events []streams.Example, dim int, seed uint64, opts backtest.Options) (backtest.Run, error) {
+	vec, err := topics.NewVectorizer(dim, 0)
+	if err != nil {
+		return backtest.Run{}, err
+	}
+	in, err := FromSource(streams.FromExamples(dim, events), MessageOptions{Keys: 1}, 1, false)
+	if err != nil {
+		return backtest.Run{}, err
+	}
+	window := opts.Window
+	if window <= 0 {
+		window = 500
+	}
+	points := opts.Points
+	if points <= 0 {
+		points = 500
+	}
+	every := max(1, len(events)/points)
+	recent := make([]bool, window)
+	inWindow, wrongInWindow := 0, 0
+	var run backtest.Run
+	name := spec.Label
+	if name == "" {
+		name = spec.Name
+	}
+	cfg := Config{Name: name, Pipeline: pipeline.Config{Learner: spec.Name, Params: spec.Params, Seed: seed, Vector: vec, QueryScale: 1,
+		MaxKeyBytes: -1, MaxPending: len(events) + 1, PendingTTL: int64(len(events)) + 1, MaxPendingBytes: 1 << 40},
+		Progress: opts.Progress, ProgressEvery: 5 * time.Second}
+	records := 0
+	cfg.Observe = func(_ int, _ *pipeline.Fetched, before, after *pipeline.Totals) {
+		records++
+		if after.Labeled > before.Labeled { // at most one scored event per record
+			wrong := after.Mistakes > before.Mistakes
+			slot := (after.Labeled - 1) % int64(window)
+			if inWindow == window {
+				if recent[slot] {
+					wrongInWindow--
+				}
+			} else {
+				inWindow++
+			}
+			recent[slot] = wrong
+			if wrong {
+				wrongInWindow++
+			}
+		}
+		if (records%every == 0 || records == len(events)) && inWindow > 0 {
+			run.Curve = append(run.Curve, backtest.Point{Event: int(after.Events), CumMistakes: int(after.Mistakes),
+				WindowAccuracy: 1 - float64(wrongInWindow)/float64(inWindow)})
+		}
+	}
+	var firstDead string
+	cfg.Outputs = func(_ int, outs []pipeline.Output) error {
+		for _, o := range outs {
+			if o.Kind == pipeline.OutDeadLetter && firstDead == "" {
+				firstDead = o.Headers["error"]
+			}
+		}
+		return nil
+	}
+	rep, err := Run(ctx, cfg, in)
+	if err != nil {
+		return backtest.Run{}, fmt.Errorf("%s: %w", name, err)
+	}
+	t := rep.Totals
+	if t.DeadLetters > 0 {
+		return backtest.Run{}, fmt.Errorf("%s: the pipeline dead-lettered %d records, the first because: %s", name, t.DeadLetters, firstDead)
+	}
+	run.Events, run.Labeled, run.Mistakes, run.Queries = int(t.Events), int(t.Labeled), int(t.Mistakes), int(t.Asked)
+	run.Delayed, run.Unknown = int(t.DelayedLabeled), int(t.LabelsUnknown)
+	run.Expected = float64(t.Mistakes)
+	run.Seconds = rep.Seconds
+	return run, nil
+}
