@@ -13,6 +13,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/driftstream/driftstream/internal/window"
 	"github.com/driftstream/driftstream/learners"
 	"github.com/driftstream/driftstream/streams"
 	"gonum.org/v1/gonum/stat"
@@ -98,17 +99,16 @@ func Evaluate(ctx context.Context, spec Spec, events []streams.Example, dim int,
 	if err != nil {
 		return Run{}, err
 	}
-	window := opts.Window
-	if window <= 0 {
-		window = 500
+	win := opts.Window
+	if win <= 0 {
+		win = 500
 	}
 	points := opts.Points
 	if points <= 0 {
 		points = 500
 	}
 	every := max(1, len(events)/points)
-	recent := make([]bool, window) // ring of correct/incorrect
-	inWindow, wrongInWindow := 0, 0
+	recent := window.New(win)
 	var run Run
 	score := func(p learners.Prediction, label int) {
 		run.Labeled++
@@ -117,18 +117,7 @@ func Evaluate(ctx context.Context, spec Spec, events []streams.Example, dim int,
 		if wrong {
 			run.Mistakes++
 		}
-		slot := (run.Labeled - 1) % window
-		if inWindow == window {
-			if recent[slot] {
-				wrongInWindow--
-			}
-		} else {
-			inWindow++
-		}
-		recent[slot] = wrong
-		if wrong {
-			wrongInWindow++
-		}
+		recent.Add(wrong)
 	}
 	type pending struct {
 		x learners.Vector
@@ -187,7 +176,7 @@ func Evaluate(ctx context.Context, spec Spec, events []streams.Example, dim int,
 			}
 		}
 		if i%every == 0 || i == len(events)-1 {
-			run.Curve = append(run.Curve, Point{Event: i + 1, CumMistakes: run.Mistakes, WindowAccuracy: 1 - float64(wrongInWindow)/float64(inWindow)})
+			run.Curve = append(run.Curve, Point{Event: i + 1, CumMistakes: run.Mistakes, WindowAccuracy: recent.Value()})
 		}
 	}
 	run.Seconds = time.Since(start).Seconds()

@@ -235,31 +235,36 @@ func CalibrateWith(ctx context.Context, pass Pass, s Spec, events []streams.Exam
 
 // WriteFiles writes summary.json and curve.csv into dir.
 func WriteFiles(dir string, res Result) error {
+	rows := [][]string{{"learner", "repeat", "event", "cumulative_mistakes", "window_accuracy"}}
+	for i, ls := range res.Summary.Learners {
+		for r, run := range res.Runs[i] {
+			for _, p := range run.Curve {
+				rows = append(rows, []string{ls.Name, strconv.Itoa(r), strconv.Itoa(p.Event), strconv.Itoa(p.CumMistakes), strconv.FormatFloat(p.WindowAccuracy, 'f', 6, 64)})
+			}
+		}
+	}
+	return WriteSummary(dir, res.Summary, "curve.csv", rows)
+}
+
+// WriteSummary writes summary as dir/summary.json (indented) and rows (the
+// first one the header) as dir/csvName, creating dir.
+func WriteSummary(dir string, summary any, csvName string, rows [][]string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	b, err := json.MarshalIndent(res.Summary, "", "  ")
+	b, err := json.MarshalIndent(summary, "", "  ")
 	if err != nil {
 		return err
 	}
 	if err := os.WriteFile(filepath.Join(dir, "summary.json"), append(b, '\n'), 0o644); err != nil {
 		return err
 	}
-	f, err := os.Create(filepath.Join(dir, "curve.csv"))
+	f, err := os.Create(filepath.Join(dir, csvName))
 	if err != nil {
 		return err
 	}
 	w := csv.NewWriter(f)
-	w.Write([]string{"learner", "repeat", "event", "cumulative_mistakes", "window_accuracy"})
-	for i, ls := range res.Summary.Learners {
-		for r, run := range res.Runs[i] {
-			for _, p := range run.Curve {
-				w.Write([]string{ls.Name, strconv.Itoa(r), strconv.Itoa(p.Event), strconv.Itoa(p.CumMistakes), strconv.FormatFloat(p.WindowAccuracy, 'f', 6, 64)})
-			}
-		}
-	}
-	w.Flush()
-	if err := w.Error(); err != nil {
+	if err := w.WriteAll(rows); err != nil {
 		f.Close()
 		return err
 	}

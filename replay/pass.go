@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/driftstream/driftstream/backtest"
+	"github.com/driftstream/driftstream/internal/window"
 	"github.com/driftstream/driftstream/pipeline"
 	"github.com/driftstream/driftstream/streams"
 	"github.com/driftstream/driftstream/topics"
@@ -27,17 +28,16 @@ func Pass(ctx context.Context, spec backtest.Spec, events []streams.Example, dim
 	if err != nil {
 		return backtest.Run{}, err
 	}
-	window := opts.Window
-	if window <= 0 {
-		window = 500
+	win := opts.Window
+	if win <= 0 {
+		win = 500
 	}
 	points := opts.Points
 	if points <= 0 {
 		points = 500
 	}
 	every := max(1, len(events)/points)
-	recent := make([]bool, window)
-	inWindow, wrongInWindow := 0, 0
+	recent := window.New(win)
 	var run backtest.Run
 	name := spec.Label
 	if name == "" {
@@ -50,23 +50,10 @@ func Pass(ctx context.Context, spec backtest.Spec, events []streams.Example, dim
 	cfg.Observe = func(_ int, _ *pipeline.Fetched, before, after *pipeline.Totals) {
 		records++
 		if after.Labeled > before.Labeled { // at most one scored event per record
-			wrong := after.Mistakes > before.Mistakes
-			slot := (after.Labeled - 1) % int64(window)
-			if inWindow == window {
-				if recent[slot] {
-					wrongInWindow--
-				}
-			} else {
-				inWindow++
-			}
-			recent[slot] = wrong
-			if wrong {
-				wrongInWindow++
-			}
+			recent.Add(after.Mistakes > before.Mistakes)
 		}
-		if (records%every == 0 || records == len(events)) && inWindow > 0 {
-			run.Curve = append(run.Curve, backtest.Point{Event: int(after.Events), CumMistakes: int(after.Mistakes),
-				WindowAccuracy: 1 - float64(wrongInWindow)/float64(inWindow)})
+		if (records%every == 0 || records == len(events)) && recent.Len() > 0 {
+			run.Curve = append(run.Curve, backtest.Point{Event: int(after.Events), CumMistakes: int(after.Mistakes), WindowAccuracy: recent.Value()})
 		}
 	}
 	var firstDead string

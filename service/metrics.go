@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/driftstream/driftstream/internal/window"
 	"github.com/driftstream/driftstream/pipeline"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -80,14 +81,13 @@ type partitionGauges struct {
 	// windowAccuracy is created at the partition's first labeled event: until
 	// then the series is absent (no sample), not 0, so that an accuracy alert
 	// does not fire on an idle partition.
-	windowAccuracy         prometheus.Gauge
-	newWindowAccuracy      func() prometheus.Gauge
-	wrong                  []bool
-	next, filled, mistakes int
+	windowAccuracy    prometheus.Gauge
+	newWindowAccuracy func() prometheus.Gauge
+	window            *window.Accuracy
 }
 
 func (m *Metrics) partition(p int) *partitionGauges {
-	g := &partitionGauges{wrong: make([]bool, 1000)}
+	g := &partitionGauges{window: window.New(1000)}
 	if m == nil {
 		d := prometheus.NewGauge(prometheus.GaugeOpts{Name: "discarded"})
 		g.lag, g.keys, g.newWindowAccuracy = d, d, func() prometheus.Gauge { return d }
@@ -103,19 +103,8 @@ func (g *partitionGauges) accuracy(wrong bool) {
 	if g.windowAccuracy == nil {
 		g.windowAccuracy = g.newWindowAccuracy()
 	}
-	if g.filled == len(g.wrong) {
-		if g.wrong[g.next] {
-			g.mistakes--
-		}
-	} else {
-		g.filled++
-	}
-	g.wrong[g.next] = wrong
-	if wrong {
-		g.mistakes++
-	}
-	g.next = (g.next + 1) % len(g.wrong)
-	g.windowAccuracy.Set(1 - float64(g.mistakes)/float64(g.filled))
+	g.window.Add(wrong)
+	g.windowAccuracy.Set(g.window.Value())
 }
 
 // forget drops a revoked partition's series.

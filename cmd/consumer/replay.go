@@ -2,14 +2,9 @@ package main
 
 import (
 	"context"
-	"encoding/csv"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -106,34 +101,18 @@ func printKeyed(w io.Writer, reps []*replay.Report) {
 // writeKeyed writes summary.json (every report) and keys.csv (every key's
 // counters per learner) into dir.
 func writeKeyed(dir string, reps []*replay.Report) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	b, err := json.MarshalIndent(reps, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "summary.json"), append(b, '\n'), 0o644); err != nil {
-		return err
-	}
-	f, err := os.Create(filepath.Join(dir, "keys.csv"))
-	if err != nil {
-		return err
-	}
-	w := csv.NewWriter(f)
-	w.Write([]string{"learner", "key", "events", "labeled", "mistakes", "queries", "accuracy"})
+	rows := [][]string{{"learner", "key", "events", "labeled", "mistakes", "queries", "accuracy"}}
 	for _, r := range reps {
 		for _, k := range r.PerKey {
 			acc := ""
 			if a := k.Accuracy(); !math.IsNaN(a) {
 				acc = strconv.FormatFloat(a, 'f', 6, 64)
 			}
-			w.Write([]string{r.Name, k.Key, strconv.FormatInt(k.Events, 10), strconv.FormatInt(k.Labeled, 10),
+			rows = append(rows, []string{r.Name, k.Key, strconv.FormatInt(k.Events, 10), strconv.FormatInt(k.Labeled, 10),
 				strconv.FormatInt(k.Mistakes, 10), strconv.FormatInt(k.Queries, 10), acc})
 		}
 	}
-	w.Flush()
-	return errors.Join(w.Error(), f.Close())
+	return backtest.WriteSummary(dir, reps, "keys.csv", rows)
 }
 
 // topicInput resolves a topic backtest's range.
