@@ -38,6 +38,20 @@ type Options struct {
 	Progress io.Writer
 }
 
+// Curve returns how many events apart a pass over n events samples its
+// curve (Points samples, 500 by default) and the window of labeled outcomes
+// its windowed accuracy covers (Window, 500 by default).
+func (o Options) Curve(n int) (every int, recent *window.Accuracy) {
+	win, points := o.Window, o.Points
+	if win <= 0 {
+		win = 500
+	}
+	if points <= 0 {
+		points = 500
+	}
+	return max(1, n/points), window.New(win)
+}
+
 // Run is one learner's pass over one stream.
 type Run struct {
 	Events int // input events seen
@@ -99,16 +113,7 @@ func Evaluate(ctx context.Context, spec Spec, events []streams.Example, dim int,
 	if err != nil {
 		return Run{}, err
 	}
-	win := opts.Window
-	if win <= 0 {
-		win = 500
-	}
-	points := opts.Points
-	if points <= 0 {
-		points = 500
-	}
-	every := max(1, len(events)/points)
-	recent := window.New(win)
+	every, recent := opts.Curve(len(events))
 	var run Run
 	score := func(p learners.Prediction, label int) {
 		run.Labeled++

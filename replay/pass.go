@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/driftstream/driftstream/backtest"
-	"github.com/driftstream/driftstream/internal/window"
 	"github.com/driftstream/driftstream/pipeline"
 	"github.com/driftstream/driftstream/streams"
 	"github.com/driftstream/driftstream/topics"
@@ -28,16 +27,7 @@ func Pass(ctx context.Context, spec backtest.Spec, events []streams.Example, dim
 	if err != nil {
 		return backtest.Run{}, err
 	}
-	win := opts.Window
-	if win <= 0 {
-		win = 500
-	}
-	points := opts.Points
-	if points <= 0 {
-		points = 500
-	}
-	every := max(1, len(events)/points)
-	recent := window.New(win)
+	every, recent := opts.Curve(len(events))
 	var run backtest.Run
 	name := spec.Label
 	if name == "" {
