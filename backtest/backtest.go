@@ -72,6 +72,8 @@ type Point struct {
 	Event          int     `json:"event"`
 	CumMistakes    int     `json:"cumulative_mistakes"`
 	WindowAccuracy float64 `json:"window_accuracy"`
+	// Time is the event time of the Event-th event, zero when the data has none.
+	Time time.Time `json:"time,omitzero"`
 }
 
 // Accuracy is the share of labeled events predicted right.
@@ -181,7 +183,7 @@ func Evaluate(ctx context.Context, spec Spec, events []streams.Example, dim int,
 			}
 		}
 		if i%every == 0 || i == len(events)-1 {
-			run.Curve = append(run.Curve, Point{Event: i + 1, CumMistakes: run.Mistakes, WindowAccuracy: recent.Value()})
+			run.Curve = append(run.Curve, Point{Event: i + 1, CumMistakes: run.Mistakes, WindowAccuracy: recent.Value(), Time: ex.Time})
 		}
 	}
 	run.Seconds = time.Since(start).Seconds()

@@ -1,6 +1,7 @@
 package backtest
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"math"
@@ -8,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/driftstream/driftstream/learners"
 	"github.com/driftstream/driftstream/streams"
@@ -146,7 +148,7 @@ func TestCompareWritesReport(t *testing.T) {
 		t.Fatalf("3 repeats on re-drawn streams should give a non-degenerate interval: %+v", ci)
 	}
 	curve, _ := os.ReadFile(filepath.Join(dir, "curve.csv"))
-	if !strings.HasPrefix(string(curve), "learner,repeat,event,cumulative_mistakes,window_accuracy\n") || strings.Count(string(curve), "\n") < 2*3*100 {
+	if !strings.HasPrefix(string(curve), "learner,repeat,event,cumulative_mistakes,window_accuracy,time\n") || strings.Count(string(curve), "\n") < 2*3*100 {
 		t.Fatalf("curve.csv too short: %d lines", strings.Count(string(curve), "\n"))
 	}
 	for _, f := range []string{"accuracy.svg", "accuracy.png"} {
@@ -195,5 +197,28 @@ func TestSynthDataSeeds(t *testing.T) {
 	_, dim, _ := SynthData("synth:sea?T=5", 1, streams.WithBias)(ctx, 0)
 	if dim != 4 {
 		t.Fatalf("wrapped dimension %d, want 4", dim)
+	}
+}
+
+// Curves whose events all carry a time are drawn over event time.
+func TestPlotOverEventTime(t *testing.T) {
+	t0 := time.Date(2026, 11, 20, 8, 0, 0, 0, time.UTC)
+	res := Result{Summary: Summary{Data: "timed", Events: 3, Repeats: 1, Learners: []LearnerSummary{{Name: "perceptron"}}},
+		Runs: [][]Run{{{Curve: []Point{{Event: 1, WindowAccuracy: 0.5, Time: t0}, {Event: 2, WindowAccuracy: 0.6, Time: t0.Add(time.Hour)},
+			{Event: 3, CumMistakes: 1, WindowAccuracy: 0.7, Time: t0.Add(2 * time.Hour)}}}}}}
+	if !timed(res) {
+		t.Fatal("timed curves not recognized")
+	}
+	dir := t.TempDir()
+	if err := Plot(dir, res); err != nil {
+		t.Fatal(err)
+	}
+	svg, err := os.ReadFile(filepath.Join(dir, "accuracy.svg"))
+	if err != nil || !bytes.Contains(svg, []byte("event time (UTC)")) {
+		t.Fatalf("the plot is not over event time: %v", err)
+	}
+	res.Runs[0][0].Curve[1].Time = time.Time{}
+	if timed(res) {
+		t.Fatal("a curve with an untimed point drawn over time")
 	}
 }

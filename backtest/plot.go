@@ -43,9 +43,31 @@ func Plot(dir string, res Result) error {
 	return nil
 }
 
+// timed reports whether every point of every curve has an event time: then
+// the curves are drawn over event time rather than event count.
+func timed(res Result) bool {
+	any := false
+	for _, runs := range res.Runs {
+		for _, r := range runs {
+			for _, pt := range r.Curve {
+				if pt.Time.IsZero() {
+					return false
+				}
+				any = true
+			}
+		}
+	}
+	return any
+}
+
 func panel(res Result, ylabel string, value func(Point) float64) (*plot.Plot, error) {
 	p := plot.New()
 	p.X.Label.Text = "event"
+	byTime := timed(res)
+	if byTime {
+		p.X.Label.Text = "event time (UTC)"
+		p.X.Tick.Marker = plot.TimeTicks{Format: "2006-01-02\n15:04"}
+	}
 	p.Y.Label.Text = ylabel
 	p.Legend.Top = true
 	p.Legend.Left = ylabel == "cumulative mistakes"
@@ -67,6 +89,9 @@ func panel(res Result, ylabel string, value func(Point) float64) (*plot.Plot, er
 			}
 			ci := meanCI(vals)
 			x := float64(runs[0].Curve[k].Event)
+			if byTime {
+				x = float64(runs[0].Curve[k].Time.Unix())
+			}
 			mean[k], lo[k], hi[k] = plotter.XY{X: x, Y: ci.Mean}, plotter.XY{X: x, Y: ci.Lo}, plotter.XY{X: x, Y: ci.Hi}
 		}
 		col := plotutil.Color(i)

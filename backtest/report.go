@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	"github.com/driftstream/driftstream/streams"
 )
@@ -235,11 +236,15 @@ func CalibrateWith(ctx context.Context, pass Pass, s Spec, events []streams.Exam
 
 // WriteFiles writes summary.json and curve.csv into dir.
 func WriteFiles(dir string, res Result) error {
-	rows := [][]string{{"learner", "repeat", "event", "cumulative_mistakes", "window_accuracy"}}
+	rows := [][]string{{"learner", "repeat", "event", "cumulative_mistakes", "window_accuracy", "time"}}
 	for i, ls := range res.Summary.Learners {
 		for r, run := range res.Runs[i] {
 			for _, p := range run.Curve {
-				rows = append(rows, []string{ls.Name, strconv.Itoa(r), strconv.Itoa(p.Event), strconv.Itoa(p.CumMistakes), strconv.FormatFloat(p.WindowAccuracy, 'f', 6, 64)})
+				ts := ""
+				if !p.Time.IsZero() {
+					ts = p.Time.Format(time.RFC3339Nano)
+				}
+				rows = append(rows, []string{ls.Name, strconv.Itoa(r), strconv.Itoa(p.Event), strconv.Itoa(p.CumMistakes), strconv.FormatFloat(p.WindowAccuracy, 'f', 6, 64), ts})
 			}
 		}
 	}

@@ -28,6 +28,12 @@ func Pass(ctx context.Context, spec backtest.Spec, events []streams.Example, dim
 		return backtest.Run{}, err
 	}
 	every, recent := opts.Curve(len(events))
+	var times []time.Time // of the events in order, for the curve's time axis
+	for _, ex := range events {
+		if !ex.LabelRecord {
+			times = append(times, ex.Time)
+		}
+	}
 	var run backtest.Run
 	name := spec.Label
 	if name == "" {
@@ -43,7 +49,11 @@ func Pass(ctx context.Context, spec backtest.Spec, events []streams.Example, dim
 			recent.Add(after.Mistakes > before.Mistakes)
 		}
 		if (records%every == 0 || records == len(events)) && recent.Len() > 0 {
-			run.Curve = append(run.Curve, backtest.Point{Event: int(after.Events), CumMistakes: int(after.Mistakes), WindowAccuracy: recent.Value()})
+			pt := backtest.Point{Event: int(after.Events), CumMistakes: int(after.Mistakes), WindowAccuracy: recent.Value()}
+			if pt.Event > 0 {
+				pt.Time = times[pt.Event-1]
+			}
+			run.Curve = append(run.Curve, pt)
 		}
 	}
 	var firstDead string

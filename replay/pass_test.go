@@ -3,6 +3,7 @@ package replay
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/driftstream/driftstream/backtest"
 	"github.com/driftstream/driftstream/streams"
@@ -21,6 +22,7 @@ func TestPassAgreesWithEvaluate(t *testing.T) {
 			break
 		}
 		ex.Key = "" // one stream, as the papers run it
+		ex.Time = time.Date(2026, 1, 1, 0, i, 0, 0, time.UTC)
 		inline = append(inline, ex)
 		if i%3 == 0 { // a third of the labels come about 4 events later
 			held = append(held, streams.Example{ID: ex.ID, Label: ex.Label, LabelRecord: true})
@@ -49,8 +51,11 @@ func TestPassAgreesWithEvaluate(t *testing.T) {
 			if name == "delayed" && got.Delayed == 0 {
 				t.Fatalf("%s: no delayed label", spec.Name)
 			}
-			if len(got.Curve) == 0 {
-				t.Fatalf("%s: no curve", spec.Name)
+			// The curve ends at the last event and carries event times, for
+			// plots over time.
+			end := time.Date(2026, 1, 1, 0, 1999, 0, 0, time.UTC)
+			if len(got.Curve) == 0 || got.Curve[len(got.Curve)-1].Event != 2000 || !got.Curve[len(got.Curve)-1].Time.Equal(end) {
+				t.Fatalf("%s: curve of %d points ends at %+v", spec.Name, len(got.Curve), got.Curve[len(got.Curve)-1])
 			}
 		}
 	}
