@@ -25,9 +25,9 @@ func (s *chanSource) Close() error {
 }
 
 // messageInput partitions the messages of a streams.Source as the producer
-// does (kafka-go's Hash balancer over every partition of the topic), numbering each partition's
-// records from offset 0: the records a service would read from a topic the
-// producer wrote them to.
+// does (kafka-go's Hash balancer over every partition of the topic),
+// numbering each partition's records from offset 0: the records a service
+// would read from a topic the producer wrote them to.
 type messageInput struct {
 	src      streams.Source
 	opts     MessageOptions
@@ -39,6 +39,7 @@ type messageInput struct {
 	once     sync.Once
 	err      error
 	wg       sync.WaitGroup
+	total    int64 // records in all, −1 when unknown
 }
 
 // FromSource replays src as the producer writes it (Messages with opts) to
@@ -52,7 +53,7 @@ func FromSource(src streams.Source, opts MessageOptions, partitions int, separat
 		return nil, fmt.Errorf("keys %d and labels delay %d: need ≥ 1 and ≥ 0", opts.Keys, opts.LabelsDelay)
 	}
 	in := &messageInput{src: src, opts: opts, parts: partitions, separate: separateLabels,
-		chans: make([]chan pipeline.Fetched, partitions), opened: make([]bool, partitions)}
+		chans: make([]chan pipeline.Fetched, partitions), opened: make([]bool, partitions), total: -1}
 	for p := range in.chans {
 		in.chans[p] = make(chan pipeline.Fetched, 256)
 	}
@@ -67,7 +68,7 @@ func (in *messageInput) Partitions() []int {
 	return ps
 }
 
-func (in *messageInput) Total() int64 { return -1 }
+func (in *messageInput) Total() int64 { return in.total }
 
 func (in *messageInput) Err() error {
 	in.wg.Wait()
@@ -126,4 +127,22 @@ func (in *messageInput) deal(ctx context.Context) {
 		}
 	})
 	in.err = err
+}
+
+// FromExamples is FromSource over examples held in memory; their number of
+// records is known, so progress lines give an ETA.
+func FromExamples(dim int, exs []streams.Example, opts MessageOptions, partitions int, separateLabels bool) (Input, error) {
+	in, err := FromSource(streams.FromExamples(dim, exs), opts, partitions, separateLabels)
+	if err != nil {
+		return nil, err
+	}
+	var n int64
+	for _, ex := range exs {
+		n++ // an event, or a label record passed through
+		if !ex.LabelRecord && ex.Label != 0 && opts.LabelsDelay > 0 {
+			n++ // its label, sent later
+		}
+	}
+	in.(*messageInput).total = n
+	return in, nil
 }

@@ -23,7 +23,7 @@ func Pass(ctx context.Context, spec backtest.Spec, events []streams.Example, dim
 	if err != nil {
 		return backtest.Run{}, err
 	}
-	in, err := FromSource(streams.FromExamples(dim, events), MessageOptions{Keys: 1}, 1, false)
+	in, err := FromExamples(dim, events, MessageOptions{Keys: 1}, 1, false)
 	if err != nil {
 		return backtest.Run{}, err
 	}

@@ -3,6 +3,7 @@ package streams
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 
@@ -17,6 +18,10 @@ type JSONLOptions struct {
 	HashBits int
 	// MaxBytes bounds one line (0: topics.DefaultMaxBytes).
 	MaxBytes int
+	// KeyField, when set, names a string field of every line holding the
+	// entity key (the Kafka record key, which DESIGN §2 events do not carry);
+	// it is taken out before the event is decoded.
+	KeyField string
 }
 
 // jsonlSource streams one event per line; label records become examples with
@@ -27,6 +32,7 @@ type jsonlSource struct {
 	closer io.Closer
 	vec    topics.Vectorizer
 	max    int
+	key    string
 	line   int
 	done   bool
 }
@@ -47,7 +53,7 @@ func OpenJSONL(path string, opts JSONLOptions) (Source, error) {
 	}
 	sc := bufio.NewScanner(rc)
 	sc.Buffer(make([]byte, 64<<10), max+1)
-	return &jsonlSource{path: path, sc: sc, closer: rc, vec: vec, max: max}, nil
+	return &jsonlSource{path: path, sc: sc, closer: rc, vec: vec, max: max, key: opts.KeyField}, nil
 }
 
 func (s *jsonlSource) Dim() int { return s.vec.Dim }
@@ -62,11 +68,18 @@ func (s *jsonlSource) Next(ctx context.Context) (Example, error) {
 		if len(b) == 0 {
 			continue
 		}
+		var key string
+		if s.key != "" {
+			var err error
+			if key, b, err = takeKey(b, s.key); err != nil {
+				return Example{}, posError(s.path, s.line, 0, "%v", err)
+			}
+		}
 		ev, err := topics.Decode(b, s.max)
 		if err != nil {
 			return Example{}, posError(s.path, s.line, 0, "%v", err)
 		}
-		ex := Example{ID: ev.ID, Time: ev.TS, Label: ev.Label, LabelRecord: ev.Kind == topics.LabelRecord}
+		ex := Example{ID: ev.ID, Key: key, Time: ev.TS, Label: ev.Label, LabelRecord: ev.Kind == topics.LabelRecord}
 		if !ex.LabelRecord {
 			if ex.X, err = s.vec.Vector(ev); err != nil {
 				return Example{}, posError(s.path, s.line, 0, "%v", err)
@@ -82,4 +95,24 @@ func (s *jsonlSource) Next(ctx context.Context) (Example, error) {
 		}
 	}
 	return Example{}, io.EOF
+}
+
+// takeKey removes the string field name from the JSON object b and returns
+// its value and the object without it.
+func takeKey(b []byte, name string) (string, []byte, error) {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(b, &obj); err != nil {
+		return "", nil, fmt.Errorf("malformed JSON: %v", err)
+	}
+	raw, ok := obj[name]
+	if !ok {
+		return "", nil, fmt.Errorf("no key field %q", name)
+	}
+	var key string
+	if err := json.Unmarshal(raw, &key); err != nil || key == "" {
+		return "", nil, fmt.Errorf("key field %q = %s: must be a non-empty string", name, raw)
+	}
+	delete(obj, name)
+	rest, err := json.Marshal(obj)
+	return key, rest, err
 }

@@ -1,6 +1,7 @@
 package streams
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -47,5 +48,34 @@ func TestJSONLReader(t *testing.T) {
 	}
 	if _, err := OpenJSONL("x.jsonl", JSONLOptions{}); !errors.Is(err, ErrOption) {
 		t.Fatalf("no dimension: %v", err)
+	}
+}
+
+// A key field names each line's entity; it is taken out before the event
+// is decoded (DESIGN §2 events carry no key), and a line without one is an
+// error with its position.
+func TestJSONLKeyField(t *testing.T) {
+	content := `{"id":"e-1","customer":"c7","x":[0.5,1],"label":1}
+{"customer":"c9","id":"e-1","label":-1}
+`
+	src, err := OpenJSONL(writeFile(t, "k.jsonl", content, false), JSONLOptions{Dim: 2, KeyField: "customer"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exs := drainAny(t, src)
+	if len(exs) != 2 || exs[0].Key != "c7" || exs[1].Key != "c9" || !exs[1].LabelRecord || exs[0].X.Dense()[1] != 1 {
+		t.Fatalf("%+v", exs)
+	}
+	for _, tc := range []struct{ content, frag string }{
+		{`{"id":"a","x":[1,2]}`, `k.jsonl:1: no key field "customer"`},
+		{`{"id":"a","customer":7,"x":[1,2]}`, `key field "customer" = 7: must be a non-empty string`},
+	} {
+		src, err := OpenJSONL(writeFile(t, "k.jsonl", tc.content+"\n", false), JSONLOptions{Dim: 2, KeyField: "customer"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := src.Next(context.Background()); err == nil || !strings.Contains(err.Error(), tc.frag) {
+			t.Errorf("%s: err %v, want %q", tc.content, err, tc.frag)
+		}
 	}
 }

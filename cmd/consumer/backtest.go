@@ -58,7 +58,7 @@ func runBacktest(args []string, stdout, stderr io.Writer) int {
 	to := fs.String("to", "", "topic backtest: end of the range (exclusive): an offset or an RFC 3339 time (default: the end when the backtest starts)")
 	keyed := fs.Bool("keyed", false, "replay -data through the service's pipeline, one learner per key, as the producer would write it to a topic")
 	keys := fs.Int("keys", 1, "with -keyed: spread events without a key column over this many keys (1: one learner for the whole stream)")
-	keyCol := fs.String("key", "", "with -keyed: CSV column holding the entity key")
+	keyCol := fs.String("key", "", "with -keyed: the CSV column or JSONL field holding the entity key")
 	labelsDelay := fs.Int("labels-delay", 0, "with -keyed: send each label as a label record this many events after its event (0: inline)")
 	partitions := fs.Int("partitions", 1, "with -keyed: partitions of the topic the data would be written to")
 	queryScale := fs.Float64("query-scale", 1, "-keyed and topic backtests: margin rule b/(b+|score|) for learners without a query rule (the service's DRIFTSTREAM_QUERY_SCALE)")
@@ -129,7 +129,7 @@ func runBacktest(args []string, stdout, stderr io.Writer) int {
 			}
 		} else {
 			if k.data, err = dataSource(*data, *format, streams.CSVOptions{Header: *header, Label: *label, LabelFile: *labelFile, Key: *keyCol,
-				Labels: streams.LabelMap{Positive: *positive, Negative: *negative}}, streams.JSONLOptions{Dim: *dim, HashBits: *hashBits}, *bias, *seed); err != nil {
+				Labels: streams.LabelMap{Positive: *positive, Negative: *negative}}, streams.JSONLOptions{Dim: *dim, HashBits: *hashBits, KeyField: *keyCol}, *bias, *seed); err != nil {
 				return fail(err)
 			}
 			if k.dim == 0 && k.hashBits == 0 {

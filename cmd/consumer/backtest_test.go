@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -166,4 +167,34 @@ func runProducerForTest(t *testing.T, addr, data string) int {
 		t.Fatal(err)
 	}
 	return 0
+}
+
+// A keyed JSONL file: the key field spreads its events over their keys.
+func TestKeyedJSONLBacktest(t *testing.T) {
+	var b strings.Builder
+	for i := 0; i < 300; i++ {
+		y := 1
+		if i%3 == 0 {
+			y = -1
+		}
+		fmt.Fprintf(&b, `{"id":"e%d","cust":"c%d","x":[%d,1],"label":%d}`+"\n", i, i%7, y, y)
+	}
+	path := filepath.Join(t.TempDir(), "events.jsonl")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	var errb bytes.Buffer
+	if code := run([]string{"backtest", "-keyed", "-data", path, "-dim", "2", "-key", "cust", "-learners", "perceptron", "-out", dir, "-q"},
+		&bytes.Buffer{}, &errb); code != exitOK {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	raw, _ := os.ReadFile(filepath.Join(dir, "summary.json"))
+	var reps []struct {
+		Keys   int
+		Totals struct{ Events, Labeled int }
+	}
+	if err := json.Unmarshal(raw, &reps); err != nil || len(reps) != 1 || reps[0].Keys != 7 || reps[0].Totals.Events != 300 || reps[0].Totals.Labeled != 300 {
+		t.Fatalf("summary %s (%v)", raw, err)
+	}
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/driftstream/driftstream/backtest"
 	"github.com/driftstream/driftstream/pipeline"
 	"github.com/driftstream/driftstream/replay"
-	"github.com/driftstream/driftstream/streams"
 	"github.com/driftstream/driftstream/topics"
 )
 
@@ -52,7 +51,7 @@ func (k keyedRun) run(ctx context.Context, stdout, stderr io.Writer) error {
 			if dim != vec.Dim {
 				return usageError{fmt.Errorf("the data has dimension %d; set -dim %d", dim, dim)}
 			}
-			if in, err = replay.FromSource(streams.FromExamples(dim, exs), k.messages, k.partitions, false); err != nil {
+			if in, err = replay.FromExamples(dim, exs, k.messages, k.partitions, false); err != nil {
 				return usageError{err}
 			}
 		}

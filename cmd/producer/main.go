@@ -104,7 +104,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		positive := fs.String("positive", "", "label value that means +1")
 		negative := fs.String("negative", "", "label value that means -1 (others are then errors)")
 		header := fs.Bool("header", false, "CSV: the first row names the columns")
-		keyCol := fs.String("key", "", "CSV: column holding the entity key")
+		keyCol := fs.String("key", "", "CSV column or JSONL field holding the entity key")
 		dim := fs.Int("dim", 0, "JSONL: dense dimension")
 		hashBits := fs.Int("hash-bits", 0, "JSONL: hash bits for named features")
 		fromTopic := fs.String("from-topic", "", "replay this topic instead of a file")
@@ -142,7 +142,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return usage(errors.New("-file or -from-topic is required"))
 		}
 		s, err := openFile(*file, streams.CSVOptions{Header: *header, Label: *label, Key: *keyCol, Labels: streams.LabelMap{Positive: *positive, Negative: *negative}},
-			streams.JSONLOptions{Dim: *dim, HashBits: *hashBits})
+			streams.JSONLOptions{Dim: *dim, HashBits: *hashBits, KeyField: *keyCol})
 		if err != nil {
 			if errors.Is(err, streams.ErrOption) {
 				return usage(err)
