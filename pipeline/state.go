@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"time"
 
 	"github.com/driftstream/driftstream/checkpoint"
 	"github.com/driftstream/driftstream/internal/wire"
@@ -124,6 +125,9 @@ func (w *Worker) decodeState(rec checkpoint.KeyRecord) (*keyState, error) {
 			ks.pending[i].score = math.Float64frombits(binary.LittleEndian.Uint64(r.B))
 			ks.pending[i].queried = r.B[8] == 1
 			r.B = r.B[9:]
+			if ts := r.Varint(); ts != 0 {
+				ks.pending[i].ts = time.Unix(0, ts).UTC()
+			}
 		}
 	} else {
 		for i := range ks.pending { // written when only queries were pending

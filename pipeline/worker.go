@@ -16,6 +16,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/driftstream/driftstream/checkpoint"
 	"github.com/driftstream/driftstream/learners"
@@ -236,6 +237,8 @@ type pending struct {
 	// queried is set when a label query was emitted for the event. x is
 	// kept only when the label will be learned (zero otherwise).
 	queried bool
+	// ts is the event's time, zero when it had none.
+	ts time.Time
 }
 
 // learnable reports whether the awaited label will be learned.
@@ -293,7 +296,21 @@ type Worker struct {
 	suppress  [2]int64 // outputs for offsets below these are not emitted (replay)
 	out       []Output
 	stats     Totals
+	last      Outcome
 }
+
+// Outcome is a scored prediction: when its event happened and whether it
+// was wrong.
+type Outcome struct {
+	// Time is the event's "ts", zero when it had none.
+	Time  time.Time
+	Wrong bool
+}
+
+// LastOutcome is the outcome that the last record to increase
+// Totals().Labeled scored (a labeled event, or a label joined to its
+// awaited event): with the counters, what a backtest plots over event time.
+func (w *Worker) LastOutcome() Outcome { return w.last }
 
 // NewWorker returns a worker for a partition with no state.
 func NewWorker(cfg Config, partition int) (*Worker, error) {
@@ -535,6 +552,7 @@ func (w *Worker) event(r Record, key string, ks *keyState, ev topics.Event) erro
 		if p.Label != ev.Label {
 			w.stats.Mistakes++
 		}
+		w.last = Outcome{Time: ev.TS, Wrong: p.Label != ev.Label}
 		if !w.sampling || query { // samplers learn only the labels they asked for
 			return w.learn(ks, x, ev.Label, p)
 		}
@@ -547,7 +565,7 @@ func (w *Worker) event(r Record, key string, ks *keyState, ev topics.Event) erro
 	// Every unlabeled event awaits its label, asked for or not: the label,
 	// when it comes, scores this prediction, and is learned unless the
 	// learner is a sampler that did not ask (then x need not be kept).
-	q := pending{id: ev.ID, offset: r.Offset, decided: p.Label, score: p.Score, queried: query}
+	q := pending{id: ev.ID, offset: r.Offset, decided: p.Label, score: p.Score, queried: query, ts: ev.TS}
 	if !w.sampling || query {
 		q.x = x
 	}
@@ -624,6 +642,7 @@ func (w *Worker) label(r Record, key string, ks *keyState, ev topics.Event) erro
 		if q.decided != ev.Label {
 			w.stats.Mistakes++
 		}
+		w.last = Outcome{Time: q.ts, Wrong: q.decided != ev.Label}
 	}
 	if !q.learnable() {
 		return nil // a sampler's label it did not ask for: scored only
@@ -664,12 +683,17 @@ func encodeState(ks *keyState) ([]byte, error) {
 		b = binary.AppendVarint(b, e.offset)
 	}
 	// Appended later, so that states written before it still decode: the
-	// decided prediction of every pending query, in order, and whether it
-	// was asked for.
+	// decided prediction of every pending query, in order, whether it was
+	// asked for, and its event time.
 	for _, p := range ks.pending {
 		b = binary.AppendVarint(b, int64(p.decided))
 		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(p.score))
 		b = append(b, boolByte(p.queried))
+		var ts int64 // Unix nanoseconds; 0: no time
+		if !p.ts.IsZero() {
+			ts = p.ts.UnixNano()
+		}
+		b = binary.AppendVarint(b, ts)
 	}
 	return b, nil
 }

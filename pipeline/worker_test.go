@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/driftstream/driftstream/checkpoint"
 	"github.com/driftstream/driftstream/topics"
@@ -511,7 +512,7 @@ func TestKeyStateWithoutDecidedPredictions(t *testing.T) {
 		want  []int
 	}{
 		{"current", b, []int{1, -1}},
-		{"older", b[:len(b)-2*10], []int{0, 0}},
+		{"older", b[:len(b)-2*11], []int{0, 0}},
 	} {
 		got, err := w.decodeState(checkpoint.KeyRecord{Key: "k", State: tc.state})
 		if err != nil {
@@ -581,5 +582,30 @@ func TestSamplerLearnsOnlyWhatItAsked(t *testing.T) {
 	b, _ := wAsked.keys["k"].learner.MarshalBinary()
 	if !bytes.Equal(a, b) {
 		t.Fatal("the sampler's state depends on labels it did not ask for")
+	}
+}
+
+// A delayed label's outcome is dated by its event, across a restore.
+func TestDelayedOutcomeKeepsItsEventTime(t *testing.T) {
+	ctx := context.Background()
+	cfg := testConfig(t, "perceptron", "")
+	w, _ := NewWorker(cfg, 0)
+	if err := w.Process(ctx, Record{Offset: 0, Key: []byte("k"), Value: []byte(`{"id":"a","ts":"2026-11-20T10:00:00+02:00","x":[1,0,0,1]}`)}); err != nil {
+		t.Fatal(err)
+	}
+	store := checkpoint.NewMemoryStore()
+	if _, _, err := w.Checkpoint(ctx, store); err != nil {
+		t.Fatal(err)
+	}
+	w2, _ := NewWorker(cfg, 0)
+	if _, err := w2.Restore(ctx, store); err != nil {
+		t.Fatal(err)
+	}
+	if err := w2.Process(ctx, Record{Offset: 1, Key: []byte("k"), Value: []byte(`{"id":"a","label":1}`)}); err != nil {
+		t.Fatal(err)
+	}
+	want := time.Date(2026, 11, 20, 8, 0, 0, 0, time.UTC)
+	if o := w2.LastOutcome(); !o.Time.Equal(want) || w2.Totals().Labeled != 1 {
+		t.Fatalf("outcome %+v, labeled %d; want the event's time %v", o, w2.Totals().Labeled, want)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/driftstream/driftstream/backtest"
 	"github.com/driftstream/driftstream/pipeline"
 	"gonum.org/v1/gonum/stat"
 )
@@ -82,6 +83,39 @@ type Report struct {
 	RecordsPerSec float64    `json:"records_per_sec"`
 	// PerKey holds every key's counters, sorted by key.
 	PerKey []KeyStats `json:"-"`
+	// OverTime samples accuracy over event time, over every key: empty when
+	// the events carry no "ts".
+	OverTime []backtest.Point `json:"-"`
+}
+
+// curvePoints is the number of samples of Report.OverTime.
+const curvePoints = 500
+
+// overTime merges the partitions' timed outcomes in event-time order and
+// samples the cumulative mistakes and the windowed accuracy (the last 500
+// outcomes) at curvePoints points.
+func overTime(scorers []*scorer) []backtest.Point {
+	var all []timedOutcome
+	for _, s := range scorers {
+		all = append(all, s.timed...)
+	}
+	if len(all) == 0 {
+		return nil
+	}
+	slices.SortStableFunc(all, func(a, b timedOutcome) int { return cmp.Compare(a.at, b.at) })
+	every, recent := backtest.Options{}.Curve(len(all))
+	var out []backtest.Point
+	mistakes := 0
+	for i, o := range all {
+		recent.Add(o.wrong)
+		if o.wrong {
+			mistakes++
+		}
+		if (i+1)%every == 0 || i == len(all)-1 {
+			out = append(out, backtest.Point{Event: i + 1, CumMistakes: mistakes, WindowAccuracy: recent.Value(), Time: time.Unix(0, o.at).UTC()})
+		}
+	}
+	return out
 }
 
 // MinKeyLabels is the fewest labels a key needs to count in KeyAccuracy.
@@ -117,6 +151,7 @@ func newReport(cfg Config, scorers []*scorer, runners []*pipeline.Runner, took t
 	}
 	slices.SortFunc(r.PerKey, func(a, b KeyStats) int { return cmp.Compare(a.Key, b.Key) })
 	r.Keys = len(r.PerKey)
+	r.OverTime = overTime(scorers)
 	r.Accuracy = math.NaN()
 	if r.Totals.Labeled > 0 {
 		r.Accuracy = 1 - float64(r.Totals.Mistakes)/float64(r.Totals.Labeled)

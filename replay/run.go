@@ -76,6 +76,7 @@ func Run(ctx context.Context, cfg Config, in Input) (*Report, error) {
 			return nil, err
 		}
 		runners[i] = r
+		scorers[i].worker = r.Worker()
 	}
 	start := time.Now()
 	stopProgress := progress(ctx, cfg, in.Total(), &done, start)
@@ -167,12 +168,26 @@ type scorer struct {
 	done      *atomic.Int64
 	partition int
 	observe   func(int, *pipeline.Fetched, *pipeline.Totals, *pipeline.Totals)
+	worker    *pipeline.Worker
+	// timed are the scored outcomes whose event had a time, for the
+	// accuracy-over-time curve.
+	timed []timedOutcome
+}
+
+type timedOutcome struct {
+	at    int64 // Unix nanoseconds
+	wrong bool
 }
 
 func (s *scorer) Processed(f *pipeline.Fetched, before, after *pipeline.Totals) {
 	s.done.Add(1)
 	if s.observe != nil {
 		s.observe(s.partition, f, before, after)
+	}
+	if after.Labeled > before.Labeled {
+		if o := s.worker.LastOutcome(); !o.Time.IsZero() {
+			s.timed = append(s.timed, timedOutcome{at: o.Time.UnixNano(), wrong: o.Wrong})
+		}
 	}
 	if after.Events == before.Events && after.Labeled == before.Labeled && after.Queries == before.Queries {
 		return // a label record that scored nothing, a dead letter, a skip

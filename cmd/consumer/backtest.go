@@ -143,7 +143,7 @@ func runBacktest(args []string, stdout, stderr io.Writer) int {
 		if err := k.run(ctx, stdout, stderr); err != nil {
 			return fail(err)
 		}
-		fmt.Fprintf(stderr, "wrote %s and %s\n", filepath.Join(*out, "summary.json"), filepath.Join(*out, "keys.csv"))
+		fmt.Fprintf(stderr, "wrote the report to %s\n", *out)
 		return exitOK
 	}
 	switch {

@@ -177,7 +177,8 @@ func TestKeyedJSONLBacktest(t *testing.T) {
 		if i%3 == 0 {
 			y = -1
 		}
-		fmt.Fprintf(&b, `{"id":"e%d","cust":"c%d","x":[%d,1],"label":%d}`+"\n", i, i%7, y, y)
+		ts := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(i) * time.Minute).Format(time.RFC3339)
+		fmt.Fprintf(&b, `{"id":"e%d","cust":"c%d","ts":%q,"x":[%d,1],"label":%d}`+"\n", i, i%7, ts, y, y)
 	}
 	path := filepath.Join(t.TempDir(), "events.jsonl")
 	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
@@ -196,5 +197,14 @@ func TestKeyedJSONLBacktest(t *testing.T) {
 	}
 	if err := json.Unmarshal(raw, &reps); err != nil || len(reps) != 1 || reps[0].Keys != 7 || reps[0].Totals.Events != 300 || reps[0].Totals.Labeled != 300 {
 		t.Fatalf("summary %s (%v)", raw, err)
+	}
+	// The events carry times: accuracy over event time, over every key.
+	curve, err := os.ReadFile(filepath.Join(dir, "curve.csv"))
+	if err != nil || !strings.HasPrefix(string(curve), "learner,labeled,cumulative_mistakes,window_accuracy,time\n") ||
+		!strings.Contains(string(curve), "2026-11-01T04:59:00Z") {
+		t.Fatalf("curve.csv: %v\n%.300s", err, curve)
+	}
+	if svg, err := os.ReadFile(filepath.Join(dir, "accuracy.svg")); err != nil || !bytes.Contains(svg, []byte("event time")) {
+		t.Fatalf("accuracy.svg over event time: %v", err)
 	}
 }

@@ -2,11 +2,15 @@ package main
 
 import (
 	"context"
+	"encoding/csv"
 	"fmt"
 	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/driftstream/driftstream/backtest"
 	"github.com/driftstream/driftstream/pipeline"
@@ -111,7 +115,41 @@ func writeKeyed(dir string, reps []*replay.Report) error {
 				strconv.FormatInt(k.Mistakes, 10), strconv.FormatInt(k.Queries, 10), acc})
 		}
 	}
-	return backtest.WriteSummary(dir, reps, "keys.csv", rows)
+	if err := backtest.WriteSummary(dir, reps, "keys.csv", rows); err != nil {
+		return err
+	}
+	return plotOverTime(dir, reps)
+}
+
+// plotOverTime writes curve.csv and accuracy.svg/.png over event time, over
+// every key, when the events carry a "ts".
+func plotOverTime(dir string, reps []*replay.Report) error {
+	res := backtest.Result{Summary: backtest.Summary{Data: "accuracy over event time, all keys", Repeats: 1}}
+	rows := [][]string{{"learner", "labeled", "cumulative_mistakes", "window_accuracy", "time"}}
+	for _, r := range reps {
+		if len(r.OverTime) == 0 {
+			return nil
+		}
+		res.Summary.Events = max(res.Summary.Events, int(r.Totals.Events))
+		res.Summary.Learners = append(res.Summary.Learners, backtest.LearnerSummary{Name: r.Name})
+		res.Runs = append(res.Runs, []backtest.Run{{Curve: r.OverTime}})
+		for _, p := range r.OverTime {
+			rows = append(rows, []string{r.Name, strconv.Itoa(p.Event), strconv.Itoa(p.CumMistakes), strconv.FormatFloat(p.WindowAccuracy, 'f', 6, 64),
+				p.Time.Format(time.RFC3339Nano)})
+		}
+	}
+	f, err := os.Create(filepath.Join(dir, "curve.csv"))
+	if err != nil {
+		return err
+	}
+	if err := csv.NewWriter(f).WriteAll(rows); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return backtest.Plot(dir, res)
 }
 
 // topicInput resolves a topic backtest's range.
