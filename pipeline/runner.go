@@ -246,8 +246,12 @@ func (r *Runner) Run(ctx context.Context) error {
 	case errors.Is(err, ErrLost):
 		r.log.Info("partition ownership lost; stopped without writing more", "reason", err)
 		return nil
-	case ctx.Err() != nil && errors.Is(err, context.Canceled):
-		return nil // stopped while restoring or backing off: nothing to checkpoint yet
+	case ctx.Err() != nil && !errors.As(err, new(finalError)):
+		// Stopped (revoked, shut down) while restoring, claiming or backing
+		// off: nothing to checkpoint yet, and the error is the stop's (a
+		// dial cut short, a wait abandoned). The next owner starts over.
+		r.log.Info("partition stopped before it ran", "reason", err)
+		return nil
 	}
 	var pe *PartitionError
 	if !errors.As(err, &pe) {
@@ -365,8 +369,17 @@ func (r *Runner) final(ctx context.Context, since int) error {
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.FinalTimeout)
 	defer cancel()
-	return r.checkpoint(cctx)
+	if err := r.checkpoint(cctx); err != nil {
+		return finalError{err}
+	}
+	return nil
 }
+
+// finalError is a failure of the last checkpoint: a failure even though ctx
+// has ended.
+type finalError struct{ error }
+
+func (e finalError) Unwrap() error { return e.error }
 
 // checkpointDetached runs a checkpoint that a revocation or shutdown
 // arriving meanwhile does not interrupt: a half-done checkpoint (outputs

@@ -510,3 +510,51 @@ func TestZombieWriterIsFenced(t *testing.T) {
 	dups := h.check(final)
 	t.Logf("%d records of the first epoch in the log, %d fenced at restore, %d duplicate predictions (identical)", fenced, snap.Fenced, dups)
 }
+
+// errGenerationEnded stands for kafka-go's: the error a group generation's
+// context reports, which is not context.Canceled.
+var errGenerationEnded = errors.New("consumer group generation has ended")
+
+// endedCtx is a context whose Err is errGenerationEnded once done is closed.
+type endedCtx struct {
+	context.Context
+	done chan struct{}
+}
+
+func (c endedCtx) Done() <-chan struct{} { return c.done }
+func (c endedCtx) Err() error {
+	select {
+	case <-c.done:
+		return errGenerationEnded
+	default:
+		return nil
+	}
+}
+
+// blockingStore's Load waits for its context to end, as a dial to a broker
+// that does not answer would.
+type blockingStore struct{ *checkpoint.MemoryStore }
+
+func (blockingStore) Load(ctx context.Context, _ int) (checkpoint.Snapshot, error) {
+	<-ctx.Done()
+	return checkpoint.Snapshot{}, fmt.Errorf("failed to dial: %w", ctx.Err())
+}
+
+// A partition revoked while it restores stops quietly, whatever error the
+// interrupted step reports: it is the stop, not a failure.
+func TestRevokedDuringRestoreIsNoFailure(t *testing.T) {
+	h := newHarness(t, 100, 3, true)
+	r, err := NewRunner(RunnerConfig{Partition: 0, Pipeline: h.cfg, Store: blockingStore{checkpoint.NewMemoryStore()}, Open: h.feed.opener(newGate(1 << 62)),
+		Sink: &testSink{out: h.out}, CheckpointEvery: 10, CheckpointInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := endedCtx{Context: context.Background(), done: make(chan struct{})}
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	time.Sleep(20 * time.Millisecond)
+	close(ctx.done)
+	if err := <-done; err != nil {
+		t.Fatalf("a revoked restore failed the partition: %v", err)
+	}
+}
