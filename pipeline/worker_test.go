@@ -575,7 +575,8 @@ func TestSamplerLearnsOnlyWhatItAsked(t *testing.T) {
 	}
 	wAll, all := answer(true)
 	wAsked, asked := answer(false)
-	if all.Labeled != 300 || asked.Labeled != asked.Queries || asked.Queries == 0 || asked.Queries >= 300 {
+	// Every event came unlabeled: the ones the sampler asked for are its queries.
+	if all.Labeled != 300 || asked.Labeled != asked.Queries || asked.Queries == 0 || asked.Queries >= 300 || asked.Asked != asked.Queries {
 		t.Fatalf("labeled %d of 300 with every label, %d with the %d asked", all.Labeled, asked.Labeled, asked.Queries)
 	}
 	a, _ := wAll.keys["k"].learner.MarshalBinary()

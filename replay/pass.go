@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/driftstream/driftstream/backtest"
+	"github.com/driftstream/driftstream/learners"
 	"github.com/driftstream/driftstream/pipeline"
 	"github.com/driftstream/driftstream/streams"
 	"github.com/driftstream/driftstream/topics"
@@ -17,7 +18,9 @@ import (
 // `consumer backtest -data` runs the code the service runs; the
 // single-learner evaluator (backtest.Evaluate) stays for the paper
 // reproductions. A randomized learner's expected mistakes are not observed
-// here: Run.Expected is its counted mistakes.
+// here: Run.Expected is its counted mistakes. Run.Queries is what the
+// service asks for: a sampler's asked labels, the margin rule's requests
+// for the others.
 func Pass(ctx context.Context, spec backtest.Spec, events []streams.Example, dim int, seed uint64, opts backtest.Options) (backtest.Run, error) {
 	vec, err := topics.NewVectorizer(dim, 0)
 	if err != nil {
@@ -73,7 +76,14 @@ func Pass(ctx context.Context, spec backtest.Spec, events []streams.Example, dim
 	if t.DeadLetters > 0 {
 		return backtest.Run{}, fmt.Errorf("%s: the pipeline dead-lettered %d records, the first because: %s", name, t.DeadLetters, firstDead)
 	}
-	run.Events, run.Labeled, run.Mistakes, run.Queries = int(t.Events), int(t.Labeled), int(t.Mistakes), int(t.Asked)
+	run.Events, run.Labeled, run.Mistakes = int(t.Events), int(t.Labeled), int(t.Mistakes)
+	// The query rate is what the service asks: a sampler's own rule (the
+	// labels it asked for, inline or requested), and for the other learners
+	// the margin rule's requests for unlabeled events.
+	run.Queries = int(t.Queries)
+	if info, err := learners.Lookup(spec.Name); err == nil && info.Sampling {
+		run.Queries = int(t.Asked)
+	}
 	run.Delayed, run.Unknown = int(t.DelayedLabeled), int(t.LabelsUnknown)
 	run.Expected = float64(t.Mistakes)
 	run.Seconds = rep.Seconds

@@ -45,7 +45,9 @@ func TestPassAgreesWithEvaluate(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got.Events != want.Events || got.Labeled != want.Labeled || got.Mistakes != want.Mistakes || got.Delayed != want.Delayed || got.Queries != want.Queries {
+			// (Queries differ by design: the evaluator counts every label a
+			// non-sampler uses, the pipeline the labels it requests.)
+			if got.Events != want.Events || got.Labeled != want.Labeled || got.Mistakes != want.Mistakes || got.Delayed != want.Delayed {
 				t.Fatalf("%s, %s labels: pipeline %+v, evaluator %+v", spec.Name, name, got, want)
 			}
 			if name == "delayed" && got.Delayed == 0 {

@@ -51,13 +51,13 @@ func runBacktest(args []string, stdout, stderr io.Writer) int {
 	experiment := fs.String("experiment", "", "run a paper reproduction by name (list: show them); replaces -data and -learners")
 	dataDir := fs.String("data-dir", defaultDataDir(), "with -experiment: the shared data directory ($DRIFTSTREAM_DATA)")
 	// Backtests through the service's own pipeline (per key).
-	brokers := fs.String("brokers", "", "topic backtest: Kafka bootstrap brokers, comma-separated host:port")
+	brokers := fs.String("brokers", "", "topic backtest: Kafka bootstrap brokers, comma-separated host:port (TLS and SASL from the service's DRIFTSTREAM_TLS*/SASL* environment)")
 	topic := fs.String("topic", "", "topic backtest: the events topic to replay (read without a consumer group, never committed)")
 	labelsTopic := fs.String("labels-topic", "", "topic backtest: a co-partitioned labels topic")
 	from := fs.String("from", "", "topic backtest: start of the range in every partition: an offset or an RFC 3339 time (default: the first offset)")
 	to := fs.String("to", "", "topic backtest: end of the range (exclusive): an offset or an RFC 3339 time (default: the end when the backtest starts)")
 	keyed := fs.Bool("keyed", false, "replay -data through the service's pipeline, one learner per key, as the producer would write it to a topic")
-	keys := fs.Int("keys", 1, "with -keyed: spread events without a key column over this many keys (1: one learner for the whole stream)")
+	keys := fs.Int("keys", 1, "with -keyed: spread events without a key column over this many keys (1: one learner for the whole stream; synth:...&keys=N says the same)")
 	keyCol := fs.String("key", "", "with -keyed: the CSV column or JSONL field holding the entity key")
 	labelsDelay := fs.Int("labels-delay", 0, "with -keyed: send each label as a label record this many events after its event (0: inline)")
 	partitions := fs.Int("partitions", 1, "with -keyed: partitions of the topic the data would be written to")
@@ -128,7 +128,17 @@ func runBacktest(args []string, stdout, stderr io.Writer) int {
 				return fail(err)
 			}
 		} else {
-			if k.data, err = dataSource(*data, *format, streams.CSVOptions{Header: *header, Label: *label, LabelFile: *labelFile, Key: *keyCol,
+			spec := *data
+			if streams.IsSynth(spec) {
+				var n int
+				if spec, n, err = synthKeys(spec); err != nil {
+					return fail(err)
+				}
+				if n > 0 {
+					k.messages.Keys = n
+				}
+			}
+			if k.data, err = dataSource(spec, *format, streams.CSVOptions{Header: *header, Label: *label, LabelFile: *labelFile, Key: *keyCol,
 				Labels: streams.LabelMap{Positive: *positive, Negative: *negative}}, streams.JSONLOptions{Dim: *dim, HashBits: *hashBits, KeyField: *keyCol}, *bias, *seed); err != nil {
 				return fail(err)
 			}

@@ -109,7 +109,7 @@ func TestKeyedAndTopicBacktests(t *testing.T) {
 	}
 	fileDir, topicDir := t.TempDir(), t.TempDir()
 	var errb bytes.Buffer
-	if code := run([]string{"backtest", "-keyed", "-data", data, "-keys", "30", "-labels-delay", "5", "-partitions", "3",
+	if code := run([]string{"backtest", "-keyed", "-data", data + "&keys=30", "-labels-delay", "5", "-partitions", "3",
 		"-learners", "perceptron,lasec-ss", "-out", fileDir, "-q"}, &bytes.Buffer{}, &errb); code != exitOK {
 		t.Fatalf("keyed backtest exit %d: %s", code, errb.String())
 	}

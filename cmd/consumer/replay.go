@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"encoding/csv"
+	"flag"
 	"fmt"
 	"io"
 	"math"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -13,9 +15,11 @@ import (
 	"time"
 
 	"github.com/driftstream/driftstream/backtest"
+	"github.com/driftstream/driftstream/config"
 	"github.com/driftstream/driftstream/pipeline"
 	"github.com/driftstream/driftstream/replay"
 	"github.com/driftstream/driftstream/topics"
+	"github.com/segmentio/kafka-go"
 )
 
 // keyedRun is a backtest through the service's own pipeline (replay.Run):
@@ -168,5 +172,48 @@ func topicInput(ctx context.Context, brokers, topic, labelsTopic, from, to strin
 			bs = append(bs, b)
 		}
 	}
-	return replay.FromTopic(ctx, replay.TopicRange{Brokers: bs, Topic: topic, LabelsTopic: labelsTopic, From: fb, To: tb})
+	dialer, err := kafkaDialer()
+	if err != nil {
+		return nil, usageError{err}
+	}
+	return replay.FromTopic(ctx, replay.TopicRange{Brokers: bs, Dialer: dialer, Topic: topic, LabelsTopic: labelsTopic, From: fb, To: tb})
+}
+
+// kafkaDialer is the service's Kafka connection settings (TLS, SASL) from
+// the DRIFTSTREAM_* environment, so that a topic backtest reaches any
+// cluster the service reaches.
+func kafkaDialer() (*kafka.Dialer, error) {
+	cfg, err := config.Load(flag.NewFlagSet("kafka", flag.ContinueOnError), nil)
+	if err != nil {
+		return nil, err
+	}
+	dialer, _, err := cfg.Kafka()
+	return dialer, err
+}
+
+// synthKeys takes a keys=N parameter out of a synth: spec (how many keys a
+// generated stream is spread over) and returns the spec without it and N
+// (0 when absent).
+func synthKeys(spec string) (string, int, error) {
+	name, query, ok := strings.Cut(spec, "?")
+	if !ok {
+		return spec, 0, nil
+	}
+	vals, err := url.ParseQuery(query)
+	if err != nil {
+		return "", 0, usageError{fmt.Errorf("%s: %v", spec, err)}
+	}
+	k := vals.Get("keys")
+	if k == "" {
+		return spec, 0, nil
+	}
+	n, err := strconv.Atoi(k)
+	if err != nil || n < 1 {
+		return "", 0, usageError{fmt.Errorf("%s: keys=%s: must be a whole number ≥ 1", spec, k)}
+	}
+	vals.Del("keys")
+	if len(vals) == 0 {
+		return name, n, nil
+	}
+	return name + "?" + vals.Encode(), n, nil
 }
