@@ -1,0 +1,209 @@
+package drift
+
+import (
+	"encoding/json"
+	"math"
+)
+
+// ADWINParams configure ADWIN.
+type ADWINParams struct {
+	// Delta is the confidence δ: at each check, a stream whose mean did not
+	// change shrinks the window with probability at most δ (0.002).
+	Delta float64 `json:"delta"`
+	// Clock checks for a cut every this many values (32).
+	Clock int `json:"clock"`
+	// MaxBuckets is M, the buckets kept per size before two are merged (5).
+	MaxBuckets int `json:"max_buckets"`
+	// MinSubWindow is the fewest values on each side of a cut (5).
+	MinSubWindow int `json:"min_sub_window"`
+	// MinWindow is the fewest values in the window before any check (10).
+	MinWindow int `json:"min_window"`
+}
+
+// bucket summarizes 2^row consecutive values: their sum and their variance
+// (sum of squared deviations from their mean).
+type bucket struct{ total, variance float64 }
+
+// adwin is ADWIN2 of Bifet & Gavaldà (SDM 2007), as in MOA: an adaptive
+// window of recent values, kept in an exponential histogram (rows of at
+// most M+1 buckets; row i's buckets summarize 2^i values), that drops its
+// oldest part whenever two sub-windows have means differing by more than
+// ε_cut = √(2·m·σ²·ln(2 ln n/δ)) + (2/3)·m·ln(2 ln n/δ), with m the sum
+// of the inverse sub-window lengths (less the minimum) and σ² the window's
+// variance. Theorem 3.1 bounds the probability of a cut on a stationary
+// stream by δ per check, and guarantees a cut when the means differ by
+// more than ε_cut. A cut is a drift; the window keeps the values after it.
+type adwin struct {
+	p               ADWINParams
+	rows            [][]bucket // rows[0]: the newest, single values; each row oldest first
+	width           int64
+	total, variance float64
+	ticks           int64
+}
+
+func buildADWIN(raw json.RawMessage) (Detector, error) {
+	p := ADWINParams{Delta: 0.002, Clock: 32, MaxBuckets: 5, MinSubWindow: 5, MinWindow: 10}
+	if err := decodeParams("adwin", raw, &p); err != nil {
+		return nil, err
+	}
+	switch {
+	case !(p.Delta > 0 && p.Delta < 1):
+		return nil, paramError("adwin", "delta", p.Delta, "must be in (0, 1)")
+	case p.Clock < 1:
+		return nil, paramError("adwin", "clock", p.Clock, "must be ≥ 1")
+	case p.MaxBuckets < 2:
+		return nil, paramError("adwin", "max_buckets", p.MaxBuckets, "must be ≥ 2")
+	case p.MinSubWindow < 1 || p.MinWindow < 2*p.MinSubWindow:
+		return nil, paramError("adwin", "min_sub_window/min_window", []int{p.MinSubWindow, p.MinWindow}, "need min_sub_window ≥ 1 and min_window ≥ 2·min_sub_window")
+	}
+	return &adwin{p: p}, nil
+}
+
+func (d *adwin) Name() string { return "adwin" }
+
+// Width is the number of values in the window.
+func (d *adwin) Width() int64 { return d.width }
+
+// Mean is the window's mean.
+func (d *adwin) Mean() float64 {
+	if d.width == 0 {
+		return 0
+	}
+	return d.total / float64(d.width)
+}
+
+func (d *adwin) Add(x float64) State {
+	d.insert(x)
+	d.ticks++
+	if d.ticks%int64(d.p.Clock) != 0 || d.width <= int64(d.p.MinWindow) {
+		return Stable
+	}
+	cut := false
+	for d.cutOnce() {
+		cut = true
+	}
+	if cut {
+		return Drift
+	}
+	return Stable
+}
+
+func (d *adwin) insert(x float64) {
+	d.width++
+	if d.width > 1 {
+		prev := d.total / float64(d.width-1)
+		d.variance += float64(d.width-1) * (x - prev) * (x - prev) / float64(d.width)
+	}
+	d.total += x
+	if len(d.rows) == 0 {
+		d.rows = append(d.rows, nil)
+	}
+	d.rows[0] = append(d.rows[0], bucket{total: x})
+	for i := 0; i < len(d.rows) && len(d.rows[i]) > d.p.MaxBuckets; i++ {
+		b1, b2 := d.rows[i][0], d.rows[i][1]
+		n := math.Ldexp(1, i) // values per bucket of row i
+		u1, u2 := b1.total/n, b2.total/n
+		merged := bucket{total: b1.total + b2.total, variance: b1.variance + b2.variance + n*n*(u1-u2)*(u1-u2)/(2*n)}
+		d.rows[i] = append(d.rows[i][:0], d.rows[i][2:]...)
+		if i+1 == len(d.rows) {
+			d.rows = append(d.rows, nil)
+		}
+		d.rows[i+1] = append(d.rows[i+1], merged)
+	}
+}
+
+// cutOnce looks for a cut, oldest sub-window first; on one, it drops the
+// oldest bucket and reports true (the caller looks again).
+func (d *adwin) cutOnce() bool {
+	n := float64(d.width)
+	v := d.variance / n
+	dd := math.Log(2 * math.Log(n) / d.p.Delta)
+	minLen := float64(d.p.MinSubWindow)
+	var n0, u0 float64
+	n1, u1 := n, d.total
+	for i := len(d.rows) - 1; i >= 0; i-- {
+		size := math.Ldexp(1, i)
+		for k, b := range d.rows[i] {
+			if i == 0 && k == len(d.rows[i])-1 {
+				return false // the newest value alone is no sub-window
+			}
+			n0, n1 = n0+size, n1-size
+			u0, u1 = u0+b.total, u1-b.total
+			if n0 <= minLen+1 || n1 <= minLen+1 {
+				continue
+			}
+			m := 1/(n0-minLen+1) + 1/(n1-minLen+1)
+			eps := math.Sqrt(2*m*v*dd) + 2.0/3.0*dd*m
+			if math.Abs(u0/n0-u1/n1) > eps {
+				d.dropOldest()
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// dropOldest removes the window's oldest bucket.
+func (d *adwin) dropOldest() {
+	last := len(d.rows) - 1
+	b := d.rows[last][0]
+	n1 := math.Ldexp(1, last)
+	d.width -= int64(n1)
+	d.total -= b.total
+	if d.width > 0 {
+		u1 := b.total / n1
+		w := float64(d.width)
+		d.variance -= b.variance + n1*w*(u1-d.total/w)*(u1-d.total/w)/(n1+w)
+		d.variance = max(d.variance, 0)
+	} else {
+		d.variance = 0
+	}
+	d.rows[last] = d.rows[last][1:]
+	for len(d.rows) > 0 && len(d.rows[len(d.rows)-1]) == 0 {
+		d.rows = d.rows[:len(d.rows)-1]
+	}
+}
+
+func (d *adwin) MarshalBinary() ([]byte, error) {
+	w := newWriter(d.Name())
+	w.int(d.width)
+	w.int(d.ticks)
+	w.f64(d.total)
+	w.f64(d.variance)
+	w.int(int64(len(d.rows)))
+	for _, row := range d.rows {
+		w.int(int64(len(row)))
+		for _, b := range row {
+			w.f64(b.total)
+			w.f64(b.variance)
+		}
+	}
+	return w.b, nil
+}
+
+func (d *adwin) UnmarshalBinary(b []byte) error {
+	r := newReader(d.Name(), b)
+	width, ticks, total, variance := r.int(), r.int(), r.f64(), r.f64()
+	nrows := r.int()
+	if nrows < 0 || nrows > 64 {
+		r.fail()
+	}
+	var rows [][]bucket
+	for i := int64(0); i < nrows && r.err == nil; i++ {
+		k := r.int()
+		if k < 0 || k > int64(d.p.MaxBuckets) {
+			r.fail()
+			break
+		}
+		row := make([]bucket, 0, k)
+		for j := int64(0); j < k; j++ {
+			row = append(row, bucket{total: r.f64(), variance: r.f64()})
+		}
+		rows = append(rows, row)
+	}
+	if err := r.done(); err != nil {
+		return err
+	}
+	d.width, d.ticks, d.total, d.variance, d.rows = width, ticks, total, variance, rows
+	return nil
+}

@@ -1,0 +1,182 @@
+package drift
+
+import (
+	"encoding/json"
+	"math"
+)
+
+// DDMParams configure DDM.
+type DDMParams struct {
+	// MinInstances is the number of values before any verdict (30).
+	MinInstances int `json:"min_instances"`
+	// Warning and Drift are the levels, in standard deviations above the
+	// lowest p+s seen, of the warning and drift states (2 and 3).
+	Warning float64 `json:"warning"`
+	Drift   float64 `json:"drift"`
+}
+
+// ddm is the Drift Detection Method of Gama, Medas, Castillo & Rodrigues
+// (SBIA 2004). Over a stream of mistakes (1) and right predictions (0) it
+// keeps the error rate p_i and its standard deviation s_i = √(p_i(1−p_i)/i),
+// and the point where p_i + s_i was lowest (p_min, s_min). It warns when
+// p_i + s_i ≥ p_min + 2·s_min and signals a drift, then restarts, when
+// p_i + s_i ≥ p_min + 3·s_min (the levels are parameters).
+type ddm struct {
+	p          DDMParams
+	n          int64
+	rate       float64
+	pMin, sMin float64
+}
+
+func buildDDM(raw json.RawMessage) (Detector, error) {
+	p := DDMParams{MinInstances: 30, Warning: 2, Drift: 3}
+	if err := decodeParams("ddm", raw, &p); err != nil {
+		return nil, err
+	}
+	switch {
+	case p.MinInstances < 1:
+		return nil, paramError("ddm", "min_instances", p.MinInstances, "must be ≥ 1")
+	case !(p.Warning > 0) || !(p.Drift > p.Warning):
+		return nil, paramError("ddm", "warning/drift", []float64{p.Warning, p.Drift}, "need 0 < warning < drift")
+	}
+	d := &ddm{p: p}
+	d.reset()
+	return d, nil
+}
+
+func (d *ddm) Name() string { return "ddm" }
+
+func (d *ddm) reset() {
+	d.n, d.rate = 0, 0
+	d.pMin, d.sMin = math.Inf(1), math.Inf(1)
+}
+
+func (d *ddm) Add(x float64) State {
+	d.n++
+	d.rate += (x - d.rate) / float64(d.n)
+	s := math.Sqrt(d.rate * (1 - d.rate) / float64(d.n))
+	if d.n < int64(d.p.MinInstances) {
+		return Stable
+	}
+	if d.rate+s <= d.pMin+d.sMin {
+		d.pMin, d.sMin = d.rate, s
+	}
+	switch {
+	case d.rate+s >= d.pMin+d.p.Drift*d.sMin:
+		d.reset()
+		return Drift
+	case d.rate+s >= d.pMin+d.p.Warning*d.sMin:
+		return Warning
+	}
+	return Stable
+}
+
+func (d *ddm) MarshalBinary() ([]byte, error) {
+	w := newWriter(d.Name())
+	w.int(d.n)
+	w.f64(d.rate)
+	w.f64(d.pMin)
+	w.f64(d.sMin)
+	return w.b, nil
+}
+
+func (d *ddm) UnmarshalBinary(b []byte) error {
+	r := newReader(d.Name(), b)
+	n, rate, pMin, sMin := r.int(), r.f64(), r.f64(), r.f64()
+	if err := r.done(); err != nil {
+		return err
+	}
+	d.n, d.rate, d.pMin, d.sMin = n, rate, pMin, sMin
+	return nil
+}
+
+// EDDMParams configure EDDM.
+type EDDMParams struct {
+	// MinErrors is the number of mistakes before any verdict (30).
+	MinErrors int `json:"min_errors"`
+	// Alpha and Beta are the warning and drift levels of the ratio
+	// (p'+2s')/(p'+2s')_max (0.95 and 0.90).
+	Alpha float64 `json:"alpha"`
+	Beta  float64 `json:"beta"`
+}
+
+// eddm is the Early Drift Detection Method of Baena-García, del
+// Campo-Ávila, Fidalgo, Bifet, Gavaldà & Morales-Bueno (2006). It watches
+// the distance (in values) between consecutive mistakes: its mean p' and
+// standard deviation s', and the largest p' + 2s' seen. When mistakes come
+// closer together, the ratio (p'+2s')/(p'+2s')_max falls: below Alpha it
+// warns, below Beta it signals a drift and restarts. Slow gradual drifts
+// show in the distances before they show in the error rate.
+type eddm struct {
+	p               EDDMParams
+	t, lastError    int64
+	errors          int64
+	mean, m2, maxMS float64
+}
+
+func buildEDDM(raw json.RawMessage) (Detector, error) {
+	p := EDDMParams{MinErrors: 30, Alpha: 0.95, Beta: 0.90}
+	if err := decodeParams("eddm", raw, &p); err != nil {
+		return nil, err
+	}
+	switch {
+	case p.MinErrors < 2:
+		return nil, paramError("eddm", "min_errors", p.MinErrors, "must be ≥ 2")
+	case !(0 < p.Beta && p.Beta < p.Alpha && p.Alpha < 1):
+		return nil, paramError("eddm", "alpha/beta", []float64{p.Alpha, p.Beta}, "need 0 < beta < alpha < 1")
+	}
+	return &eddm{p: p}, nil
+}
+
+func (d *eddm) Name() string { return "eddm" }
+
+func (d *eddm) Add(x float64) State {
+	d.t++
+	if x == 0 {
+		return Stable
+	}
+	d.errors++
+	dist := float64(d.t - d.lastError)
+	d.lastError = d.t
+	delta := dist - d.mean // Welford
+	d.mean += delta / float64(d.errors)
+	d.m2 += delta * (dist - d.mean)
+	ms := d.mean + 2*math.Sqrt(d.m2/float64(d.errors))
+	if d.errors < int64(d.p.MinErrors) {
+		d.maxMS = max(d.maxMS, ms)
+		return Stable
+	}
+	if ms > d.maxMS {
+		d.maxMS = ms
+		return Stable
+	}
+	switch ratio := ms / d.maxMS; {
+	case ratio < d.p.Beta:
+		*d = eddm{p: d.p}
+		return Drift
+	case ratio < d.p.Alpha:
+		return Warning
+	}
+	return Stable
+}
+
+func (d *eddm) MarshalBinary() ([]byte, error) {
+	w := newWriter(d.Name())
+	w.int(d.t)
+	w.int(d.lastError)
+	w.int(d.errors)
+	w.f64(d.mean)
+	w.f64(d.m2)
+	w.f64(d.maxMS)
+	return w.b, nil
+}
+
+func (d *eddm) UnmarshalBinary(b []byte) error {
+	r := newReader(d.Name(), b)
+	t, last, errs, mean, m2, maxMS := r.int(), r.int(), r.int(), r.f64(), r.f64(), r.f64()
+	if err := r.done(); err != nil {
+		return err
+	}
+	d.t, d.lastError, d.errors, d.mean, d.m2, d.maxMS = t, last, errs, mean, m2, maxMS
+	return nil
+}

@@ -1,0 +1,192 @@
+// Package drift holds change detectors: small exact state machines that
+// watch one key's stream of values — its prequential mistakes (0 or 1), or
+// a label-free signal such as its query decisions or |score| — and say when
+// the stream's distribution changed. Each is the algorithm of its paper,
+// with the parameters its paper and the common libraries (MOA, River) use
+// by default, and a versioned binary snapshot so that a key's detector is
+// checkpointed with its learner and replays bit for bit.
+package drift
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+)
+
+// State is a detector's verdict after a value.
+type State int
+
+// The verdicts.
+const (
+	// Stable: no change seen.
+	Stable State = iota
+	// Warning: a change may be starting (detectors that have a warning level).
+	Warning
+	// Drift: a change is confirmed; the detector has restarted its statistics
+	// on the values after it.
+	Drift
+)
+
+func (s State) String() string { return [...]string{"stable", "warning", "drift"}[s] }
+
+// Detector watches a stream of values.
+type Detector interface {
+	// Name is the catalog name the detector was built under.
+	Name() string
+	// Add feeds the next value and returns the verdict after it.
+	Add(x float64) State
+	// MarshalBinary and UnmarshalBinary round-trip the complete state.
+	MarshalBinary() ([]byte, error)
+	UnmarshalBinary([]byte) error
+}
+
+// ErrParam reports an invalid detector name or parameter.
+var ErrParam = errors.New("invalid drift detector parameter")
+
+// ErrSnapshot reports a snapshot that cannot be restored.
+var ErrSnapshot = errors.New("bad drift detector snapshot")
+
+// snapshotVersion starts every snapshot.
+const snapshotVersion = 1
+
+// entry is a catalog entry: the detector's paper and its constructor.
+type entry struct {
+	name, paper string
+	build       func(params json.RawMessage) (Detector, error)
+}
+
+func catalog() []entry {
+	return []entry{
+		{"adwin", "Bifet & Gavaldà, Learning from Time-Changing Data with Adaptive Windowing, SDM 2007", buildADWIN},
+		{"ddm", "Gama, Medas, Castillo & Rodrigues, Learning with Drift Detection, SBIA 2004", buildDDM},
+		{"eddm", "Baena-García et al., Early Drift Detection Method, IWKDDS 2006", buildEDDM},
+		{"page-hinkley", "Page, Continuous Inspection Schemes, Biometrika 1954 (the form of Mouss et al. 2004)", buildPageHinkley},
+		{"hddm-a", "Frías-Blanco et al., Online and Non-Parametric Drift Detection Methods Based on Hoeffding's Bounds, IEEE TKDE 2015", buildHDDMA},
+	}
+}
+
+// Names lists the detectors, sorted.
+func Names() []string {
+	var out []string
+	for _, e := range catalog() {
+		out = append(out, e.name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Paper is the reference of detector name ("" when unknown).
+func Paper(name string) string {
+	for _, e := range catalog() {
+		if e.name == name {
+			return e.paper
+		}
+	}
+	return ""
+}
+
+// New builds detector name with JSON parameters params (nil or empty for the
+// defaults). Unknown names and parameters and out-of-range values are errors
+// that name the culprit.
+func New(name string, params json.RawMessage) (Detector, error) {
+	for _, e := range catalog() {
+		if e.name == name {
+			return e.build(params)
+		}
+	}
+	return nil, fmt.Errorf("unknown drift detector %q; valid: %s: %w", name, strings.Join(Names(), ", "), ErrParam)
+}
+
+// decodeParams fills p from raw, rejecting unknown keys.
+func decodeParams(name string, raw json.RawMessage, p any) error {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(p); err != nil {
+		return fmt.Errorf("detector %s: parameters %s: %v: %w", name, raw, err, ErrParam)
+	}
+	return nil
+}
+
+func paramError(name, param string, v any, why string) error {
+	return fmt.Errorf("detector %s: parameter %s = %v: %s: %w", name, param, v, why, ErrParam)
+}
+
+// writer appends a snapshot's fields; reader reads them back.
+type writer struct{ b []byte }
+
+func newWriter(name string) *writer {
+	w := &writer{b: []byte{snapshotVersion}}
+	w.b = binary.AppendUvarint(w.b, uint64(len(name)))
+	w.b = append(w.b, name...)
+	return w
+}
+
+func (w *writer) f64(v float64) { w.b = binary.LittleEndian.AppendUint64(w.b, math.Float64bits(v)) }
+func (w *writer) int(v int64)   { w.b = binary.AppendVarint(w.b, v) }
+
+type reader struct {
+	b   []byte
+	err error
+}
+
+func newReader(name string, b []byte) *reader {
+	r := &reader{b: b}
+	if len(b) == 0 || b[0] != snapshotVersion {
+		r.err = fmt.Errorf("snapshot version: %w", ErrSnapshot)
+		return r
+	}
+	r.b = r.b[1:]
+	n, k := binary.Uvarint(r.b)
+	if k <= 0 || uint64(len(r.b)-k) < n || string(r.b[k:k+int(n)]) != name {
+		r.err = fmt.Errorf("not a %s snapshot: %w", name, ErrSnapshot)
+		return r
+	}
+	r.b = r.b[k+int(n):]
+	return r
+}
+
+func (r *reader) f64() float64 {
+	if r.err != nil || len(r.b) < 8 {
+		r.fail()
+		return 0
+	}
+	v := math.Float64frombits(binary.LittleEndian.Uint64(r.b))
+	r.b = r.b[8:]
+	return v
+}
+
+func (r *reader) int() int64 {
+	if r.err != nil {
+		return 0
+	}
+	v, k := binary.Varint(r.b)
+	if k <= 0 {
+		r.fail()
+		return 0
+	}
+	r.b = r.b[k:]
+	return v
+}
+
+func (r *reader) fail() {
+	if r.err == nil {
+		r.err = fmt.Errorf("truncated: %w", ErrSnapshot)
+	}
+}
+
+// done reports the first error, or trailing bytes.
+func (r *reader) done() error {
+	if r.err == nil && len(r.b) > 0 {
+		r.err = fmt.Errorf("%d trailing bytes: %w", len(r.b), ErrSnapshot)
+	}
+	return r.err
+}
