@@ -129,6 +129,9 @@ func (w *Worker) decodeState(rec checkpoint.KeyRecord) (*keyState, error) {
 				ks.pending[i].ts = time.Unix(0, ts).UTC()
 			}
 		}
+		if len(r.B) > 0 && r.Err == nil {
+			decodeWatch(r, ks.watch)
+		}
 	} else {
 		for i := range ks.pending { // written when only queries were pending
 			ks.pending[i].queried = true

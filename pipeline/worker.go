@@ -89,6 +89,15 @@ type Config struct {
 	MaxAbsValue float64
 	// TopicNames name the input topics in dead-letter headers.
 	TopicNames [2]string
+	// Detectors are the drift detectors run per key (package drift), each on
+	// one signal; none by default.
+	Detectors []DetectorSpec
+	// OnDrift is what a confirmed drift does: OnDriftAlert (the default)
+	// emits an alert, OnDriftReset also restarts the key's learner.
+	OnDrift string
+	// AlertCooldown is the number of a key's events after an alert during
+	// which it raises no other (0: DefaultAlertCooldown).
+	AlertCooldown int64
 }
 
 // Defaults of the bounds in Config.
@@ -106,6 +115,9 @@ const (
 	// keyOverhead bounds a key record's framing, key and offsets besides the
 	// learner snapshot and the pending entries.
 	keyOverhead = 1024
+	// detectorBytes bounds one drift detector's snapshot (ADWIN's largest:
+	// at most 64 rows of 5 buckets of 16 bytes, and its counters).
+	detectorBytes = 6 << 10
 )
 
 // ErrTooLarge reports a configuration whose per-key state cannot fit the
@@ -133,6 +145,9 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("max pending bytes %d, max key memory %d, max abs value %v: must be positive", c.MaxPendingBytes, c.MaxKeyMemory, c.MaxAbsValue)
 	}
 	if _, err := c.KeyRecordBytes(); err != nil {
+		return err
+	}
+	if err := c.validateDetectors(); err != nil {
 		return err
 	}
 	if _, err := learners.New(c.Learner, c.Params, learners.Config{Dim: c.Vector.Dim}); err != nil {
@@ -171,7 +186,7 @@ func (c *Config) KeyRecordBytes() (int64, error) {
 		return 0, fmt.Errorf("learner %s in dimension %d holds up to %s per key, over the per-key memory budget of %s: lower the dimension (or hash bits), use a diagonal or first-order learner, or raise DRIFTSTREAM_MAX_KEY_MEMORY: %w",
 			c.Learner, c.Vector.Dim, byteSize(state), byteSize(c.MaxKeyMemory), ErrTooLarge)
 	}
-	total := state + int64(c.MaxPendingBytes) + keyOverhead
+	total := state + int64(c.MaxPendingBytes) + keyOverhead + int64(len(c.Detectors))*detectorBytes
 	if c.MaxKeyBytes > 0 && total > c.MaxKeyBytes {
 		return 0, fmt.Errorf("a key record of learner %s in dimension %d can reach %s (state %s + pending queries %s), over DRIFTSTREAM_MAX_KEY_BYTES = %s, which must stay below the broker's message.max.bytes (1 MB by default): lower the dimension (or hash bits), use a diagonal learner (\"diagonal\": true) or a first-order one, lower DRIFTSTREAM_MAX_PENDING_BYTES, or raise both limits together: %w",
 			c.Learner, c.Vector.Dim, byteSize(total), byteSize(state), byteSize(int64(c.MaxPendingBytes)), byteSize(c.MaxKeyBytes), ErrTooLarge)
@@ -201,6 +216,11 @@ type Totals struct {
 	// DelayedLabeled counts the labeled events (in Labeled) whose label came
 	// after the event, on a label record joined to its pending query.
 	DelayedLabeled int64
+	// Alerts counts drift alerts, AlertsBy per Config.Detectors index, and
+	// Resets the learners restarted on a drift. KeysInWarning is a level:
+	// the keys whose detectors last said warning (since the worker started).
+	Alerts, Resets, KeysInWarning int64
+	AlertsBy                      [MaxDetectors]int64
 	// Asked counts the events whose label the learner uses when it comes:
 	// every event for a learner that learns every label, the ones it asked
 	// for (labeled or not) for a sampler. Asked/Events is the papers' query
@@ -262,6 +282,8 @@ type keyState struct {
 	applied [2]int64
 	// held is the bytes of pending and early, bounded by MaxPendingBytes.
 	held int
+	// watch holds the key's drift detectors.
+	watch *watch
 }
 
 // Sizes of pending entries, as counted against MaxPendingBytes.
@@ -333,13 +355,22 @@ func (w *Worker) TakeOutputs() []Output {
 }
 
 func (w *Worker) newKey(key string) (*keyState, error) {
-	l, err := learners.New(w.cfg.Learner, w.cfg.Params, learners.Config{Dim: w.cfg.Vector.Dim, Seed: w.cfg.Seed, Key: key})
+	l, err := w.newLearner(key)
 	if err != nil {
 		return nil, err
 	}
-	ks := &keyState{learner: l, query: learners.KeyStream(w.cfg.Seed, key+"\x00query"), applied: [2]int64{checkpoint.NoOffset, checkpoint.NoOffset}}
+	wt, err := w.newWatch()
+	if err != nil {
+		return nil, err
+	}
+	ks := &keyState{learner: l, watch: wt, query: learners.KeyStream(w.cfg.Seed, key+"\x00query"), applied: [2]int64{checkpoint.NoOffset, checkpoint.NoOffset}}
 	ks.rng = rand.New(&ks.query)
 	return ks, nil
+}
+
+// newLearner is a fresh learner for key, drawing from the key's stream.
+func (w *Worker) newLearner(key string) (learners.Learner, error) {
+	return learners.New(w.cfg.Learner, w.cfg.Params, learners.Config{Dim: w.cfg.Vector.Dim, Seed: w.cfg.Seed, Key: key})
 }
 
 // deadLetter emits the original bytes with the reason.
@@ -547,16 +578,29 @@ func (w *Worker) event(r Record, key string, ks *keyState, ev topics.Event) erro
 		w.stats.Asked++
 	}
 	w.emit(r, OutPrediction, key, msg)
+	// The label-free signals, once the event is handled: a sampler's own
+	// query decision, or the margin rule's probability for the others.
+	askedValue := boolValue(p.Query)
+	if !w.sampling {
+		askedValue = 0
+		if b := w.cfg.QueryScale; b > 0 {
+			askedValue = b / (b + math.Abs(p.Score))
+		}
+	}
+	defer w.eventSignals(r, key, ks, askedValue, p.Score, ev.ID, ev.TS)
 	if ev.Label != 0 {
 		w.stats.Labeled++
-		if p.Label != ev.Label {
+		wrong := p.Label != ev.Label
+		if wrong {
 			w.stats.Mistakes++
 		}
-		w.last = Outcome{Time: ev.TS, Wrong: p.Label != ev.Label}
+		w.last = Outcome{Time: ev.TS, Wrong: wrong}
+		var err error
 		if !w.sampling || query { // samplers learn only the labels they asked for
-			return w.learn(ks, x, ev.Label, p)
+			err = w.learn(ks, x, ev.Label, p)
 		}
-		return nil
+		w.outcome(r, key, ks, wrong, ev.ID, ev.TS)
+		return err
 	}
 	if query {
 		w.stats.Queries++
@@ -636,7 +680,8 @@ func (w *Worker) label(r Record, key string, ks *keyState, ev topics.Event) erro
 	ks.held -= q.size()
 	ks.pending = slices.Delete(ks.pending, i, i+1)
 	w.stats.LabelsJoined++
-	if q.decided != 0 { // score the prediction made when the event came
+	scored := q.decided != 0 // the prediction made when the event came
+	if scored {
 		w.stats.Labeled++
 		w.stats.DelayedLabeled++
 		if q.decided != ev.Label {
@@ -644,14 +689,17 @@ func (w *Worker) label(r Record, key string, ks *keyState, ev topics.Event) erro
 		}
 		w.last = Outcome{Time: q.ts, Wrong: q.decided != ev.Label}
 	}
-	if !q.learnable() {
-		return nil // a sampler's label it did not ask for: scored only
+	var err error
+	if q.learnable() { // not a sampler's label it did not ask for
+		var p learners.Prediction
+		if p, err = ks.learner.Predict(x); err == nil { // the state moved on since the event: learn from the current one
+			err = w.learn(ks, x, ev.Label, p)
+		}
 	}
-	p, err := ks.learner.Predict(x) // the state moved on since the event: learn from the current one
-	if err != nil {
-		return err
+	if scored {
+		w.outcome(r, key, ks, q.decided != ev.Label, ev.ID, q.ts)
 	}
-	return w.learn(ks, x, ev.Label, p)
+	return err
 }
 
 // encodeState serializes a key: learner snapshot, margin-rule RNG, pending queries.
@@ -695,7 +743,7 @@ func encodeState(ks *keyState) ([]byte, error) {
 		}
 		b = binary.AppendVarint(b, ts)
 	}
-	return b, nil
+	return encodeWatch(b, ks.watch)
 }
 
 func boolByte(b bool) byte {

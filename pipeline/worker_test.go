@@ -506,13 +506,15 @@ func TestKeyStateWithoutDecidedPredictions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	wb, _ := encodeWatch(nil, ks.watch)
+	watchLen := len(wb)
 	for _, tc := range []struct {
 		name  string
 		state []byte
 		want  []int
 	}{
 		{"current", b, []int{1, -1}},
-		{"older", b[:len(b)-2*11], []int{0, 0}},
+		{"older", b[:len(b)-watchLen-2*11], []int{0, 0}},
 	} {
 		got, err := w.decodeState(checkpoint.KeyRecord{Key: "k", State: tc.state})
 		if err != nil {

@@ -1,0 +1,255 @@
+package pipeline
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/bits"
+	"time"
+
+	"github.com/driftstream/driftstream/drift"
+	"github.com/driftstream/driftstream/internal/wire"
+)
+
+// The signals a drift detector can watch, per key.
+const (
+	// SignalMistakes is the prequential mistakes: 1 for a wrong prediction,
+	// 0 for a right one, fed when the label is known (inline or delayed).
+	SignalMistakes = "mistakes"
+	// SignalQueries is label-free: 1 when the learner asks for the event's
+	// label (its own rule, or the margin rule), else 0. A selective sampler
+	// asks more after a change.
+	SignalQueries = "queries"
+	// SignalScore is label-free: 1/(1+|score|), which rises when the
+	// learner grows unsure of its predictions.
+	SignalScore = "score"
+)
+
+// OutAlert is the output kind of drift alerts (the alerts topic).
+const OutAlert = "drift-alert"
+
+// The actions on a confirmed drift.
+const (
+	OnDriftAlert = "alert" // emit the alert only
+	OnDriftReset = "reset" // emit the alert and restart the key's learner
+)
+
+// MaxDetectors bounds Config.Detectors.
+const MaxDetectors = 8
+
+// DetectorSpec is one drift detector run per key on one signal.
+type DetectorSpec struct {
+	Detector string          `json:"detector"`
+	Signal   string          `json:"signal"`
+	Params   json.RawMessage `json:"params,omitempty"`
+}
+
+// validateDetectors checks the specs and the drift settings.
+func (c *Config) validateDetectors() error {
+	if len(c.Detectors) > MaxDetectors {
+		return fmt.Errorf("%d drift detectors: at most %d", len(c.Detectors), MaxDetectors)
+	}
+	for i, s := range c.Detectors {
+		switch s.Signal {
+		case SignalMistakes, SignalQueries, SignalScore:
+		default:
+			return fmt.Errorf("drift detector %d (%s): signal %q: use %s, %s or %s", i, s.Detector, s.Signal, SignalMistakes, SignalQueries, SignalScore)
+		}
+		if _, err := drift.New(s.Detector, s.Params); err != nil {
+			return fmt.Errorf("drift detector %d: %w", i, err)
+		}
+	}
+	switch c.OnDrift {
+	case "":
+		c.OnDrift = OnDriftAlert
+	case OnDriftAlert, OnDriftReset:
+	default:
+		return fmt.Errorf("on drift %q: use %s or %s", c.OnDrift, OnDriftAlert, OnDriftReset)
+	}
+	if c.AlertCooldown < 0 {
+		return fmt.Errorf("alert cooldown %d: must be ≥ 0", c.AlertCooldown)
+	}
+	if c.AlertCooldown == 0 {
+		c.AlertCooldown = DefaultAlertCooldown
+	}
+	return nil
+}
+
+// DefaultAlertCooldown is the number of a key's events after an alert
+// during which the key raises no other: one drift, one alert.
+const DefaultAlertCooldown = 500
+
+// recentOutcomes is how many of a key's last outcomes give the mistake
+// rate after a drift.
+const recentOutcomes = 64
+
+// watch is a key's drift watch: its detectors, and what an alert reports.
+type watch struct {
+	detectors []drift.Detector
+	// warning: some detector's last verdict was a warning.
+	warning bool
+	// Since the last alert (or the start): events, labeled, mistakes.
+	events, labeled, mistakes int64
+	// The last recentOutcomes outcomes, newest in bit 0 (1: wrong).
+	recent  uint64
+	recentN int
+	// alertedOnce: the key has raised an alert (the cooldown applies).
+	alertedOnce bool
+}
+
+// newWatch builds a key's detectors.
+func (w *Worker) newWatch() (*watch, error) {
+	wt := &watch{}
+	for _, s := range w.cfg.Detectors {
+		d, err := drift.New(s.Detector, s.Params)
+		if err != nil {
+			return nil, err
+		}
+		wt.detectors = append(wt.detectors, d)
+	}
+	return wt, nil
+}
+
+// alertMsg is the DESIGN §2 drift-alert contract, with the action taken.
+type alertMsg struct {
+	Key                  string   `json:"key"`
+	Partition            int      `json:"partition"`
+	Offset               int64    `json:"offset"`
+	ID                   string   `json:"id"`
+	TS                   string   `json:"ts,omitempty"`
+	Detector             string   `json:"detector"`
+	Signal               string   `json:"signal"`
+	MistakeRateBefore    *float64 `json:"mistake_rate_before"`
+	MistakeRateAfter     *float64 `json:"mistake_rate_after"`
+	EventsSinceLastAlert int64    `json:"events_since_last_alert"`
+	Action               string   `json:"action"`
+}
+
+// outcome records a scored prediction of the key and feeds the mistakes
+// signal.
+func (w *Worker) outcome(r Record, key string, ks *keyState, wrong bool, id string, ts time.Time) {
+	wt := ks.watch
+	wt.labeled++
+	wt.recent <<= 1
+	if wrong {
+		wt.mistakes++
+		wt.recent |= 1
+	}
+	wt.recentN = min(wt.recentN+1, recentOutcomes)
+	w.feed(r, key, ks, SignalMistakes, boolValue(wrong), id, ts)
+}
+
+// eventSignals feeds an event's label-free signals: asked is the query
+// decision (0 or 1) or probability, score the prediction's margin.
+func (w *Worker) eventSignals(r Record, key string, ks *keyState, asked, score float64, id string, ts time.Time) {
+	ks.watch.events++
+	w.feed(r, key, ks, SignalQueries, asked, id, ts)
+	w.feed(r, key, ks, SignalScore, 1/(1+math.Abs(score)), id, ts)
+}
+
+// feed gives x to the key's detectors of signal; a confirmed drift outside
+// the cooldown becomes an alert (and, with OnDriftReset, a new learner).
+func (w *Worker) feed(r Record, key string, ks *keyState, signal string, x float64, id string, ts time.Time) {
+	wt := ks.watch
+	warning := false
+	for i, s := range w.cfg.Detectors {
+		if s.Signal != signal {
+			continue
+		}
+		state := wt.detectors[i].Add(x)
+		warning = warning || state == drift.Warning
+		if state != drift.Drift || (wt.alertedOnce && wt.events < w.cfg.AlertCooldown) {
+			continue // no change, or still cooling down from the last alert
+		}
+		w.alert(r, key, ks, i, id, ts)
+	}
+	if warning != wt.warning {
+		wt.warning = warning
+		if warning {
+			w.stats.KeysInWarning++
+		} else {
+			w.stats.KeysInWarning--
+		}
+	}
+}
+
+func (w *Worker) alert(r Record, key string, ks *keyState, i int, id string, ts time.Time) {
+	wt := ks.watch
+	s := w.cfg.Detectors[i]
+	msg := alertMsg{Key: key, Partition: r.Partition, Offset: r.Offset, ID: id, Detector: s.Detector, Signal: s.Signal,
+		EventsSinceLastAlert: wt.events, Action: w.cfg.OnDrift}
+	if !ts.IsZero() {
+		msg.TS = ts.UTC().Format(time.RFC3339Nano)
+	}
+	recentWrong := int64(bits.OnesCount64(wt.recent & (1<<wt.recentN - 1)))
+	if n := wt.labeled - int64(wt.recentN); n > 0 {
+		v := float64(wt.mistakes-recentWrong) / float64(n)
+		msg.MistakeRateBefore = &v
+	}
+	if wt.recentN > 0 {
+		v := float64(recentWrong) / float64(wt.recentN)
+		msg.MistakeRateAfter = &v
+	}
+	w.stats.Alerts++
+	w.stats.AlertsBy[i]++
+	w.emit(r, OutAlert, key, msg)
+	wt.events, wt.labeled, wt.mistakes = 0, 0, 0
+	wt.alertedOnce = true
+	if w.cfg.OnDrift == OnDriftReset {
+		if l, err := w.newLearner(key); err == nil {
+			ks.learner = l
+			w.stats.Resets++
+		}
+	}
+}
+
+func boolValue(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// encodeWatch appends the watch to a key state.
+func encodeWatch(b []byte, wt *watch) ([]byte, error) {
+	b = binary.AppendUvarint(b, uint64(len(wt.detectors)))
+	for _, d := range wt.detectors {
+		snap, err := d.MarshalBinary()
+		if err != nil {
+			return nil, err
+		}
+		b = binary.AppendUvarint(b, uint64(len(snap)))
+		b = append(b, snap...)
+	}
+	for _, v := range []int64{wt.events, wt.labeled, wt.mistakes, int64(wt.recentN)} {
+		b = binary.AppendVarint(b, v)
+	}
+	b = binary.LittleEndian.AppendUint64(b, wt.recent)
+	return append(b, boolByte(wt.alertedOnce)), nil
+}
+
+// decodeWatch restores a watch written by encodeWatch into wt, whose
+// detectors the configuration built.
+func decodeWatch(r *wire.Reader, wt *watch) {
+	n := r.Uvarint()
+	same := n == uint64(len(wt.detectors))
+	for i := uint64(0); i < n && r.Err == nil; i++ {
+		snap := r.Bytes()
+		if r.Err != nil || !same {
+			continue // the detectors were reconfigured: the new ones start afresh
+		}
+		// A snapshot of another detector (reconfigured) is refused and leaves
+		// the configured one fresh.
+		_ = wt.detectors[i].UnmarshalBinary(snap)
+	}
+	wt.events, wt.labeled, wt.mistakes = r.Varint(), r.Varint(), r.Varint()
+	wt.recentN = int(r.Varint())
+	if r.Err != nil || len(r.B) < 9 || wt.recentN < 0 || wt.recentN > recentOutcomes {
+		r.Fail("drift watch")
+		return
+	}
+	wt.recent = binary.LittleEndian.Uint64(r.B)
+	wt.alertedOnce = r.B[8] == 1
+	r.B = r.B[9:]
+}

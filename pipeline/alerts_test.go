@@ -1,0 +1,132 @@
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/driftstream/driftstream/checkpoint"
+)
+
+// flipping is one key's labeled events whose concept flips at event at.
+func flipping(seed uint64, n, at int) []Record {
+	r := rand.New(rand.NewPCG(seed, 3))
+	var out []Record
+	for i := 0; i < n; i++ {
+		x := []float64{r.NormFloat64(), r.NormFloat64(), r.NormFloat64(), r.NormFloat64()}
+		m := x[0] + x[1] - x[2]
+		if i >= at {
+			m = -m
+		}
+		y := 1
+		if m < 0 {
+			y = -1
+		}
+		xs, _ := json.Marshal(x)
+		out = append(out, Record{Offset: int64(i), Key: []byte("k"), Value: fmt.Appendf(nil, `{"id":"e%d","ts":"2026-11-20T10:00:00Z","x":%s,"label":%d}`, i, xs, y)})
+	}
+	return out
+}
+
+func alertsOf(outs []Output) []alertMsg {
+	var as []alertMsg
+	for _, o := range outs {
+		if o.Kind == OutAlert {
+			var a alertMsg
+			json.Unmarshal(o.Value, &a)
+			as = append(as, a)
+		}
+	}
+	return as
+}
+
+// A concept flip on a key raises one alert from its mistakes detector, soon
+// after the flip and none before it, with the mistake rates before and
+// after; with on-drift reset, the key's learner restarts.
+func TestDriftAlert(t *testing.T) {
+	for _, action := range []string{OnDriftAlert, OnDriftReset} {
+		cfg := testConfig(t, "perceptron", "")
+		cfg.Detectors = []DetectorSpec{{Detector: "adwin", Signal: SignalMistakes}}
+		cfg.OnDrift = action
+		w, err := NewWorker(cfg, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		outs := run(t, w, flipping(1, 4000, 2000))
+		as := alertsOf(outs)
+		if len(as) == 0 {
+			t.Fatalf("%s: no alert for the flip", action)
+		}
+		a := as[0]
+		if a.Offset < 2000 || a.Offset > 2300 || a.Detector != "adwin" || a.Signal != SignalMistakes || a.Key != "k" || a.Action != action ||
+			a.TS != "2026-11-20T10:00:00Z" || a.MistakeRateBefore == nil || a.MistakeRateAfter == nil || *a.MistakeRateAfter <= *a.MistakeRateBefore {
+			t.Fatalf("%s: alert %+v", action, a)
+		}
+		for _, b := range as[1:] {
+			if b.Offset-a.Offset < DefaultAlertCooldown {
+				t.Fatalf("%s: a second alert %d events after the first, within the cooldown", action, b.Offset-a.Offset)
+			}
+		}
+		st := w.Totals()
+		if st.Alerts != int64(len(as)) || st.AlertsBy[0] != st.Alerts || (action == OnDriftReset) != (st.Resets == st.Alerts) {
+			t.Fatalf("%s: totals %+v for %d alerts", action, st, len(as))
+		}
+		t.Logf("%s: first alert %d events after the flip; %d alerts; before %.3f after %.3f", action, a.Offset-2000, len(as), *a.MistakeRateBefore, *a.MistakeRateAfter)
+	}
+}
+
+// Detectors are part of the key's checkpoint: a restore in the middle gives
+// the same alerts, byte for byte, as an uninterrupted run.
+func TestDriftAlertsReplayAfterRestore(t *testing.T) {
+	ctx := context.Background()
+	cfg := testConfig(t, "lasec", "")
+	cfg.Detectors = []DetectorSpec{{Detector: "adwin", Signal: SignalMistakes}, {Detector: "page-hinkley", Signal: SignalScore, Params: json.RawMessage(`{"threshold":5}`)},
+		{Detector: "ddm", Signal: SignalMistakes}}
+	recs := flipping(2, 4000, 1800)
+	whole, _ := NewWorker(cfg, 0)
+	want := run(t, whole, recs)
+	first, _ := NewWorker(cfg, 0)
+	got := run(t, first, recs[:1700])
+	store := checkpoint.NewMemoryStore()
+	if _, _, err := first.Checkpoint(ctx, store); err != nil {
+		t.Fatal(err)
+	}
+	second, _ := NewWorker(cfg, 0)
+	if _, err := second.Restore(ctx, store); err != nil {
+		t.Fatal(err)
+	}
+	got = append(got, run(t, second, recs[1700:])...)
+	wa, ga := alertsOf(want), alertsOf(got)
+	if len(wa) == 0 || len(wa) != len(ga) {
+		t.Fatalf("%d alerts uninterrupted, %d across a restore", len(wa), len(ga))
+	}
+	for i := range wa {
+		a, _ := json.Marshal(wa[i])
+		b, _ := json.Marshal(ga[i])
+		if !bytes.Equal(a, b) {
+			t.Fatalf("alert %d differs:\n%s\n%s", i, a, b)
+		}
+	}
+}
+
+func TestDetectorConfig(t *testing.T) {
+	for _, tc := range []struct {
+		specs   []DetectorSpec
+		onDrift string
+	}{
+		{[]DetectorSpec{{Detector: "nope", Signal: SignalMistakes}}, ""},
+		{[]DetectorSpec{{Detector: "adwin", Signal: "loss"}}, ""},
+		{[]DetectorSpec{{Detector: "adwin", Signal: SignalMistakes, Params: json.RawMessage(`{"delta":7}`)}}, ""},
+		{nil, "panic"},
+		{make([]DetectorSpec, MaxDetectors+1), ""},
+	} {
+		cfg := testConfig(t, "perceptron", "")
+		cfg.Detectors, cfg.OnDrift = tc.specs, tc.onDrift
+		if _, err := NewWorker(cfg, 0); err == nil {
+			t.Errorf("%+v %q accepted", tc.specs, tc.onDrift)
+		}
+	}
+}
