@@ -99,7 +99,10 @@ func newKafkaSink(cfg Config) *kafkaSink {
 	}
 	s := &kafkaSink{writers: map[string]*kafka.Writer{}}
 	for kind, topic := range map[string]string{pipeline.OutPrediction: cfg.Topics.Predictions, pipeline.OutQuery: cfg.Topics.Queries,
-		pipeline.OutDeadLetter: cfg.Topics.DeadLetters} {
+		pipeline.OutDeadLetter: cfg.Topics.DeadLetters, pipeline.OutAlert: cfg.Topics.Alerts} {
+		if topic == "" {
+			continue
+		}
 		s.writers[kind] = &kafka.Writer{Addr: kafka.TCP(cfg.Brokers...), Topic: topic, Balancer: &kafka.Hash{},
 			BatchTimeout: 5 * time.Millisecond, RequiredAcks: kafka.RequireAll, Transport: transport}
 	}

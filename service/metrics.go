@@ -21,7 +21,9 @@ type Metrics struct {
 	windowAccuracy, lag, keys                  *prometheus.GaugeVec
 	checkpointSeconds, restoreSeconds          prometheus.Histogram
 	checkpointBytes                            prometheus.Histogram
-	partitionErrors, retries                   *prometheus.CounterVec
+	partitionErrors, retries, driftAlerts      *prometheus.CounterVec
+	resets                                     prometheus.Counter
+	keysInWarning                              *prometheus.GaugeVec
 	partitionFailed                            *prometheus.GaugeVec
 	groupErrors                                prometheus.Counter
 }
@@ -61,8 +63,13 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		partitionFailed: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "driftstream", Name: "partition_failed",
 			Help: "1 for a partition that failed and stays stopped until the process restarts."}, []string{"partition"}),
 		groupErrors: c("group_errors_total", "Consumer-group errors (kafka-go rejoins by itself)."),
+		driftAlerts: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "driftstream", Name: "drift_alerts_total",
+			Help: "Drift alerts sent to the alerts topic, by detector and signal."}, []string{"detector", "signal"}),
+		resets: c("learner_resets_total", "Keys' learners restarted on a confirmed drift (DRIFTSTREAM_ON_DRIFT=reset)."),
+		keysInWarning: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "driftstream", Name: "keys_in_warning",
+			Help: "Keys whose drift detectors last said warning, since the partition was assigned."}, []string{"partition"}),
 	}
-	for _, col := range []prometheus.Collector{m.labeled, m.partitionErrors, m.retries, m.partitionFailed, m.groupErrors, m.events, m.predictions, m.mistakes, m.queries, m.labelsJoined, m.labelsUnknown, m.labelsExpired,
+	for _, col := range []prometheus.Collector{m.driftAlerts, m.resets, m.keysInWarning, m.labeled, m.partitionErrors, m.retries, m.partitionFailed, m.groupErrors, m.events, m.predictions, m.mistakes, m.queries, m.labelsJoined, m.labelsUnknown, m.labelsExpired,
 		m.deadLetters, m.windowAccuracy, m.lag, m.keys, m.checkpointSeconds, m.checkpointBytes, m.restoreSeconds} {
 		if err := reg.Register(col); err != nil {
 			return nil, err
@@ -77,7 +84,7 @@ func part(p int) string { return strconv.Itoa(p) }
 // record, with the window of its last 1000 labeled outcomes. A nil Metrics
 // gives gauges that discard everything.
 type partitionGauges struct {
-	lag, keys prometheus.Gauge
+	lag, keys, keysInWarning prometheus.Gauge
 	// windowAccuracy is created at the partition's first labeled event: until
 	// then the series is absent (no sample), not 0, so that an accuracy alert
 	// does not fire on an idle partition.
@@ -90,10 +97,10 @@ func (m *Metrics) partition(p int) *partitionGauges {
 	g := &partitionGauges{window: window.New(1000)}
 	if m == nil {
 		d := prometheus.NewGauge(prometheus.GaugeOpts{Name: "discarded"})
-		g.lag, g.keys, g.newWindowAccuracy = d, d, func() prometheus.Gauge { return d }
+		g.lag, g.keys, g.keysInWarning, g.newWindowAccuracy = d, d, d, func() prometheus.Gauge { return d }
 		return g
 	}
-	g.lag, g.keys = m.lag.WithLabelValues(part(p)), m.keys.WithLabelValues(part(p))
+	g.lag, g.keys, g.keysInWarning = m.lag.WithLabelValues(part(p)), m.keys.WithLabelValues(part(p)), m.keysInWarning.WithLabelValues(part(p))
 	g.newWindowAccuracy = func() prometheus.Gauge { return m.windowAccuracy.WithLabelValues(part(p)) }
 	return g
 }
@@ -113,6 +120,7 @@ func (m *Metrics) forget(p int) {
 		return
 	}
 	m.windowAccuracy.DeleteLabelValues(part(p))
+	m.keysInWarning.DeleteLabelValues(part(p))
 	m.lag.DeleteLabelValues(part(p))
 	m.keys.DeleteLabelValues(part(p))
 }
@@ -148,6 +156,9 @@ func (o *partitionObserver) Processed(f *pipeline.Fetched, before, after *pipeli
 	if after.Labeled > before.Labeled { // at most one scored event per record
 		o.gauges.accuracy(after.Mistakes > before.Mistakes)
 	}
+	if after.KeysInWarning != before.KeysInWarning {
+		o.gauges.keysInWarning.Set(float64(after.KeysInWarning))
+	}
 }
 
 func (o *partitionObserver) Checkpointed(_, bytes, keys int, took time.Duration) {
@@ -177,6 +188,14 @@ func (s *Service) count(before, after *pipeline.Totals) {
 		m.labelsJoined.Add(float64(after.LabelsJoined - before.LabelsJoined))
 		m.labelsUnknown.Add(float64(after.LabelsUnknown - before.LabelsUnknown))
 		m.labelsExpired.Add(float64(after.LabelsExpired - before.LabelsExpired))
+		if after.Alerts > before.Alerts {
+			for i, spec := range s.cfg.Pipeline.Detectors {
+				if d := after.AlertsBy[i] - before.AlertsBy[i]; d > 0 {
+					m.driftAlerts.WithLabelValues(spec.Detector, spec.Signal).Add(float64(d))
+				}
+			}
+			m.resets.Add(float64(after.Resets - before.Resets))
+		}
 		if after.DeadLetters > before.DeadLetters {
 			m.deadLetters.WithLabelValues(pipeline.ReasonMissingKey).Add(float64(after.MissingKey - before.MissingKey))
 			m.deadLetters.WithLabelValues(pipeline.ReasonInvalidEvent).Add(float64(after.InvalidEvent - before.InvalidEvent))

@@ -38,7 +38,10 @@ import (
 type Topics struct {
 	Events, Labels                    string // Labels is optional
 	Predictions, Queries, DeadLetters string
-	Changelog                         string
+	// Alerts receives drift alerts; required when the pipeline runs drift
+	// detectors.
+	Alerts    string
+	Changelog string
 }
 
 // Config configures a service.
@@ -115,6 +118,9 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	}
 	if err := cfg.Pipeline.Validate(); err != nil {
 		return nil, err
+	}
+	if len(cfg.Pipeline.Detectors) > 0 && cfg.Topics.Alerts == "" && cfg.Sink == nil {
+		return nil, errors.New("drift detectors are configured but no alerts topic: set one")
 	}
 	if cfg.Dialer == nil {
 		cfg.Dialer = &kafka.Dialer{Timeout: 10 * time.Second}

@@ -31,7 +31,7 @@ func (s *Service) ensureTopics(ctx context.Context) error {
 	}
 	defer cconn.Close()
 	t := s.cfg.Topics
-	for _, name := range []string{t.Events, t.Labels, t.Predictions, t.Queries, t.DeadLetters, t.Changelog} {
+	for _, name := range []string{t.Events, t.Labels, t.Predictions, t.Queries, t.DeadLetters, t.Alerts, t.Changelog} {
 		if name == "" {
 			continue
 		}

@@ -100,7 +100,7 @@ func runService(args []string, stdout, stderr io.Writer) int {
 	}
 	scfg := service.Config{Brokers: cfg.Brokers, Dialer: dialer, Transport: transport, Group: cfg.Group, Partitions: cfg.Partitions, Replication: cfg.Replication,
 		Topics: service.Topics{Events: cfg.EventsTopic, Labels: cfg.LabelsTopic, Predictions: cfg.PredictionsTopic, Queries: cfg.QueriesTopic,
-			DeadLetters: cfg.DeadLetterTopic, Changelog: cfg.ChangelogTopic},
+			DeadLetters: cfg.DeadLetterTopic, Alerts: cfg.AlertsTopic, Changelog: cfg.ChangelogTopic},
 		Pipeline:        pcfg,
 		CheckpointEvery: cfg.CheckpointEvery, CheckpointInterval: cfg.CheckpointPeriod, Logger: log, Metrics: metrics,
 		Retry:         pipeline.Backoff{Initial: pipeline.DefaultBackoff.Initial, Max: pipeline.DefaultBackoff.Max, Timeout: cfg.RetryTimeout},
@@ -200,6 +200,10 @@ func pipelineConfig(cfg config.Config) (pipeline.Config, error) {
 	if cfg.LearnerParams != "" {
 		p.Params = json.RawMessage(cfg.LearnerParams)
 	}
+	if err := json.Unmarshal([]byte(cfg.Detectors), &p.Detectors); err != nil {
+		return pipeline.Config{}, fmt.Errorf("DRIFTSTREAM_DETECTORS must be a JSON list such as [{\"detector\":\"adwin\",\"signal\":\"mistakes\"}]: %v", err)
+	}
+	p.OnDrift, p.AlertCooldown = cfg.OnDrift, cfg.AlertCooldown
 	return p, p.Validate()
 }
 
