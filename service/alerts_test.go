@@ -52,10 +52,10 @@ func TestDriftAlertsReachTheAlertsTopic(t *testing.T) {
 	w.Close()
 	tot := runUntil(t, cfg, 3000)
 	alerts := readAll(t, addr, "drift-alerts")
-	t.Logf("totals %+v, %d alerts", tot, len(alerts))
 	if len(alerts) == 0 {
-		t.Fatal("no drift alert on the alerts topic")
+		t.Fatalf("no drift alert on the alerts topic; totals %+v", tot)
 	}
+	t.Logf("totals %+v, %d alerts, the first: %s %s", tot, len(alerts), alerts[0].Key, alerts[0].Value)
 	var a struct {
 		Key, Detector, Signal string
 		Offset                int64
