@@ -65,6 +65,9 @@ type Run struct {
 	Seconds          float64
 	// Curve samples cumulative mistakes and windowed accuracy over time.
 	Curve []Point
+	// Alerts are the event indexes (0-based) of each drift detector's
+	// alerts, by "detector/signal" (passes that run detectors).
+	Alerts map[string][]int
 }
 
 // Point is one sample of a learning curve.

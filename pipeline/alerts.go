@@ -35,8 +35,8 @@ const (
 	OnDriftReset = "reset" // emit the alert and restart the key's learner
 )
 
-// MaxDetectors bounds Config.Detectors.
-const MaxDetectors = 8
+// MaxDetectors bounds Config.Detectors (every detector on every signal fits).
+const MaxDetectors = 16
 
 // DetectorSpec is one drift detector run per key on one signal.
 type DetectorSpec struct {
@@ -76,8 +76,9 @@ func (c *Config) validateDetectors() error {
 	return nil
 }
 
-// DefaultAlertCooldown is the number of a key's events after an alert
-// during which the key raises no other: one drift, one alert.
+// DefaultAlertCooldown is the number of a key's events after a detector's
+// alert during which that detector raises no other: one drift, one alert
+// per detector.
 const DefaultAlertCooldown = 500
 
 // recentOutcomes is how many of a key's last outcomes give the mistake
@@ -87,15 +88,17 @@ const recentOutcomes = 64
 // watch is a key's drift watch: its detectors, and what an alert reports.
 type watch struct {
 	detectors []drift.Detector
+	// Per detector: the key's events since its last alert (or the start),
+	// and whether it has alerted (then its cooldown applies).
+	since   []int64
+	alerted []bool
 	// warning: some detector's last verdict was a warning.
 	warning bool
-	// Since the last alert (or the start): events, labeled, mistakes.
-	events, labeled, mistakes int64
+	// Labeled events and mistakes since the key's last alert (or the start).
+	labeled, mistakes int64
 	// The last recentOutcomes outcomes, newest in bit 0 (1: wrong).
 	recent  uint64
 	recentN int
-	// alertedOnce: the key has raised an alert (the cooldown applies).
-	alertedOnce bool
 }
 
 // newWatch builds a key's detectors.
@@ -108,6 +111,8 @@ func (w *Worker) newWatch() (*watch, error) {
 		}
 		wt.detectors = append(wt.detectors, d)
 	}
+	wt.since = make([]int64, len(wt.detectors))
+	wt.alerted = make([]bool, len(wt.detectors))
 	return wt, nil
 }
 
@@ -143,7 +148,9 @@ func (w *Worker) outcome(r Record, key string, ks *keyState, wrong bool, id stri
 // eventSignals feeds an event's label-free signals: asked is the query
 // decision (0 or 1) or probability, score the prediction's margin.
 func (w *Worker) eventSignals(r Record, key string, ks *keyState, asked, score float64, id string, ts time.Time) {
-	ks.watch.events++
+	for i := range ks.watch.since {
+		ks.watch.since[i]++
+	}
 	w.feed(r, key, ks, SignalQueries, asked, id, ts)
 	w.feed(r, key, ks, SignalScore, 1/(1+math.Abs(score)), id, ts)
 }
@@ -159,8 +166,8 @@ func (w *Worker) feed(r Record, key string, ks *keyState, signal string, x float
 		}
 		state := wt.detectors[i].Add(x)
 		warning = warning || state == drift.Warning
-		if state != drift.Drift || (wt.alertedOnce && wt.events < w.cfg.AlertCooldown) {
-			continue // no change, or still cooling down from the last alert
+		if state != drift.Drift || (wt.alerted[i] && wt.since[i] < w.cfg.AlertCooldown) {
+			continue // no change, or this detector still cooling down from its last alert
 		}
 		w.alert(r, key, ks, i, id, ts)
 	}
@@ -178,7 +185,7 @@ func (w *Worker) alert(r Record, key string, ks *keyState, i int, id string, ts 
 	wt := ks.watch
 	s := w.cfg.Detectors[i]
 	msg := alertMsg{Key: key, Partition: r.Partition, Offset: r.Offset, ID: id, Detector: s.Detector, Signal: s.Signal,
-		EventsSinceLastAlert: wt.events, Action: w.cfg.OnDrift}
+		EventsSinceLastAlert: wt.since[i], Action: w.cfg.OnDrift}
 	if !ts.IsZero() {
 		msg.TS = ts.UTC().Format(time.RFC3339Nano)
 	}
@@ -194,8 +201,8 @@ func (w *Worker) alert(r Record, key string, ks *keyState, i int, id string, ts 
 	w.stats.Alerts++
 	w.stats.AlertsBy[i]++
 	w.emit(r, OutAlert, key, msg)
-	wt.events, wt.labeled, wt.mistakes = 0, 0, 0
-	wt.alertedOnce = true
+	wt.since[i], wt.alerted[i] = 0, true
+	wt.labeled, wt.mistakes = 0, 0
 	if w.cfg.OnDrift == OnDriftReset {
 		if l, err := w.newLearner(key); err == nil {
 			ks.learner = l
@@ -222,17 +229,24 @@ func encodeWatch(b []byte, wt *watch) ([]byte, error) {
 		b = binary.AppendUvarint(b, uint64(len(snap)))
 		b = append(b, snap...)
 	}
-	for _, v := range []int64{wt.events, wt.labeled, wt.mistakes, int64(wt.recentN)} {
+	for i := range wt.detectors {
+		b = binary.AppendVarint(b, wt.since[i])
+		b = append(b, boolByte(wt.alerted[i]))
+	}
+	for _, v := range []int64{wt.labeled, wt.mistakes, int64(wt.recentN)} {
 		b = binary.AppendVarint(b, v)
 	}
-	b = binary.LittleEndian.AppendUint64(b, wt.recent)
-	return append(b, boolByte(wt.alertedOnce)), nil
+	return binary.LittleEndian.AppendUint64(b, wt.recent), nil
 }
 
 // decodeWatch restores a watch written by encodeWatch into wt, whose
 // detectors the configuration built.
 func decodeWatch(r *wire.Reader, wt *watch) {
 	n := r.Uvarint()
+	if n > MaxDetectors {
+		r.Fail("drift detectors")
+		return
+	}
 	same := n == uint64(len(wt.detectors))
 	for i := uint64(0); i < n && r.Err == nil; i++ {
 		snap := r.Bytes()
@@ -243,13 +257,24 @@ func decodeWatch(r *wire.Reader, wt *watch) {
 		// the configured one fresh.
 		_ = wt.detectors[i].UnmarshalBinary(snap)
 	}
-	wt.events, wt.labeled, wt.mistakes = r.Varint(), r.Varint(), r.Varint()
+	for i := uint64(0); i < n && r.Err == nil; i++ {
+		since := r.Varint()
+		if r.Err != nil || len(r.B) < 1 {
+			r.Fail("drift watch")
+			return
+		}
+		alerted := r.B[0] == 1
+		r.B = r.B[1:]
+		if same {
+			wt.since[i], wt.alerted[i] = since, alerted
+		}
+	}
+	wt.labeled, wt.mistakes = r.Varint(), r.Varint()
 	wt.recentN = int(r.Varint())
-	if r.Err != nil || len(r.B) < 9 || wt.recentN < 0 || wt.recentN > recentOutcomes {
+	if r.Err != nil || len(r.B) < 8 || wt.recentN < 0 || wt.recentN > recentOutcomes {
 		r.Fail("drift watch")
 		return
 	}
 	wt.recent = binary.LittleEndian.Uint64(r.B)
-	wt.alertedOnce = r.B[8] == 1
-	r.B = r.B[9:]
+	r.B = r.B[8:]
 }

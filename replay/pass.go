@@ -2,7 +2,9 @@ package replay
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/driftstream/driftstream/backtest"
@@ -22,6 +24,20 @@ import (
 // service asks for: a sampler's asked labels, the margin rule's requests
 // for the others.
 func Pass(ctx context.Context, spec backtest.Spec, events []streams.Example, dim int, seed uint64, opts backtest.Options) (backtest.Run, error) {
+	return PassWith(nil, 0)(ctx, spec, events, dim, seed, opts)
+}
+
+// PassWith is Pass with drift detectors on the stream's key, each with the
+// given alert cooldown (0: the default); Run.Alerts has their alerts, at the
+// event index of the event or label that raised them (events' ids, when
+// they are indexes as generators number them, else their offsets).
+func PassWith(detectors []pipeline.DetectorSpec, cooldown int64) backtest.Pass {
+	return func(ctx context.Context, spec backtest.Spec, events []streams.Example, dim int, seed uint64, opts backtest.Options) (backtest.Run, error) {
+		return pass(ctx, spec, events, dim, seed, opts, detectors, cooldown)
+	}
+}
+
+func pass(ctx context.Context, spec backtest.Spec, events []streams.Example, dim int, seed uint64, opts backtest.Options, detectors []pipeline.DetectorSpec, cooldown int64) (backtest.Run, error) {
 	vec, err := topics.NewVectorizer(dim, 0)
 	if err != nil {
 		return backtest.Run{}, err
@@ -43,7 +59,8 @@ func Pass(ctx context.Context, spec backtest.Spec, events []streams.Example, dim
 		name = spec.Name
 	}
 	cfg := Config{Name: name, Pipeline: pipeline.Config{Learner: spec.Name, Params: spec.Params, Seed: seed, Vector: vec, QueryScale: 1,
-		MaxKeyBytes: -1, MaxPending: len(events) + 1, PendingTTL: int64(len(events)) + 1, MaxPendingBytes: 1 << 40},
+		MaxKeyBytes: -1, MaxPending: len(events) + 1, PendingTTL: int64(len(events)) + 1, MaxPendingBytes: 1 << 40,
+		Detectors: detectors, AlertCooldown: cooldown},
 		Progress: opts.Progress, ProgressEvery: 5 * time.Second}
 	records := 0
 	cfg.Observe = func(_ int, _ *pipeline.Fetched, before, after *pipeline.Totals) {
@@ -62,8 +79,25 @@ func Pass(ctx context.Context, spec backtest.Spec, events []streams.Example, dim
 	var firstDead string
 	cfg.Outputs = func(_ int, outs []pipeline.Output) error {
 		for _, o := range outs {
-			if o.Kind == pipeline.OutDeadLetter && firstDead == "" {
+			switch {
+			case o.Kind == pipeline.OutDeadLetter && firstDead == "":
 				firstDead = o.Headers["error"]
+			case o.Kind == pipeline.OutAlert:
+				var a struct {
+					ID               string
+					Offset           int64
+					Detector, Signal string
+				}
+				json.Unmarshal(o.Value, &a)
+				at, err := strconv.Atoi(a.ID)
+				if err != nil {
+					at = int(a.Offset)
+				}
+				if run.Alerts == nil {
+					run.Alerts = map[string][]int{}
+				}
+				k := a.Detector + "/" + a.Signal
+				run.Alerts[k] = append(run.Alerts[k], at)
 			}
 		}
 		return nil

@@ -37,9 +37,30 @@ type genSource struct {
 	dim  int
 	t, T int
 	next func(t int) ([]float64, int)
+	// drifts are the rounds at which the concept changes, when known.
+	drifts []int
 }
 
 func (g *genSource) Dim() int { return g.dim }
+
+// DriftPoints lists the rounds (0-based event indexes) at which the
+// generator's concept changes abruptly; nil for gradual or continuous drift.
+func (g *genSource) DriftPoints() []int { return g.drifts }
+
+// Drifting is implemented by sources that know their drift points, for
+// scoring drift detectors.
+type Drifting interface {
+	DriftPoints() []int
+}
+
+// every lists step, 2·step, ... below T.
+func every(step, T int) []int {
+	var out []int
+	for t := step; t < T; t += step {
+		out = append(out, t)
+	}
+	return out
+}
 
 func (g *genSource) Next(ctx context.Context) (Example, error) {
 	if err := ctx.Err(); err != nil {
@@ -145,7 +166,7 @@ func switchingGaussian(p *params, seed uint64) (Source, error) {
 	}
 	inputs, targets := rngStream(seed, 1), rngStream(seed, 2)
 	u := make([]float64, d)
-	return &genSource{dim: d, T: T, next: func(t int) ([]float64, int) {
+	return &genSource{dim: d, T: T, drifts: every(period, T), next: func(t int) ([]float64, int) {
 		if t%period == 0 {
 			normals(targets, u, 1)
 		}
@@ -176,7 +197,7 @@ func sea(p *params, seed uint64) (Source, error) {
 	}
 	thresholds := []float64{8, 9, 7, 9.5}
 	inputs, flips := rngStream(seed, 1), rngStream(seed, 2)
-	return &genSource{dim: 3, T: T, next: func(t int) ([]float64, int) {
+	return &genSource{dim: 3, T: T, drifts: every(block, T), next: func(t int) ([]float64, int) {
 		x := []float64{10 * inputs.Float64(), 10 * inputs.Float64(), 10 * inputs.Float64()}
 		theta := thresholds[(t/block)%len(thresholds)]
 		y := -1
@@ -289,7 +310,7 @@ func shiftingDisjunction(p *params, seed uint64) (Source, error) {
 	active, next := append([]int(nil), perm[:k0]...), k0
 	removeNext := true
 	src := &disjunctionSource{stats: DisjunctionStats{Additions: k0}}
-	src.genSource = genSource{dim: n, T: T, next: func(t int) ([]float64, int) {
+	src.genSource = genSource{dim: n, T: T, drifts: every(period, T), next: func(t int) ([]float64, int) {
 		if t > 0 && t%period == 0 {
 			if removeNext && len(active) > 1 {
 				k := r.IntN(len(active))

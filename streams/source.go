@@ -49,6 +49,14 @@ type biasSource struct{ Source }
 
 func (b biasSource) Dim() int { return b.Source.Dim() + 1 }
 
+// DriftPoints passes on the wrapped source's drift points.
+func (b biasSource) DriftPoints() []int {
+	if d, ok := b.Source.(Drifting); ok {
+		return d.DriftPoints()
+	}
+	return nil
+}
+
 func (b biasSource) Next(ctx context.Context) (Example, error) {
 	ex, err := b.Source.Next(ctx)
 	if err != nil || ex.LabelRecord {

@@ -63,6 +63,8 @@ func runBacktest(args []string, stdout, stderr io.Writer) int {
 	partitions := fs.Int("partitions", 1, "with -keyed: partitions of the topic the data would be written to")
 	queryScale := fs.Float64("query-scale", 1, "-keyed and topic backtests: margin rule b/(b+|score|) for learners without a query rule (the service's DRIFTSTREAM_QUERY_SCALE)")
 	quiet := fs.Bool("q", false, "no progress lines on stderr")
+	detectorsFlag := fs.String("detectors", "", `drift detectors to score against the generator's known drift points: a JSON list of {"detector","signal","params"}, or "all" (every detector on every signal)`)
+	cooldown := fs.Int64("alert-cooldown", 100, "with -detectors: events after an alert during which the stream raises no other")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
@@ -185,13 +187,28 @@ func runBacktest(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	// The service's own pipeline, one key (the paper reproductions keep the
 	// single-learner evaluator).
+	dets, err := detectorSpecs(*detectorsFlag)
+	if err != nil {
+		return fail(err)
+	}
+	var drifts []int
+	if len(dets) > 0 {
+		if drifts, err = driftPoints(*data); err != nil {
+			return fail(err)
+		}
+	}
 	res, err := backtest.Compare(ctx, backtest.Config{Name: *data, Data: src, Learners: specs, Seed: *seed, Repeats: *repeats,
-		QueryRateTarget: *target, Pass: replay.Pass, Options: backtest.Options{Window: *window, Progress: progressTo(*quiet, stderr)}})
+		QueryRateTarget: *target, Pass: replay.PassWith(dets, *cooldown), Options: backtest.Options{Window: *window, Progress: progressTo(*quiet, stderr)}})
 	if err != nil {
 		return fail(err)
 	}
 	if err := report(*out, res, stdout, stderr); err != nil {
 		return fail(err)
+	}
+	if len(dets) > 0 {
+		if err := reportDetection(*out, drifts, res, dets, stdout); err != nil {
+			return fail(err)
+		}
 	}
 	return exitOK
 }

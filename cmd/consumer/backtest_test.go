@@ -208,3 +208,39 @@ func TestKeyedJSONLBacktest(t *testing.T) {
 		t.Fatalf("accuracy.svg over event time: %v", err)
 	}
 }
+
+// -detectors scores drift detectors against a generator's known drift
+// points and writes detection.json; a file without drift points is refused.
+func TestBacktestScoresDetectors(t *testing.T) {
+	dir := t.TempDir()
+	var out, errb bytes.Buffer
+	code := run([]string{"backtest", "-data", "synth:switching-gaussian?T=3000&d=5&period=1000", "-learners", "perceptron",
+		"-detectors", `[{"detector":"hddm-a","signal":"mistakes"},{"detector":"adwin","signal":"score"}]`, "-out", dir, "-q"}, &out, &errb)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "detection.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []struct {
+		Learner   string
+		Detectors []struct {
+			Name          string
+			Drifts, Found int
+		}
+	}
+	if err := json.Unmarshal(b, &rows); err != nil || len(rows) != 1 || len(rows[0].Detectors) != 2 {
+		t.Fatalf("detection.json %s: %v", b, err)
+	}
+	if d := rows[0].Detectors[0]; d.Name != "hddm-a/mistakes" || d.Drifts != 2 || d.Found < 1 {
+		t.Fatalf("hddm-a on mistakes: %+v", d)
+	}
+	if !strings.Contains(out.String(), "hddm-a/mistakes") {
+		t.Fatalf("no detection table: %s", out.String())
+	}
+	if code := run([]string{"backtest", "-data", "synth:hyperplane?T=500", "-learners", "perceptron", "-detectors", "all", "-out", dir, "-q"},
+		&bytes.Buffer{}, &bytes.Buffer{}); code != exitUsage {
+		t.Fatalf("a stream without drift points: exit %d", code)
+	}
+}
