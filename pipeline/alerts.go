@@ -50,7 +50,12 @@ func (c *Config) validateDetectors() error {
 	if len(c.Detectors) > MaxDetectors {
 		return fmt.Errorf("%d drift detectors: at most %d", len(c.Detectors), MaxDetectors)
 	}
+	seen := map[string]bool{}
 	for i, s := range c.Detectors {
+		if seen[s.Detector+"/"+s.Signal] {
+			return fmt.Errorf("drift detector %d: %s on %s twice: an alert names only the detector and the signal", i, s.Detector, s.Signal)
+		}
+		seen[s.Detector+"/"+s.Signal] = true
 		switch s.Signal {
 		case SignalMistakes, SignalQueries, SignalScore:
 		default:

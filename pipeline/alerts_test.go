@@ -122,6 +122,7 @@ func TestDetectorConfig(t *testing.T) {
 		{[]DetectorSpec{{Detector: "adwin", Signal: SignalMistakes, Params: json.RawMessage(`{"delta":7}`)}}, ""},
 		{nil, "panic"},
 		{make([]DetectorSpec, MaxDetectors+1), ""},
+		{[]DetectorSpec{{Detector: "adwin", Signal: SignalMistakes}, {Detector: "adwin", Signal: SignalMistakes, Params: json.RawMessage(`{"delta":0.1}`)}}, ""},
 	} {
 		cfg := testConfig(t, "perceptron", "")
 		cfg.Detectors, cfg.OnDrift = tc.specs, tc.onDrift
