@@ -222,3 +222,19 @@ func TestPlotOverEventTime(t *testing.T) {
 		t.Fatal("a curve with an untimed point drawn over time")
 	}
 }
+
+// Drift alerts are marked on the accuracy curve, at their events.
+func TestAlertMarks(t *testing.T) {
+	run := Run{Curve: []Point{{Event: 10, WindowAccuracy: 0.5}, {Event: 20, WindowAccuracy: 0.7}, {Event: 30, WindowAccuracy: 0.9}},
+		Alerts: map[string][]int{"adwin/mistakes": {14, 29}, "ddm/mistakes": {99}}}
+	marks := alertMarks(run, func(p Point) float64 { return p.WindowAccuracy }, false)
+	if len(marks) != 3 {
+		t.Fatalf("%d marks for 3 alerts", len(marks))
+	}
+	for _, m := range marks {
+		want := map[float64]float64{15: 0.7, 30: 0.9, 100: 0.9}[m.X]
+		if m.Y != want {
+			t.Fatalf("mark %+v, want y %v", m, want)
+		}
+	}
+}

@@ -1,10 +1,12 @@
 package backtest
 
 import (
+	"cmp"
 	"fmt"
 	"image/color"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -114,8 +116,42 @@ func panel(res Result, ylabel string, value func(Point) float64) (*plot.Plot, er
 		line.Width = vg.Points(1.2)
 		p.Add(line)
 		p.Legend.Add(ls.Name, line)
+		if marks := alertMarks(runs[0], value, byTime); len(marks) > 0 && ylabel == "windowed accuracy" {
+			sc, err := plotter.NewScatter(marks)
+			if err != nil {
+				return nil, err
+			}
+			sc.GlyphStyle.Color = col
+			sc.GlyphStyle.Shape = draw.TriangleGlyph{}
+			sc.GlyphStyle.Radius = vg.Points(3)
+			p.Add(sc)
+			p.Legend.Add(ls.Name+": drift alerts (repeat 1)", sc)
+		}
 	}
 	return p, nil
+}
+
+// alertMarks places a run's drift alerts (every detector's) on its curve:
+// at the alert's event, at the curve's value there.
+func alertMarks(run Run, value func(Point) float64, byTime bool) plotter.XYs {
+	var out plotter.XYs
+	for _, events := range run.Alerts {
+		for _, e := range events {
+			k, _ := slices.BinarySearchFunc(run.Curve, e+1, func(p Point, ev int) int { return cmp.Compare(p.Event, ev) })
+			if k >= len(run.Curve) {
+				k = len(run.Curve) - 1
+			}
+			if k < 0 {
+				continue
+			}
+			x := float64(e + 1)
+			if byTime {
+				x = float64(run.Curve[k].Time.Unix())
+			}
+			out = append(out, plotter.XY{X: x, Y: value(run.Curve[k])})
+		}
+	}
+	return out
 }
 
 func reverse(xy plotter.XYs) plotter.XYs {
