@@ -81,9 +81,8 @@ func (c *Config) validateDetectors() error {
 	return nil
 }
 
-// DefaultAlertCooldown is the number of a key's events after a detector's
-// alert during which that detector raises no other: one drift, one alert
-// per detector.
+// DefaultAlertCooldown is the number of a key's events after an alert
+// during which the key raises no other: one drift, one alert.
 const DefaultAlertCooldown = 500
 
 // recentOutcomes is how many of a key's last outcomes give the mistake
@@ -171,8 +170,8 @@ func (w *Worker) feed(r Record, key string, ks *keyState, signal string, x float
 		}
 		state := wt.detectors[i].Add(x)
 		warning = warning || state == drift.Warning
-		if state != drift.Drift || (wt.alerted[i] && wt.since[i] < w.cfg.AlertCooldown) {
-			continue // no change, or this detector still cooling down from its last alert
+		if state != drift.Drift || w.cooling(wt, i) {
+			continue // no change, or still cooling down from the last alert
 		}
 		w.alert(r, key, ks, i, id, ts)
 	}
@@ -184,6 +183,18 @@ func (w *Worker) feed(r Record, key string, ks *keyState, signal string, x float
 			w.stats.KeysInWarning--
 		}
 	}
+}
+
+// cooling reports whether detector i must stay quiet: the key (or, with
+// CooldownPerDetector, detector i itself) alerted fewer than AlertCooldown
+// events ago.
+func (w *Worker) cooling(wt *watch, i int) bool {
+	for j := range wt.since {
+		if (j == i || !w.cfg.CooldownPerDetector) && wt.alerted[j] && wt.since[j] < w.cfg.AlertCooldown {
+			return true
+		}
+	}
+	return false
 }
 
 func (w *Worker) alert(r Record, key string, ks *keyState, i int, id string, ts time.Time) {

@@ -131,3 +131,26 @@ func TestDetectorConfig(t *testing.T) {
 		}
 	}
 }
+
+// The cooldown is the key's: after one detector's alert, no detector of the
+// key raises another for AlertCooldown events — unless each cools down on
+// its own (side-by-side scoring).
+func TestCooldownIsPerKey(t *testing.T) {
+	for _, perDetector := range []bool{false, true} {
+		cfg := testConfig(t, "perceptron", "")
+		cfg.Detectors = []DetectorSpec{{Detector: "adwin", Signal: SignalMistakes}, {Detector: "ddm", Signal: SignalMistakes},
+			{Detector: "hddm-a", Signal: SignalMistakes}}
+		cfg.CooldownPerDetector = perDetector
+		w, _ := NewWorker(cfg, 0)
+		as := alertsOf(run(t, w, flipping(1, 4000, 2000)))
+		close := 0
+		for i := 1; i < len(as); i++ {
+			if as[i].Offset-as[i-1].Offset < DefaultAlertCooldown {
+				close++
+			}
+		}
+		if perDetector != (close > 0) {
+			t.Fatalf("per detector %v: %d alerts within the cooldown of the previous one (%d alerts)", perDetector, close, len(as))
+		}
+	}
+}

@@ -98,6 +98,9 @@ type Config struct {
 	// AlertCooldown is the number of a key's events after an alert during
 	// which it raises no other (0: DefaultAlertCooldown).
 	AlertCooldown int64
+	// CooldownPerDetector applies the cooldown to each detector on its own
+	// (scoring detectors side by side) rather than to the key.
+	CooldownPerDetector bool
 }
 
 // Defaults of the bounds in Config.
