@@ -71,24 +71,12 @@ func (d *ddm) Add(x float64) State {
 	return Stable
 }
 
-func (d *ddm) MarshalBinary() ([]byte, error) {
-	w := newWriter(d.Name())
-	w.int(d.n)
-	w.f64(d.rate)
-	w.f64(d.pMin)
-	w.f64(d.sMin)
-	return w.b, nil
+func (d *ddm) state() ([]*int64, []*float64) {
+	return []*int64{&d.n}, []*float64{&d.rate, &d.pMin, &d.sMin}
 }
 
-func (d *ddm) UnmarshalBinary(b []byte) error {
-	r := newReader(d.Name(), b)
-	n, rate, pMin, sMin := r.int(), r.f64(), r.f64(), r.f64()
-	if err := r.done(); err != nil {
-		return err
-	}
-	d.n, d.rate, d.pMin, d.sMin = n, rate, pMin, sMin
-	return nil
-}
+func (d *ddm) MarshalBinary() ([]byte, error) { return marshalFixed(d) }
+func (d *ddm) UnmarshalBinary(b []byte) error { return unmarshalFixed(d, b) }
 
 // EDDMParams configure EDDM.
 type EDDMParams struct {
@@ -160,23 +148,9 @@ func (d *eddm) Add(x float64) State {
 	return Stable
 }
 
-func (d *eddm) MarshalBinary() ([]byte, error) {
-	w := newWriter(d.Name())
-	w.int(d.t)
-	w.int(d.lastError)
-	w.int(d.errors)
-	w.f64(d.mean)
-	w.f64(d.m2)
-	w.f64(d.maxMS)
-	return w.b, nil
+func (d *eddm) state() ([]*int64, []*float64) {
+	return []*int64{&d.t, &d.lastError, &d.errors}, []*float64{&d.mean, &d.m2, &d.maxMS}
 }
 
-func (d *eddm) UnmarshalBinary(b []byte) error {
-	r := newReader(d.Name(), b)
-	t, last, errs, mean, m2, maxMS := r.int(), r.int(), r.int(), r.f64(), r.f64(), r.f64()
-	if err := r.done(); err != nil {
-		return err
-	}
-	d.t, d.lastError, d.errors, d.mean, d.m2, d.maxMS = t, last, errs, mean, m2, maxMS
-	return nil
-}
+func (d *eddm) MarshalBinary() ([]byte, error) { return marshalFixed(d) }
+func (d *eddm) UnmarshalBinary(b []byte) error { return unmarshalFixed(d, b) }

@@ -190,3 +190,46 @@ func (r *reader) done() error {
 	}
 	return r.err
 }
+
+// fixed is a detector whose state is a fixed list of numbers.
+type fixed interface {
+	Name() string
+	// state points at the state's integers and floats, in snapshot order.
+	state() ([]*int64, []*float64)
+}
+
+// marshalFixed writes a fixed detector's state.
+func marshalFixed(d fixed) ([]byte, error) {
+	w := newWriter(d.Name())
+	ints, floats := d.state()
+	for _, v := range ints {
+		w.int(*v)
+	}
+	for _, v := range floats {
+		w.f64(*v)
+	}
+	return w.b, nil
+}
+
+// unmarshalFixed restores a fixed detector's state, all or nothing.
+func unmarshalFixed(d fixed, b []byte) error {
+	r := newReader(d.Name(), b)
+	ints, floats := d.state()
+	iv, fv := make([]int64, len(ints)), make([]float64, len(floats))
+	for i := range iv {
+		iv[i] = r.int()
+	}
+	for i := range fv {
+		fv[i] = r.f64()
+	}
+	if err := r.done(); err != nil {
+		return err
+	}
+	for i, p := range ints {
+		*p = iv[i]
+	}
+	for i, p := range floats {
+		*p = fv[i]
+	}
+	return nil
+}

@@ -72,21 +72,9 @@ func (d *hddmA) increased(delta float64) bool {
 	return d.c/d.n-d.cCut/d.nCut >= eps
 }
 
-func (d *hddmA) MarshalBinary() ([]byte, error) {
-	w := newWriter(d.Name())
-	w.f64(d.n)
-	w.f64(d.c)
-	w.f64(d.nCut)
-	w.f64(d.cCut)
-	return w.b, nil
+func (d *hddmA) state() ([]*int64, []*float64) {
+	return []*int64{}, []*float64{&d.n, &d.c, &d.nCut, &d.cCut}
 }
 
-func (d *hddmA) UnmarshalBinary(b []byte) error {
-	r := newReader(d.Name(), b)
-	n, c, nCut, cCut := r.f64(), r.f64(), r.f64(), r.f64()
-	if err := r.done(); err != nil {
-		return err
-	}
-	d.n, d.c, d.nCut, d.cCut = n, c, nCut, cCut
-	return nil
-}
+func (d *hddmA) MarshalBinary() ([]byte, error) { return marshalFixed(d) }
+func (d *hddmA) UnmarshalBinary(b []byte) error { return unmarshalFixed(d, b) }

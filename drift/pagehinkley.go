@@ -61,21 +61,9 @@ func (d *pageHinkley) Add(x float64) State {
 	return Stable
 }
 
-func (d *pageHinkley) MarshalBinary() ([]byte, error) {
-	w := newWriter(d.Name())
-	w.int(d.n)
-	w.f64(d.mean)
-	w.f64(d.sum)
-	w.f64(d.mn)
-	return w.b, nil
+func (d *pageHinkley) state() ([]*int64, []*float64) {
+	return []*int64{&d.n}, []*float64{&d.mean, &d.sum, &d.mn}
 }
 
-func (d *pageHinkley) UnmarshalBinary(b []byte) error {
-	r := newReader(d.Name(), b)
-	n, mean, sum, mn := r.int(), r.f64(), r.f64(), r.f64()
-	if err := r.done(); err != nil {
-		return err
-	}
-	d.n, d.mean, d.sum, d.mn = n, mean, sum, mn
-	return nil
-}
+func (d *pageHinkley) MarshalBinary() ([]byte, error) { return marshalFixed(d) }
+func (d *pageHinkley) UnmarshalBinary(b []byte) error { return unmarshalFixed(d, b) }
