@@ -177,11 +177,17 @@ func BenchmarkDecode(b *testing.B) {
 	xs, _ := json.Marshal(x)
 	ev := fmt.Appendf(nil, `{"id":"event-1029384","ts":"2026-11-21T10:00:00Z","x":%s,"label":1}`, xs)
 	evNoTS := fmt.Appendf(nil, `{"id":"event-1029384","x":%s,"label":1}`, xs)
+	for i := range x { // readings with four decimals, as sensors and features give
+		x[i] = math.Round(x[i]*1e4) / 1e4
+	}
+	short, _ := json.Marshal(x)
+	evShort := fmt.Appendf(nil, `{"id":"event-1029384","x":%s,"label":1}`, short)
 	for _, bc := range []struct {
 		name string
 		in   []byte
 		fn   func([]byte, int) (Event, error)
-	}{{"fixed-schema", evNoTS, Decode}, {"fixed-schema+ts", ev, Decode}, {"encoding-json", evNoTS, decodeReflect}} {
+	}{{"fixed-schema/17-digit", evNoTS, Decode}, {"fixed-schema/17-digit+ts", ev, Decode}, {"fixed-schema/4-decimal", evShort, Decode},
+		{"encoding-json/17-digit", evNoTS, decodeReflect}, {"encoding-json/4-decimal", evShort, decodeReflect}} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
