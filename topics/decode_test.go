@@ -95,7 +95,6 @@ func decodeReflect(b []byte, maxBytes int) (Event, error) {
 	return ev, nil
 }
 
-
 // FuzzDecodeAgreesWithEncodingJSON: on any input, Decode never panics;
 // what it accepts, encoding/json accepts as the same event; what only
 // encoding/json accepts holds a duplicate field, a field name in another
