@@ -54,6 +54,7 @@ type Config struct {
 	CheckpointDir    string        `split_words:"true" desc:"directory of the file checkpoint store"`
 	CheckpointEvery  int           `split_words:"true" default:"1000" desc:"checkpoint a partition every this many records"`
 	CheckpointPeriod time.Duration `split_words:"true" default:"5s" desc:"and at least this often"`
+	FlushInterval    time.Duration `split_words:"true" default:"20ms" desc:"write predictions, queries and alerts this often between checkpoints (0: at checkpoints only)"`
 	MetricsAddr      string        `split_words:"true" default:":9090" desc:"address of /metrics, /healthz and /readyz"`
 	Pprof            bool          `default:"false" desc:"serve /debug/pprof on the metrics address"`
 	LogLevel         string        `split_words:"true" default:"info" desc:"debug, info, warn or error"`
@@ -208,6 +209,9 @@ func (c *Config) Validate() error {
 	}
 	if c.CheckpointEvery < 1 || c.CheckpointPeriod <= 0 || c.ShutdownTimeout <= 0 {
 		bad("DRIFTSTREAM_CHECKPOINT_EVERY, DRIFTSTREAM_CHECKPOINT_PERIOD and DRIFTSTREAM_SHUTDOWN_TIMEOUT must be positive")
+	}
+	if c.FlushInterval < 0 {
+		bad("DRIFTSTREAM_FLUSH_INTERVAL=%s: must be ≥ 0 (0: outputs at checkpoints only)", c.FlushInterval)
 	}
 	if c.RetryTimeout <= 0 || c.FailExitAfter <= 0 || c.SessionTimeout <= 0 {
 		bad("DRIFTSTREAM_RETRY_TIMEOUT, DRIFTSTREAM_FAIL_EXIT_AFTER and DRIFTSTREAM_SESSION_TIMEOUT must be positive")

@@ -166,6 +166,12 @@ type RunnerConfig struct {
 	// CheckpointInterval, whichever comes first.
 	CheckpointEvery    int
 	CheckpointInterval time.Duration
+	// FlushInterval, when positive, writes the outputs so far this often,
+	// between checkpoints, so that a prediction is readable within about
+	// this long instead of at the next checkpoint. The protocol only needs
+	// outputs written before the marker, so this changes no guarantee: a
+	// crash still repeats at most one checkpoint interval of outputs.
+	FlushInterval time.Duration
 	// FinalTimeout bounds the checkpoint written when the partition is
 	// revoked or the service stops.
 	FinalTimeout time.Duration
@@ -303,6 +309,12 @@ func (r *Runner) run(ctx context.Context) error {
 	since, last := 0, time.Now()
 	tick := time.NewTicker(r.cfg.CheckpointInterval)
 	defer tick.Stop()
+	var flushC <-chan time.Time
+	if r.cfg.FlushInterval > 0 {
+		flush := time.NewTicker(r.cfg.FlushInterval)
+		defer flush.Stop()
+		flushC = flush.C
+	}
 	var failingSince time.Time // the source's first failure of the current streak
 	attempt := 0
 	for {
@@ -358,6 +370,10 @@ func (r *Runner) run(ctx context.Context) error {
 				}
 				since, last = 0, time.Now()
 			}
+		case <-flushC:
+			if err := r.flushDetached(ctx); err != nil {
+				return err
+			}
 		}
 	}
 }
@@ -390,17 +406,35 @@ func (r *Runner) checkpointDetached(ctx context.Context) error {
 	return r.checkpoint(cctx)
 }
 
+// flushDetached writes the outputs so far, between checkpoints; like a
+// checkpoint, a stop arriving meanwhile does not cut it short.
+func (r *Runner) flushDetached(ctx context.Context) error {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.Retry.Timeout+r.cfg.FinalTimeout)
+	defer cancel()
+	return r.flush(cctx)
+}
+
+// flush writes the worker's outputs so far to the sink, retrying; outputs
+// of a failed write stay for the next attempt.
+func (r *Runner) flush(ctx context.Context) error {
+	r.unflushed = append(r.unflushed, r.w.TakeOutputs()...)
+	if len(r.unflushed) == 0 {
+		return nil
+	}
+	if err := r.do(ctx, StepSink, func(ctx context.Context) error { return r.cfg.Sink.Write(ctx, r.unflushed) }); err != nil {
+		return err
+	}
+	r.unflushed = r.unflushed[:0]
+	return nil
+}
+
 // checkpoint runs the protocol: flush outputs, write key records and marker,
 // commit. Each step is retried on its own, so a retried store write does not
 // write the outputs again.
 func (r *Runner) checkpoint(ctx context.Context) error {
 	start := time.Now()
-	r.unflushed = append(r.unflushed, r.w.TakeOutputs()...)
-	if len(r.unflushed) > 0 {
-		if err := r.do(ctx, StepSink, func(ctx context.Context) error { return r.cfg.Sink.Write(ctx, r.unflushed) }); err != nil {
-			return err
-		}
-		r.unflushed = r.unflushed[:0]
+	if err := r.flush(ctx); err != nil {
+		return err
 	}
 	var records, bytes int
 	if err := r.do(ctx, StepStore, func(ctx context.Context) error {

@@ -558,3 +558,47 @@ func TestRevokedDuringRestoreIsNoFailure(t *testing.T) {
 		t.Fatalf("a revoked restore failed the partition: %v", err)
 	}
 }
+
+// With a flush interval, predictions are written within it, long before the
+// next checkpoint; nothing is written twice, and the marker still follows.
+func TestFlushBetweenCheckpoints(t *testing.T) {
+	h := newHarness(t, 200, 5, false)
+	sink := &testSink{out: h.out}
+	r, err := NewRunner(RunnerConfig{Partition: 0, Pipeline: h.cfg, Store: h.store, Open: h.feed.opener(newGate(100)), Sink: sink,
+		Committer: h.com, CheckpointEvery: 1 << 30, CheckpointInterval: time.Hour, FlushInterval: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	predicted := func() int {
+		h.out.mu.Lock()
+		defer h.out.mu.Unlock()
+		return len(h.out.preds)
+	}
+	events := 0
+	for _, rec := range h.feed.recs[:100] {
+		if bytes.Contains(rec.Value, []byte(`"x"`)) {
+			events++
+		}
+	}
+	eventually(t, "predictions written before any checkpoint", func() bool { return predicted() == events })
+	if snap, _ := h.store.Load(context.Background(), 0); snap.Marker != nil {
+		t.Fatal("a checkpoint was written: the flush interval is not what wrote the outputs")
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	h.out.mu.Lock()
+	defer h.out.mu.Unlock()
+	for id, ps := range h.out.preds {
+		if len(ps) != 1 {
+			t.Fatalf("event %s predicted %d times", id, len(ps))
+		}
+	}
+	if snap, _ := h.store.Load(context.Background(), 0); snap.Marker == nil {
+		t.Fatal("no marker after the stop")
+	}
+}

@@ -64,6 +64,9 @@ type Config struct {
 	// after CheckpointInterval, whichever comes first.
 	CheckpointEvery    int
 	CheckpointInterval time.Duration
+	// FlushInterval writes outputs this often between checkpoints (0: at
+	// checkpoints only); see pipeline.RunnerConfig.FlushInterval.
+	FlushInterval time.Duration
 	// Retry is the retry policy of every partition step and of the consumer
 	// group (zero: pipeline.DefaultBackoff).
 	Retry pipeline.Backoff
@@ -349,7 +352,7 @@ func (s *Service) runPartition(ctx, gctx context.Context, gen *kafka.Generation,
 		Open: func(ctx context.Context, from [2]int64) (pipeline.Source, error) { return s.openSource(ctx, p, from) },
 		Sink: s.sink, Committer: &groupCommitter{gen: gen, gctx: gctx, topics: [2]string{s.cfg.Topics.Events, s.cfg.Topics.Labels}, partition: p},
 		Generation: gen.ID, Owner: s.cfg.Owner, Committed: committed, CheckpointEvery: s.cfg.CheckpointEvery,
-		CheckpointInterval: s.cfg.CheckpointInterval, FinalTimeout: s.cfg.FinalTimeout, Retry: s.cfg.Retry, Observer: obs, Logger: s.log})
+		CheckpointInterval: s.cfg.CheckpointInterval, FlushInterval: s.cfg.FlushInterval, FinalTimeout: s.cfg.FinalTimeout, Retry: s.cfg.Retry, Observer: obs, Logger: s.log})
 	if err != nil {
 		return &pipeline.PartitionError{Partition: p, Step: pipeline.StepRestore, Err: err}
 	}
