@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // ErrUnknownLearner reports a learner name that is not in the catalog.
@@ -101,8 +102,10 @@ func Names() []string {
 
 // Lookup returns the catalog entry of name.
 func Lookup(name string) (Info, error) {
-	for _, in := range Catalog() {
-		if in.Name == name {
+	for _, e := range entries() {
+		if e.info.Name == name {
+			in := e.info
+			in.Params = paramInfos(e.params())
 			return in, nil
 		}
 	}
@@ -304,7 +307,21 @@ func (r Real) positive() bool { return float64(r) > 0 && !math.IsNaN(float64(r))
 
 // entries is the catalog, built on demand (it is constant; building it per
 // call keeps the package free of initialization order and global state).
+// catalog is the table of learners, built on first use and never changed:
+// names, documentation and constructors.
+var catalog struct {
+	once    sync.Once
+	entries []entry
+}
+
+// entries is the catalog; building it takes 50 µs and hundreds of
+// allocations, which a restore of many keys must not pay per key.
 func entries() []entry {
+	catalog.once.Do(func() { catalog.entries = buildEntries() })
+	return catalog.entries
+}
+
+func buildEntries() []entry {
 	return []entry{
 		define("perceptron", "Rosenblatt's Perceptron: w += y·x on mistakes (baseline)",
 			"Rosenblatt 1958; baseline in Crammer, Mansour, Even-Dar, Vaughan, Regret minimization with concept drift (COLT 2010)", false,
