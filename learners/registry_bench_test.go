@@ -1,12 +1,11 @@
 package learners
 
-// The registry on the hot paths: Lookup at every worker start, New for every
-// key restored or created.
-//
-//	go test -run '^$' -bench Registry -benchmem ./learners
-
 import "testing"
 
+// BenchmarkRegistry times the registry on the hot paths: Lookup at every
+// worker start, New for every key restored or created.
+//
+//	go test -run '^$' -bench Registry -benchmem ./learners
 func BenchmarkRegistry(b *testing.B) {
 	b.Run("Lookup", func(b *testing.B) {
 		b.ReportAllocs()
