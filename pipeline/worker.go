@@ -404,7 +404,12 @@ func (w *Worker) emit(r Record, kind string, key string, v any) {
 	if r.Offset < w.suppress[r.Topic] {
 		return // already delivered before the restart
 	}
-	b, _ := json.Marshal(v) // plain structs of strings and numbers: cannot fail
+	var b []byte
+	if a, ok := v.(jsonAppender); ok {
+		b = a.appendJSON(make([]byte, 0, 160))
+	} else {
+		b, _ = json.Marshal(v) // plain structs of strings and numbers: cannot fail
+	}
 	w.out = append(w.out, Output{Kind: kind, Key: []byte(key), Value: b})
 }
 

@@ -1,0 +1,58 @@
+package pipeline
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// The hand-written encodings are encoding/json's, byte for byte, over
+// random messages with awkward strings and the whole range of floats.
+func TestOutputEncodingMatchesJSON(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 5))
+	strs := []string{"e-1029", "", "k<&>", "quote\"back\\slash", "tab\there\nline", "é😀", "\x00\x1f", "\u2028", "a\xffb", "entity-42"}
+	floats := []float64{0, -0.0, 1, -1, 0.1, 1e-6, 9.99e-7, 1e-7, 123456789.125, 1e20, 1e21, -3.5e-300, math.MaxFloat64, math.SmallestNonzeroFloat64}
+	pick := func() float64 {
+		if r.IntN(2) == 0 {
+			return floats[r.IntN(len(floats))]
+		}
+		return (r.Float64() - 0.5) * math.Pow(10, float64(r.IntN(60)-30))
+	}
+	for i := 0; i < 20000; i++ {
+		q := pick()
+		msgs := []jsonAppender{
+			predictionMsg{ID: strs[r.IntN(len(strs))], Key: strs[r.IntN(len(strs))], Label: 1 - 2*r.IntN(2), Score: pick(), Learner: "lasec-ss",
+				Partition: r.IntN(100), Offset: r.Int64()},
+			predictionMsg{ID: "x", Key: "y", Label: -1, Score: pick(), Learner: "perceptron", Partition: 3, Offset: 7, QueryProb: &q},
+			queryMsg{ID: strs[r.IntN(len(strs))], Key: "k", Score: pick(), QueryProb: pick(), Partition: 1, Offset: int64(i)},
+		}
+		for _, m := range msgs {
+			want, _ := json.Marshal(m)
+			if got := m.appendJSON(nil); !bytes.Equal(got, want) {
+				t.Fatalf("%+v:\n got %s\nwant %s", m, got, want)
+			}
+		}
+	}
+}
+
+// BenchmarkEncodePrediction compares the prediction's encodings.
+//
+//	go test -run '^$' -bench EncodePrediction -benchmem ./pipeline
+func BenchmarkEncodePrediction(b *testing.B) {
+	q := 0.31
+	m := predictionMsg{ID: "event-1029384", Key: "customer-77", Label: 1, Score: -0.7312456789, Learner: "lasec-ss", Partition: 3, Offset: 123456, QueryProb: &q}
+	b.Run("append", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			m.appendJSON(make([]byte, 0, 160))
+		}
+	})
+	b.Run("encoding-json", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			json.Marshal(m)
+		}
+	})
+}
