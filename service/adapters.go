@@ -93,9 +93,13 @@ type kafkaSink struct {
 }
 
 func newKafkaSink(cfg Config) *kafkaSink {
-	var transport kafka.RoundTripper // a nil *Transport in the interface would be dereferenced
-	if cfg.Transport != nil {
-		transport = cfg.Transport
+	// The writers get a transport of their own, never kafka-go's shared
+	// DefaultTransport: its metadata cache (6 s) may predate the topics
+	// New just created, and writes to them would fail as unknown topics for
+	// seconds (seen as processing stalls in the throughput benchmark).
+	transport := cfg.Transport
+	if transport == nil {
+		transport = &kafka.Transport{}
 	}
 	s := &kafkaSink{writers: map[string]*kafka.Writer{}}
 	for kind, topic := range map[string]string{pipeline.OutPrediction: cfg.Topics.Predictions, pipeline.OutQuery: cfg.Topics.Queries,
