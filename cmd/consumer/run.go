@@ -41,6 +41,8 @@ func runService(args []string, stdout, stderr io.Writer) int {
 	embeddedAddr := fs.String("embedded-addr", "127.0.0.1:9092", "where the embedded broker listens (any Kafka client can connect)")
 	demoEvents := fs.Int("demo-events", 0, "with -embedded: stop after this many events are processed and print a JSON summary (0: run until interrupted)")
 	demoKeys := fs.Int("demo-keys", 200, "with -embedded: number of entities in the demo stream")
+	demo := fs.Bool("demo", true, "with -embedded: run the demo producer (-demo=false leaves the topics to your own producer)")
+	demoRate := fs.Float64("demo-rate", 2000, "with -embedded: demo events per second (0: as fast as possible; the in-process broker keeps every record in memory)")
 	cfg, err := config.Load(fs, args)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -128,9 +130,9 @@ func runService(args []string, stdout, stderr io.Writer) int {
 
 	runCtx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if *embedded {
+	if *embedded && *demo {
 		go func() {
-			if err := demoProducer(runCtx, scfg, *demoKeys, *demoEvents, cfg.Seed); err != nil && runCtx.Err() == nil {
+			if err := demoProducer(runCtx, scfg, *demoKeys, *demoEvents, *demoRate, cfg.HashBits > 0, cfg.Seed); err != nil && runCtx.Err() == nil {
 				log.Error("demo producer stopped", "error", err)
 			}
 		}()
@@ -172,7 +174,7 @@ func runService(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "%6.1fs  events %d  predictions %d  label queries %d  labels joined %d  dead letters %d  accuracy %.3f\n",
 				time.Since(start).Seconds(), t.Events, t.Predictions, t.Queries, t.LabelsJoined, t.DeadLetters, accuracy(t))
 		case <-time.After(20 * time.Millisecond):
-			if *demoEvents > 0 && svc.Totals().Events >= int64(*demoEvents) {
+			if t := svc.Totals(); *demoEvents > 0 && t.Events+t.DeadLetters >= int64(*demoEvents) {
 				elapsed := time.Since(start).Seconds()
 				if code := shutdown(); code != exitOK {
 					return code
@@ -258,13 +260,15 @@ func accuracy(t service.Totals) float64 {
 // demoDim is the dimension of the demo stream.
 const demoDim = 10
 
-// demoProducer writes a drifting stream for many keys: each key's target
+// demoProducer writes a drifting stream for many keys, at rate events a
+// second (0: unpaced), as named features when named: each key's target
 // hyperplane switches every 2,000 of its events; half the events carry their
 // label, the others are answered when the service asks for the label (read
 // from the label-queries topic) by a label record sent 50 ms later.
-func demoProducer(ctx context.Context, cfg service.Config, keys, total int, seed uint64) error {
+func demoProducer(ctx context.Context, cfg service.Config, keys, total int, rate float64, named bool, seed uint64) error {
 	w := &kafka.Writer{Addr: kafka.TCP(cfg.Brokers...), Topic: cfg.Topics.Events, Balancer: &kafka.Hash{}, BatchTimeout: 2 * time.Millisecond}
 	defer w.Close()
+	start := time.Now()
 	r := rand.New(rand.NewPCG(seed, 0xde30))
 	targets := make([][]float64, keys)
 	seen := make([]int, keys)
@@ -293,16 +297,34 @@ func demoProducer(ctx context.Context, cfg service.Config, keys, total int, seed
 			}
 			id := fmt.Sprintf("demo-%d", i)
 			key := fmt.Sprintf("entity-%d", k)
+			field := `"x":`
 			xs, _ := json.Marshal(x)
+			if named { // with -hash-bits the service reads named features
+				field = `"features":`
+				f := map[string]float64{}
+				for d, v := range x {
+					f[fmt.Sprintf("f%d", d)] = v
+				}
+				xs, _ = json.Marshal(f)
+			}
 			if r.IntN(2) == 0 {
-				batch = append(batch, kafka.Message{Key: []byte(key), Value: []byte(fmt.Sprintf(`{"id":%q,"x":%s,"label":%d}`, id, xs, y))})
+				batch = append(batch, kafka.Message{Key: []byte(key), Value: fmt.Appendf(nil, `{"id":%q,%s%s,"label":%d}`, id, field, xs, y)})
 			} else {
 				truth.put(id, key, y)
-				batch = append(batch, kafka.Message{Key: []byte(key), Value: []byte(fmt.Sprintf(`{"id":%q,"x":%s}`, id, xs))})
+				batch = append(batch, kafka.Message{Key: []byte(key), Value: fmt.Appendf(nil, `{"id":%q,%s%s}`, id, field, xs)})
 			}
 		}
 		if err := w.WriteMessages(ctx, batch...); err != nil {
 			return err
+		}
+		if rate > 0 { // pace: the in-process broker keeps every record in memory
+			if wait := time.Until(start.Add(time.Duration(float64(i) / rate * float64(time.Second)))); wait > 0 {
+				select {
+				case <-time.After(wait):
+				case <-ctx.Done():
+					return nil
+				}
+			}
 		}
 	}
 	<-ctx.Done()

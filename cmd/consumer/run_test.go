@@ -24,7 +24,7 @@ func TestEmbeddedDemo(t *testing.T) {
 	var out, errb bytes.Buffer
 	exit := make(chan int, 1)
 	go func() {
-		exit <- run([]string{"-embedded", "-embedded-addr", "127.0.0.1:0", "-demo-events", "20000", "-demo-keys", "20",
+		exit <- run([]string{"-embedded", "-embedded-addr", "127.0.0.1:0", "-demo-events", "20000", "-demo-rate", "0", "-demo-keys", "20",
 			"-learner", "lasec-ss", "-learner-params", `{"a":0.2}`, "-checkpoint-every", "200", "-metrics-addr", metricsAddr, "-log-format", "text"}, &out, &errb)
 	}()
 	get := func(path string) (int, string) {
@@ -143,5 +143,20 @@ func TestReadyzGivesTheReason(t *testing.T) {
 	ready.Store(true)
 	if code, _ := get(); code != http.StatusOK {
 		t.Fatalf("ready: %d", code)
+	}
+}
+
+// The demo speaks named features when the service hashes them, and ends
+// after its events even when some are dead letters.
+func TestEmbeddedDemoWithHashedFeatures(t *testing.T) {
+	var out, errb bytes.Buffer
+	code := run([]string{"-embedded", "-embedded-addr", "127.0.0.1:0", "-metrics-addr", "127.0.0.1:0", "-hash-bits", "8", "-learner", "perceptron",
+		"-demo-events", "2000", "-demo-rate", "0", "-log-format", "text"}, &out, &errb)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	var sum map[string]float64
+	if err := json.Unmarshal(out.Bytes(), &sum); err != nil || sum["events"] < 2000 || sum["dead_letters"] != 0 {
+		t.Fatalf("summary %s (%v)", out.String(), err)
 	}
 }
