@@ -445,11 +445,13 @@ func (w *wireFields) read(s *scanner, field int) error {
 		w.features, err = s.features()
 		w.hasFeatures = true
 	case 4:
+		// Any JSON number equal to -1, 0 or 1 is a label (1.0 and -1e0 too:
+		// producers that go through floats, pandas for one, write those).
 		var tok []byte
 		if tok, err = s.number(); err == nil {
-			var v int64
-			if v, err = strconv.ParseInt(string(tok), 10, 64); err != nil {
-				return fmt.Errorf("malformed JSON: \"label\" %s is not an integer: %w", tok, ErrInvalid)
+			v, perr := strconv.ParseFloat(string(tok), 64)
+			if perr != nil || (v != -1 && v != 0 && v != 1) {
+				return fmt.Errorf(`"label" %s: must be -1, 0 or +1: %w`, tok, ErrInvalid)
 			}
 			w.label, w.hasLabel = int(v), true
 		}
