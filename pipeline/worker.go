@@ -219,6 +219,10 @@ type Totals struct {
 	// DelayedLabeled counts the labeled events (in Labeled) whose label came
 	// after the event, on a label record joined to its pending query.
 	DelayedLabeled int64
+	// LabelsNoKey counts the label records (in LabelsUnknown) for a key the
+	// partition has never seen — the mark of events and labels partitioned
+	// differently.
+	LabelsNoKey int64
 	// Alerts counts drift alerts, AlertsBy per Config.Detectors index, and
 	// Resets the learners restarted on a drift. KeysInWarning is a level:
 	// the keys whose detectors last said warning (since the worker started).
@@ -466,6 +470,14 @@ func (w *Worker) Process(ctx context.Context, r Record) error {
 		return nil
 	}
 	ks, ok := w.keys[key]
+	if !ok && ev.Kind == topics.LabelRecord && r.Topic == EventsTopic {
+		// A label for a key this partition has never seen: its event went to
+		// another partition (the producers partition keys differently) or
+		// never existed. Counted apart, and no learner is made for it.
+		w.stats.LabelsUnknown++
+		w.stats.LabelsNoKey++
+		return nil
+	}
 	if !ok {
 		if ks, err = w.newKey(key); err != nil {
 			return err // the configuration was validated: this is a bug

@@ -612,3 +612,24 @@ func TestDelayedOutcomeKeepsItsEventTime(t *testing.T) {
 		t.Fatalf("outcome %+v, labeled %d; want the event's time %v", o, w2.Totals().Labeled, want)
 	}
 }
+
+// A label for a key the partition has never seen is counted apart (a
+// partitioning mistake shows in one counter) and makes no learner.
+func TestLabelForAKeyNeverSeen(t *testing.T) {
+	w, _ := NewWorker(testConfig(t, "perceptron", ""), 0)
+	ctx := context.Background()
+	for i, rec := range []Record{
+		{Key: []byte("a"), Value: []byte(`{"id":"e1","x":[1,0,0,1]}`)},
+		{Key: []byte("b"), Value: []byte(`{"id":"e1","label":1}`)}, // its event went elsewhere
+		{Key: []byte("a"), Value: []byte(`{"id":"e9","label":1}`)}, // a known key, an unknown id
+	} {
+		rec.Offset = int64(i)
+		if err := w.Process(ctx, rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := w.Totals()
+	if st.LabelsNoKey != 1 || st.LabelsUnknown != 2 || w.Keys() != 1 {
+		t.Fatalf("totals %+v, %d keys", st, w.Keys())
+	}
+}

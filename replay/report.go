@@ -191,6 +191,7 @@ func addTotals(sum *pipeline.Totals, t pipeline.Totals) {
 	sum.LabelsExpired += t.LabelsExpired
 	sum.DelayedLabeled += t.DelayedLabeled
 	sum.Asked += t.Asked
+	sum.LabelsNoKey += t.LabelsNoKey
 	sum.MissingKey += t.MissingKey
 	sum.InvalidEvent += t.InvalidEvent
 	sum.Rejected += t.Rejected

@@ -22,7 +22,7 @@ type Metrics struct {
 	checkpointSeconds, restoreSeconds          prometheus.Histogram
 	checkpointBytes                            prometheus.Histogram
 	partitionErrors, retries, driftAlerts      *prometheus.CounterVec
-	resets                                     prometheus.Counter
+	resets, labelsNoKey                        prometheus.Counter
 	keysInWarning                              *prometheus.GaugeVec
 	partitionFailed                            *prometheus.GaugeVec
 	groupErrors                                prometheus.Counter
@@ -65,11 +65,12 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		groupErrors: c("group_errors_total", "Consumer-group errors (kafka-go rejoins by itself)."),
 		driftAlerts: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "driftstream", Name: "drift_alerts_total",
 			Help: "Drift alerts sent to the alerts topic, by detector and signal."}, []string{"detector", "signal"}),
-		resets: c("learner_resets_total", "Keys' learners restarted on a confirmed drift (DRIFTSTREAM_ON_DRIFT=reset)."),
+		resets:      c("learner_resets_total", "Keys' learners restarted on a confirmed drift (DRIFTSTREAM_ON_DRIFT=reset)."),
+		labelsNoKey: c("labels_without_key_total", "Label records for a key the partition has never seen (in labels_unknown_total): events and labels partitioned differently, or a label for an event that never came."),
 		keysInWarning: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "driftstream", Name: "keys_in_warning",
 			Help: "Keys whose drift detectors last said warning, since the partition was assigned."}, []string{"partition"}),
 	}
-	for _, col := range []prometheus.Collector{m.driftAlerts, m.resets, m.keysInWarning, m.labeled, m.partitionErrors, m.retries, m.partitionFailed, m.groupErrors, m.events, m.predictions, m.mistakes, m.queries, m.labelsJoined, m.labelsUnknown, m.labelsExpired,
+	for _, col := range []prometheus.Collector{m.labelsNoKey, m.driftAlerts, m.resets, m.keysInWarning, m.labeled, m.partitionErrors, m.retries, m.partitionFailed, m.groupErrors, m.events, m.predictions, m.mistakes, m.queries, m.labelsJoined, m.labelsUnknown, m.labelsExpired,
 		m.deadLetters, m.windowAccuracy, m.lag, m.keys, m.checkpointSeconds, m.checkpointBytes, m.restoreSeconds} {
 		if err := reg.Register(col); err != nil {
 			return nil, err
@@ -187,6 +188,7 @@ func (s *Service) count(before, after *pipeline.Totals) {
 		m.queries.Add(float64(after.Queries - before.Queries))
 		m.labelsJoined.Add(float64(after.LabelsJoined - before.LabelsJoined))
 		m.labelsUnknown.Add(float64(after.LabelsUnknown - before.LabelsUnknown))
+		m.labelsNoKey.Add(float64(after.LabelsNoKey - before.LabelsNoKey))
 		m.labelsExpired.Add(float64(after.LabelsExpired - before.LabelsExpired))
 		if after.Alerts > before.Alerts {
 			for i, spec := range s.cfg.Pipeline.Detectors {
