@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"slices"
 	"time"
 
 	"github.com/driftstream/driftstream/drift"
@@ -96,8 +97,10 @@ type watch struct {
 	// and whether it has alerted (then its cooldown applies).
 	since   []int64
 	alerted []bool
-	// warning: some detector's last verdict was a warning.
-	warning bool
+	// warns holds each detector's last verdict being a warning; the key is
+	// in warning while any is (a level, not persisted: it restarts with the
+	// worker, as Totals.KeysInWarning does).
+	warns []bool
 	// Labeled events and mistakes since the key's last alert (or the start).
 	labeled, mistakes int64
 	// The last recentOutcomes outcomes, newest in bit 0 (1: wrong).
@@ -117,6 +120,7 @@ func (w *Worker) newWatch() (*watch, error) {
 	}
 	wt.since = make([]int64, len(wt.detectors))
 	wt.alerted = make([]bool, len(wt.detectors))
+	wt.warns = make([]bool, len(wt.detectors))
 	return wt, nil
 }
 
@@ -163,25 +167,23 @@ func (w *Worker) eventSignals(r Record, key string, ks *keyState, asked, score f
 // the cooldown becomes an alert (and, with OnDriftReset, a new learner).
 func (w *Worker) feed(r Record, key string, ks *keyState, signal string, x float64, id string, ts time.Time) {
 	wt := ks.watch
-	warning := false
+	was := slices.Contains(wt.warns, true)
 	for i, s := range w.cfg.Detectors {
 		if s.Signal != signal {
 			continue
 		}
 		state := wt.detectors[i].Add(x)
-		warning = warning || state == drift.Warning
+		wt.warns[i] = state == drift.Warning
 		if state != drift.Drift || w.cooling(wt, i) {
 			continue // no change, or still cooling down from the last alert
 		}
 		w.alert(r, key, ks, i, id, ts)
 	}
-	if warning != wt.warning {
-		wt.warning = warning
-		if warning {
-			w.stats.KeysInWarning++
-		} else {
-			w.stats.KeysInWarning--
-		}
+	switch now := slices.Contains(wt.warns, true); {
+	case now && !was:
+		w.stats.KeysInWarning++
+	case was && !now:
+		w.stats.KeysInWarning--
 	}
 }
 

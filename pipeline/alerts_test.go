@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/driftstream/driftstream/checkpoint"
+	"github.com/driftstream/driftstream/drift"
 )
 
 // flipping is one key's labeled events whose concept flips at event at.
@@ -152,5 +154,42 @@ func TestCooldownIsPerKey(t *testing.T) {
 		if perDetector != (close > 0) {
 			t.Fatalf("per detector %v: %d alerts within the cooldown of the previous one (%d alerts)", perDetector, close, len(as))
 		}
+	}
+}
+
+// verdictDetector says what it is told, whatever it is fed.
+type verdictDetector struct {
+	drift.Detector
+	verdict drift.State
+}
+
+func (d *verdictDetector) Add(float64) drift.State { return d.verdict }
+
+// A key is in warning while any of its detectors is: feeding another signal
+// does not clear a warning, and the level follows the detectors.
+func TestKeysInWarningFollowsEveryDetector(t *testing.T) {
+	cfg := testConfig(t, "perceptron", "")
+	cfg.Detectors = []DetectorSpec{{Detector: "ddm", Signal: SignalMistakes}, {Detector: "adwin", Signal: SignalQueries}}
+	w, _ := NewWorker(cfg, 0)
+	ks, err := w.newKey("k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mistakes, queries := &verdictDetector{verdict: drift.Warning}, &verdictDetector{verdict: drift.Stable}
+	ks.watch.detectors = []drift.Detector{mistakes, queries}
+	r := Record{Key: []byte("k")}
+	for _, step := range []struct {
+		signal string
+		want   int64
+	}{{SignalMistakes, 1}, {SignalQueries, 1}, {SignalScore, 1}} {
+		w.feed(r, "k", ks, step.signal, 1, "e", time.Time{})
+		if got := w.Totals().KeysInWarning; got != step.want {
+			t.Fatalf("after a %s value: %d keys in warning, want %d", step.signal, got, step.want)
+		}
+	}
+	mistakes.verdict = drift.Stable
+	w.feed(r, "k", ks, SignalMistakes, 0, "e", time.Time{})
+	if got := w.Totals().KeysInWarning; got != 0 {
+		t.Fatalf("%d keys in warning once no detector warns", got)
 	}
 }
