@@ -142,6 +142,9 @@ type alertMsg struct {
 // outcome records a scored prediction of the key and feeds the mistakes
 // signal.
 func (w *Worker) outcome(r Record, key string, ks *keyState, wrong bool, id string, ts time.Time) {
+	if len(w.cfg.Detectors) == 0 {
+		return // nothing watches: the alert's rates are never read
+	}
 	wt := ks.watch
 	wt.labeled++
 	wt.recent <<= 1

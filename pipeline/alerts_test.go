@@ -193,3 +193,36 @@ func TestKeysInWarningFollowsEveryDetector(t *testing.T) {
 		t.Fatalf("%d keys in warning once no detector warns", got)
 	}
 }
+
+// BenchmarkProcess times one labeled event through the worker, without and
+// with the default drift detectors (ADWIN on mistakes and on queries).
+//
+//	go test -run '^$' -bench Process -benchmem ./pipeline
+func BenchmarkProcess(b *testing.B) {
+	recs := flipping(9, 4096, 2048)
+	for _, tc := range []struct {
+		name string
+		dets []DetectorSpec
+	}{{"no-detectors", nil}, {"two-adwin", []DetectorSpec{{Detector: "adwin", Signal: SignalMistakes}, {Detector: "adwin", Signal: SignalQueries}}}} {
+		b.Run(tc.name, func(b *testing.B) {
+			cfg := testConfig(b, "perceptron", "")
+			cfg.Detectors = tc.dets
+			w, err := NewWorker(cfg, 0)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				r := recs[i%len(recs)]
+				r.Offset = int64(i)
+				if err := w.Process(context.Background(), r); err != nil {
+					b.Fatal(err)
+				}
+				if i++; i%1024 == 0 {
+					w.TakeOutputs()
+				}
+			}
+		})
+	}
+}

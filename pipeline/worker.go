@@ -600,14 +600,16 @@ func (w *Worker) event(r Record, key string, ks *keyState, ev topics.Event) erro
 	w.emit(r, OutPrediction, key, msg)
 	// The label-free signals, once the event is handled: a sampler's own
 	// query decision, or the margin rule's probability for the others.
-	askedValue := boolValue(p.Query)
-	if !w.sampling {
-		askedValue = 0
-		if b := w.cfg.QueryScale; b > 0 {
-			askedValue = b / (b + math.Abs(p.Score))
+	if len(w.cfg.Detectors) > 0 {
+		askedValue := boolValue(p.Query)
+		if !w.sampling {
+			askedValue = 0
+			if b := w.cfg.QueryScale; b > 0 {
+				askedValue = b / (b + math.Abs(p.Score))
+			}
 		}
+		defer w.eventSignals(r, key, ks, askedValue, p.Score, ev.ID, ev.TS)
 	}
-	defer w.eventSignals(r, key, ks, askedValue, p.Score, ev.ID, ev.TS)
 	if ev.Label != 0 {
 		w.stats.Labeled++
 		wrong := p.Label != ev.Label

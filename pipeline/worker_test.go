@@ -18,7 +18,7 @@ import (
 
 const dim = 4
 
-func testConfig(t *testing.T, learner, params string) Config {
+func testConfig(t testing.TB, learner, params string) Config {
 	t.Helper()
 	vec, err := topics.NewVectorizer(dim, 0)
 	if err != nil {
