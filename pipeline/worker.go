@@ -239,6 +239,33 @@ type Totals struct {
 	Skipped int64
 }
 
+// Add adds o's counters to t (KeysInWarning, a level, adds up across
+// partitions too).
+func (t *Totals) Add(o Totals) {
+	t.Events += o.Events
+	t.Predictions += o.Predictions
+	t.Queries += o.Queries
+	t.Labeled += o.Labeled
+	t.Mistakes += o.Mistakes
+	t.LabelsJoined += o.LabelsJoined
+	t.LabelsUnknown += o.LabelsUnknown
+	t.LabelsExpired += o.LabelsExpired
+	t.DelayedLabeled += o.DelayedLabeled
+	t.LabelsNoKey += o.LabelsNoKey
+	t.Alerts += o.Alerts
+	t.Resets += o.Resets
+	t.KeysInWarning += o.KeysInWarning
+	for i := range t.AlertsBy {
+		t.AlertsBy[i] += o.AlertsBy[i]
+	}
+	t.Asked += o.Asked
+	t.MissingKey += o.MissingKey
+	t.InvalidEvent += o.InvalidEvent
+	t.Rejected += o.Rejected
+	t.DeadLetters += o.DeadLetters
+	t.Skipped += o.Skipped
+}
+
 // Dead-letter reasons, the values of the metric label and of the counters above.
 const (
 	ReasonMissingKey   = "missing_key"

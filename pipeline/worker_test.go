@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -631,5 +632,40 @@ func TestLabelForAKeyNeverSeen(t *testing.T) {
 	st := w.Totals()
 	if st.LabelsNoKey != 1 || st.LabelsUnknown != 2 || w.Keys() != 1 {
 		t.Fatalf("totals %+v, %d keys", st, w.Keys())
+	}
+}
+
+// Totals.Add adds every counter, the ones added after it was written too:
+// each field of o is set by reflection, so a new field left out fails here.
+func TestTotalsAddCoversEveryField(t *testing.T) {
+	var o Totals
+	v := reflect.ValueOf(&o).Elem()
+	for i := 0; i < v.NumField(); i++ {
+		switch f := v.Field(i); f.Kind() {
+		case reflect.Int64:
+			f.SetInt(int64(i + 1))
+		case reflect.Array:
+			for j := 0; j < f.Len(); j++ {
+				f.Index(j).SetInt(int64(100 + j))
+			}
+		default:
+			t.Fatalf("field %s of kind %s: teach Add and this test", v.Type().Field(i).Name, f.Kind())
+		}
+	}
+	var sum Totals
+	sum.Add(o)
+	sum.Add(o)
+	s := reflect.ValueOf(sum)
+	for i := 0; i < v.NumField(); i++ {
+		want, got := v.Field(i), s.Field(i)
+		if want.Kind() == reflect.Array {
+			for j := 0; j < want.Len(); j++ {
+				if got.Index(j).Int() != 2*want.Index(j).Int() {
+					t.Fatalf("%s[%d] not added", v.Type().Field(i).Name, j)
+				}
+			}
+		} else if got.Int() != 2*want.Int() {
+			t.Fatalf("%s not added", v.Type().Field(i).Name)
+		}
 	}
 }

@@ -135,19 +135,16 @@ func (r *Report) MarshalJSON() ([]byte, error) {
 	}{(*plain)(r), acc, map[string]int64{"predictions": r.Outputs[0], "label_queries": r.Outputs[1], "dead_letters": r.Outputs[2]}})
 }
 
-func newReport(cfg Config, scorers []*scorer, runners []*pipeline.Runner, took time.Duration) *Report {
+func newReport(cfg Config, scorers []*scorer, runners []*pipeline.Runner, records int64, took time.Duration) *Report {
 	r := &Report{Name: cfg.Name, Learner: cfg.Pipeline.Learner, Params: cfg.Pipeline.Params, Seconds: took.Seconds()}
-	records := int64(0)
 	for i, s := range scorers {
-		t := runners[i].Worker().Totals()
-		addTotals(&r.Totals, t)
+		r.Totals.Add(runners[i].Worker().Totals())
 		r.Outputs[0] += s.outputs.predictions
 		r.Outputs[1] += s.outputs.queries
 		r.Outputs[2] += s.outputs.deadLetters
 		for _, k := range s.keys {
 			r.PerKey = append(r.PerKey, *k)
 		}
-		records = s.done.Load()
 	}
 	slices.SortFunc(r.PerKey, func(a, b KeyStats) int { return cmp.Compare(a.Key, b.Key) })
 	r.Keys = len(r.PerKey)
@@ -178,23 +175,4 @@ func newReport(cfg Config, scorers []*scorer, runners []*pipeline.Runner, took t
 		r.RecordsPerSec = float64(records) / r.Seconds
 	}
 	return r
-}
-
-func addTotals(sum *pipeline.Totals, t pipeline.Totals) {
-	sum.Events += t.Events
-	sum.Predictions += t.Predictions
-	sum.Queries += t.Queries
-	sum.Labeled += t.Labeled
-	sum.Mistakes += t.Mistakes
-	sum.LabelsJoined += t.LabelsJoined
-	sum.LabelsUnknown += t.LabelsUnknown
-	sum.LabelsExpired += t.LabelsExpired
-	sum.DelayedLabeled += t.DelayedLabeled
-	sum.Asked += t.Asked
-	sum.LabelsNoKey += t.LabelsNoKey
-	sum.MissingKey += t.MissingKey
-	sum.InvalidEvent += t.InvalidEvent
-	sum.Rejected += t.Rejected
-	sum.DeadLetters += t.DeadLetters
-	sum.Skipped += t.Skipped
 }

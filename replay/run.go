@@ -99,7 +99,7 @@ func Run(ctx context.Context, cfg Config, in Input) (*Report, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("replay %s: %w", cfg.Name, err)
 	}
-	rep := newReport(cfg, scorers, runners, time.Since(start))
+	rep := newReport(cfg, scorers, runners, done.Load(), time.Since(start))
 	return rep, nil
 }
 
