@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"time"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -357,7 +356,7 @@ func decodeWire(b []byte, w *wireFields) error {
 	if err := s.expect('{'); err != nil {
 		return err
 	}
-	var seen [5]bool
+	var seen [numFields]bool
 	if s.peek() == '}' {
 		s.i++
 	} else {
@@ -366,29 +365,19 @@ func decodeWire(b []byte, w *wireFields) error {
 			if err != nil {
 				return err
 			}
-			name := string(raw) // the switch below does not keep it
+			field, known := fieldIndex[string(raw)] // no allocation: the name is not kept
 			if escaped {
-				if name, err = unquote(raw); err != nil {
+				name, err := unquote(raw)
+				if err != nil {
 					return err
 				}
+				field, known = fieldIndex[name]
 			}
-			field := -1
-			switch name {
-			case "id":
-				field = 0
-			case "ts":
-				field = 1
-			case "x":
-				field = 2
-			case "features":
-				field = 3
-			case "label":
-				field = 4
-			default:
-				return fmt.Errorf("malformed JSON: json: unknown field %q: %w", name, ErrInvalid)
+			if !known {
+				return fmt.Errorf("malformed JSON: json: unknown field %q: %w", raw, ErrInvalid)
 			}
 			if seen[field] {
-				return fmt.Errorf("malformed JSON: field %q given twice: %w", name, ErrInvalid)
+				return fmt.Errorf("malformed JSON: field %q given twice: %w", raw, ErrInvalid)
 			}
 			seen[field] = true
 			if err := s.expect(':'); err != nil {
@@ -418,46 +407,42 @@ func decodeWire(b []byte, w *wireFields) error {
 	return nil
 }
 
-// wireFields is what the object holds, before validation.
+// The fields of the schema, as indexes into wireFields.present.
+const (
+	fieldID = iota
+	fieldTS
+	fieldX
+	fieldFeatures
+	fieldLabel
+	numFields
+)
+
+var fieldIndex = map[string]int{"id": fieldID, "ts": fieldTS, "x": fieldX, "features": fieldFeatures, "label": fieldLabel}
+
+// wireFields is what the object holds, before validation; present marks
+// the fields given with a value other than null.
 type wireFields struct {
-	id, ts         string
-	hasID, hasTS   bool
-	x              []float64
-	features       map[string]float64
-	label          int
-	hasLabel, hasX bool
-	hasFeatures    bool
+	present  [numFields]bool
+	id, ts   string
+	x        []float64
+	features map[string]float64
+	label    float64
 }
 
 func (w *wireFields) read(s *scanner, field int) error {
 	var err error
 	switch field {
-	case 0:
+	case fieldID:
 		w.id, err = s.str()
-		w.hasID = true
-	case 1:
+	case fieldTS:
 		w.ts, err = s.str()
-		w.hasTS = true
-	case 2:
+	case fieldX:
 		w.x, err = s.floats()
-		w.hasX = true
-	case 3:
+	case fieldFeatures:
 		w.features, err = s.features()
-		w.hasFeatures = true
-	case 4:
-		// Any JSON number equal to -1, 0 or 1 is a label (1.0 and -1e0 too:
-		// producers that go through floats, pandas for one, write those).
-		var tok []byte
-		if tok, err = s.number(); err == nil {
-			v, perr := strconv.ParseFloat(string(tok), 64)
-			if perr != nil || (v != -1 && v != 0 && v != 1) {
-				return fmt.Errorf(`"label" %s: must be -1, 0 or +1: %w`, tok, ErrInvalid)
-			}
-			w.label, w.hasLabel = int(v), true
-		}
+	case fieldLabel:
+		w.label, err = s.float() // Decode checks that it is -1, 0 or 1
 	}
+	w.present[field] = err == nil
 	return err
 }
-
-// parseTS parses an RFC 3339 time.
-func parseTS(ts string) (time.Time, error) { return time.Parse(time.RFC3339Nano, ts) }

@@ -68,39 +68,42 @@ func Decode(b []byte, maxBytes int) (Event, error) {
 		return Event{}, err
 	}
 	var ev Event
-	if !w.hasID || w.id == "" {
+	hasID, hasTS, hasX, hasFeatures, hasLabel := w.present[fieldID], w.present[fieldTS], w.present[fieldX], w.present[fieldFeatures], w.present[fieldLabel]
+	if !hasID || w.id == "" {
 		return Event{}, fmt.Errorf(`missing "id": %w`, ErrInvalid)
 	}
 	if len(w.id) > MaxIDBytes {
 		return Event{}, fmt.Errorf(`"id" of %d bytes exceeds the limit of %d: %w`, len(w.id), MaxIDBytes, ErrInvalid)
 	}
 	ev.ID = w.id
-	if w.hasTS {
-		ts, err := parseTS(w.ts)
+	if hasTS {
+		ts, err := time.Parse(time.RFC3339Nano, w.ts)
 		if err != nil {
 			return Event{}, fmt.Errorf(`"ts" %q is not RFC 3339: %w`, w.ts, ErrInvalid)
 		}
 		ev.TS = ts
 	}
-	if w.hasLabel {
+	if hasLabel {
+		// Any JSON number equal to -1, 0 or 1 (1.0 and -1e0 too: producers
+		// that go through floats, pandas for one, write those); 0 means -1.
 		switch w.label {
 		case 1:
 			ev.Label = 1
 		case 0, -1:
 			ev.Label = -1
 		default:
-			return Event{}, fmt.Errorf(`"label" %d: must be -1, 0 or +1: %w`, w.label, ErrInvalid)
+			return Event{}, fmt.Errorf(`"label" %v: must be -1, 0 or +1: %w`, w.label, ErrInvalid)
 		}
 	}
 	switch {
-	case w.hasX && w.hasFeatures:
+	case hasX && hasFeatures:
 		return Event{}, fmt.Errorf(`both "x" and "features": give exactly one: %w`, ErrInvalid)
-	case !w.hasX && !w.hasFeatures:
-		if !w.hasLabel {
+	case !hasX && !hasFeatures:
+		if !hasLabel {
 			return Event{}, fmt.Errorf(`neither "x" nor "features" nor "label": %w`, ErrInvalid)
 		}
 		ev.Kind = LabelRecord
-	case w.hasX:
+	case hasX:
 		if len(w.x) == 0 {
 			return Event{}, fmt.Errorf(`empty "x": %w`, ErrInvalid)
 		}
