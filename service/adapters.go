@@ -89,7 +89,8 @@ func (src *kafkaSource) Close() error {
 // kafkaSink writes outputs to the output topics, keyed by entity so that a
 // key's outputs stay in order on one partition.
 type kafkaSink struct {
-	writers map[string]*kafka.Writer
+	writers   map[string]*kafka.Writer
+	transport *kafka.Transport
 }
 
 func newKafkaSink(cfg Config) *kafkaSink {
@@ -101,7 +102,7 @@ func newKafkaSink(cfg Config) *kafkaSink {
 	if transport == nil {
 		transport = &kafka.Transport{}
 	}
-	s := &kafkaSink{writers: map[string]*kafka.Writer{}}
+	s := &kafkaSink{writers: map[string]*kafka.Writer{}, transport: transport}
 	for kind, topic := range map[string]string{pipeline.OutPrediction: cfg.Topics.Predictions, pipeline.OutQuery: cfg.Topics.Queries,
 		pipeline.OutDeadLetter: cfg.Topics.DeadLetters, pipeline.OutAlert: cfg.Topics.Alerts} {
 		if topic == "" {
@@ -142,6 +143,7 @@ func (s *kafkaSink) Close() error {
 	for _, w := range s.writers {
 		errs = append(errs, w.Close())
 	}
+	s.transport.CloseIdleConnections()
 	return errors.Join(errs...)
 }
 
