@@ -9,6 +9,7 @@ import (
 	"hash/crc32"
 	"os"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -326,5 +327,58 @@ func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// positioned is what the memory and Kafka stores add to Store: where their
+// records land in a partition's log.
+type positioned interface {
+	Store
+	ClaimAt(ctx context.Context, o Ownership) (int64, error)
+	WriteAt(ctx context.Context, keys []KeyRecord, m Marker) (int64, error)
+}
+
+// A claim lands exactly where the previous checkpoint ended when nothing was
+// written in between (also after a checkpoint split into several produce
+// requests), and anywhere else when something was.
+func TestPositionsTellWhetherAnythingCameBetween(t *testing.T) {
+	big := strings.Repeat("s", maxBatchBytes/3)
+	for _, sc := range storeCases() {
+		t.Run(sc.name, func(t *testing.T) {
+			s, ok := sc.open(t).(positioned)
+			if !ok {
+				if sc.name == "file" {
+					return // the file store does not report positions
+				}
+				t.Fatalf("%s store reports no positions", sc.name)
+			}
+			ctx := context.Background()
+			var keys []KeyRecord
+			for i := range 7 { // over two produce requests for Kafka
+				keys = append(keys, key(1, fmt.Sprintf("k%d", i), 5, big))
+			}
+			claim, err := s.ClaimAt(ctx, Ownership{Partition: 1, Epoch: 1, Owner: "a"})
+			must(t, err)
+			end, err := s.WriteAt(ctx, at(1, keys...), marker(1, 1, 5))
+			must(t, err)
+			if want := claim + 1 + int64(len(keys)) + 1; end != want {
+				t.Fatalf("end after a claim at %d and %d records: %d, want %d", claim, len(keys)+1, end, want)
+			}
+			next, err := s.ClaimAt(ctx, Ownership{Partition: 1, Epoch: 2, Owner: "a"})
+			must(t, err)
+			if next != end {
+				t.Fatalf("claim with nothing in between at %d, want %d", next, end)
+			}
+			// Another writer comes in between.
+			end, err = s.WriteAt(ctx, at(2, key(1, "k0", 6, "x")), marker(1, 2, 6))
+			must(t, err)
+			_, err = s.WriteAt(ctx, at(1, key(1, "k1", 6, "zombie")), marker(1, 1, 6))
+			must(t, err)
+			next, err = s.ClaimAt(ctx, Ownership{Partition: 1, Epoch: 3, Owner: "a"})
+			must(t, err)
+			if next == end {
+				t.Fatalf("claim at %d although two records came after the checkpoint that ended there", next)
+			}
+		})
 	}
 }

@@ -64,8 +64,9 @@ func (s *KafkaStore) leader(ctx context.Context, p int) (*kafka.Conn, error) {
 }
 
 // produce writes msgs to partition p over the cached connection, in batches
-// under maxBatchBytes; any error drops the connection.
-func (s *KafkaStore) produce(ctx context.Context, p int, msgs []kafka.Message) error {
+// under maxBatchBytes, and returns the offsets of the first record and after
+// the last one; any error drops the connection.
+func (s *KafkaStore) produce(ctx context.Context, p int, msgs []kafka.Message) (first, end int64, err error) {
 	s.mu.Lock()
 	pc := s.conns[p]
 	if pc == nil {
@@ -78,14 +79,15 @@ func (s *KafkaStore) produce(ctx context.Context, p int, msgs []kafka.Message) e
 	if pc.conn == nil {
 		c, err := s.leader(ctx, p)
 		if err != nil {
-			return err
+			return 0, 0, err
 		}
 		if err := c.SetRequiredAcks(-1); err != nil {
 			c.Close()
-			return fmt.Errorf("changelog %s partition %d: acks=all: %w", s.topic, p, err)
+			return 0, 0, fmt.Errorf("changelog %s partition %d: acks=all: %w", s.topic, p, err)
 		}
 		pc.conn = c
 	}
+	var last int64
 	deadline := time.Now().Add(30 * time.Second)
 	if dl, ok := ctx.Deadline(); ok {
 		deadline = dl
@@ -98,32 +100,50 @@ func (s *KafkaStore) produce(ctx context.Context, p int, msgs []kafka.Message) e
 			size += len(msgs[end].Key) + len(msgs[end].Value)
 			end++
 		}
-		if _, err := pc.conn.WriteMessages(msgs[start:end]...); err != nil {
+		_, _, base, _, err := pc.conn.WriteCompressedMessagesAt(nil, msgs[start:end]...)
+		if err != nil {
 			pc.conn.Close()
 			pc.conn = nil
-			return fmt.Errorf("changelog %s partition %d: %w", s.topic, p, err)
+			return 0, 0, fmt.Errorf("changelog %s partition %d: %w", s.topic, p, err)
 		}
-		start = end
+		if start == 0 {
+			first = base
+		}
+		start, last = end, base+int64(end-start)
 	}
-	return nil
+	return first, last, nil
 }
 
 // Claim produces an ownership record to partition o.Partition.
 func (s *KafkaStore) Claim(ctx context.Context, o Ownership) error {
-	return s.produce(ctx, o.Partition, []kafka.Message{{Key: []byte(ownerKey(o.Epoch)), Value: EncodeOwnership(o)}})
+	_, err := s.ClaimAt(ctx, o)
+	return err
+}
+
+// ClaimAt is Claim, returning the ownership record's offset in the changelog.
+func (s *KafkaStore) ClaimAt(ctx context.Context, o Ownership) (int64, error) {
+	at, _, err := s.produce(ctx, o.Partition, []kafka.Message{{Key: []byte(ownerKey(o.Epoch)), Value: EncodeOwnership(o)}})
+	return at, err
 }
 
 // Write produces the key records, then the marker, to partition m.Partition.
 func (s *KafkaStore) Write(ctx context.Context, keys []KeyRecord, m Marker) error {
+	_, err := s.WriteAt(ctx, keys, m)
+	return err
+}
+
+// WriteAt is Write, returning the changelog offset after the marker.
+func (s *KafkaStore) WriteAt(ctx context.Context, keys []KeyRecord, m Marker) (int64, error) {
 	msgs := make([]kafka.Message, 0, len(keys)+1)
 	_, err := encodeCheckpoint(keys, m, func(b []byte, key string, rec []byte) []byte {
 		msgs = append(msgs, kafka.Message{Key: []byte(key), Value: rec})
 		return b
 	})
 	if err != nil {
-		return err
+		return 0, err
 	}
-	return s.produce(ctx, m.Partition, msgs)
+	_, end, err := s.produce(ctx, m.Partition, msgs)
+	return end, err
 }
 
 // Load reads partition p of the changelog from its first to its last offset.

@@ -23,19 +23,31 @@ func NewMemoryStore() *MemoryStore { return &MemoryStore{logs: map[int][]Entry{}
 
 // Claim appends an ownership record.
 func (s *MemoryStore) Claim(ctx context.Context, o Ownership) error {
+	_, err := s.ClaimAt(ctx, o)
+	return err
+}
+
+// ClaimAt is Claim, returning the ownership record's index in the log.
+func (s *MemoryStore) ClaimAt(ctx context.Context, o Ownership) (int64, error) {
 	if err := ctx.Err(); err != nil {
-		return err
+		return 0, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.logs[o.Partition] = append(s.logs[o.Partition], Entry{ownerKey(o.Epoch), EncodeOwnership(o)})
-	return nil
+	return int64(len(s.logs[o.Partition]) - 1), nil
 }
 
 // Write appends the key records and the marker.
 func (s *MemoryStore) Write(ctx context.Context, keys []KeyRecord, m Marker) error {
+	_, err := s.WriteAt(ctx, keys, m)
+	return err
+}
+
+// WriteAt is Write, returning the log's length after the marker.
+func (s *MemoryStore) WriteAt(ctx context.Context, keys []KeyRecord, m Marker) (int64, error) {
 	if err := ctx.Err(); err != nil {
-		return err
+		return 0, err
 	}
 	var entries []Entry
 	_, err := encodeCheckpoint(keys, m, func(b []byte, key string, rec []byte) []byte {
@@ -43,12 +55,12 @@ func (s *MemoryStore) Write(ctx context.Context, keys []KeyRecord, m Marker) err
 		return b
 	})
 	if err != nil {
-		return err
+		return 0, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.logs[m.Partition] = append(s.logs[m.Partition], entries...)
-	return nil
+	return int64(len(s.logs[m.Partition])), nil
 }
 
 // Load replays the partition's log.

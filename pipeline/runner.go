@@ -178,6 +178,57 @@ type RunnerConfig struct {
 	Retry        Backoff
 	Observer     Observer
 	Logger       *slog.Logger
+	// Kept, when set, is the state this process kept from its last Runner of
+	// the partition (Runner.Kept). The Runner resumes from it without a
+	// restore when the store shows nothing was written to the partition
+	// since; otherwise it restores as usual.
+	Kept *Kept
+}
+
+// PositionedStore is a Store that reports where its records land in a
+// partition's log (checkpoint.KafkaStore and MemoryStore do). With it, a
+// partition that stays with its member across a rebalance keeps its
+// in-memory state instead of restoring it.
+type PositionedStore interface {
+	checkpoint.Store
+	// ClaimAt is Claim, returning the ownership record's position.
+	ClaimAt(ctx context.Context, o checkpoint.Ownership) (int64, error)
+	// WriteAt is Write, returning the position after the marker.
+	WriteAt(ctx context.Context, keys []checkpoint.KeyRecord, m checkpoint.Marker) (int64, error)
+}
+
+// Kept is a partition's state after a clean stop (final checkpoint written
+// and committed), held in memory for the partition's next Runner in the
+// same process. It is valid only while nothing else writes to the
+// partition's log: the next Runner checks that its own claim lands exactly
+// where this state's last checkpoint ended, and restores from the store when
+// it does not.
+type Kept struct {
+	w     *Worker
+	end   int64 // the store position after the last record written
+	epoch checkpoint.Epoch
+}
+
+// Keys is the number of keys the kept state holds.
+func (k *Kept) Keys() int { return k.w.Keys() }
+
+// positions records where a PositionedStore's writes end, for Kept.
+type positions struct {
+	PositionedStore
+	end   int64
+	known bool
+}
+
+func (p *positions) Claim(ctx context.Context, o checkpoint.Ownership) error {
+	at, err := p.ClaimAt(ctx, o)
+	p.end, p.known = at+1, err == nil
+	return err
+}
+
+func (p *positions) Write(ctx context.Context, keys []checkpoint.KeyRecord, m checkpoint.Marker) error {
+	end, err := p.WriteAt(ctx, keys, m)
+	p.end, p.known = end, err == nil
+	return err
 }
 
 // Runner is the partition loop of DESIGN §4, the one that the service, the
@@ -206,6 +257,8 @@ type Runner struct {
 	w         *Worker
 	unflushed []Output
 	log       *slog.Logger
+	pos       *positions // nil when the store reports no positions
+	kept      *Kept      // set by a clean stop
 }
 
 // NewRunner validates the configuration.
@@ -231,15 +284,29 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 	if cfg.Observer == nil {
 		cfg.Observer = nopObserver{}
 	}
+	if cfg.Kept != nil && cfg.Kept.w.partition != cfg.Partition {
+		return nil, fmt.Errorf("runner: state kept from partition %d given to partition %d", cfg.Kept.w.partition, cfg.Partition)
+	}
 	w, err := NewWorker(cfg.Pipeline, cfg.Partition)
 	if err != nil {
 		return nil, err
 	}
-	return &Runner{cfg: cfg, w: w, log: cfg.Logger.With("partition", cfg.Partition)}, nil
+	r := &Runner{cfg: cfg, w: w, log: cfg.Logger.With("partition", cfg.Partition)}
+	if ps, ok := cfg.Store.(PositionedStore); ok {
+		r.pos = &positions{PositionedStore: ps}
+		r.cfg.Store = r.pos
+	}
+	return r, nil
 }
 
 // Worker is the runner's worker, for reading its counters after Run.
 func (r *Runner) Worker() *Worker { return r.w }
+
+// Kept returns the partition's state after Run stopped cleanly — ctx ended,
+// final checkpoint written and committed — for the partition's next Runner
+// in this process (RunnerConfig.Kept); nil otherwise, or when the store
+// reports no positions.
+func (r *Runner) Kept() *Kept { return r.kept }
 
 // Run runs the partition until ctx ends or the source is exhausted. It
 // returns nil then, and when ownership is lost; a *PartitionError when the
@@ -266,32 +333,67 @@ func (r *Runner) Run(ctx context.Context) error {
 	return err
 }
 
+// claim writes the ownership record of epoch e.
+func (r *Runner) claim(ctx context.Context, e checkpoint.Epoch) error {
+	return r.do(ctx, StepClaim, func(ctx context.Context) error {
+		return r.cfg.Store.Claim(ctx, checkpoint.Ownership{Partition: r.cfg.Partition, Epoch: e, Owner: r.cfg.Owner})
+	})
+}
+
+// resume takes over the kept state when the claim of the next epoch lands
+// right where the kept state's last checkpoint ended: nothing was written to
+// the partition in between, so the store holds exactly what memory holds.
+func (r *Runner) resume(ctx context.Context) (ok bool, err error) {
+	k := r.cfg.Kept
+	if k == nil || r.pos == nil {
+		return false, nil
+	}
+	epoch := checkpoint.NextEpoch(k.epoch, r.cfg.Generation)
+	if err := r.claim(ctx, epoch); err != nil {
+		return false, err
+	}
+	if r.pos.end-1 != k.end {
+		r.log.Info("partition kept in memory, but its checkpoint log moved on since: restoring it", "kept_end", k.end, "claimed_at", r.pos.end-1)
+		return false, nil
+	}
+	r.w = k.w
+	r.w.SetEpoch(epoch)
+	return true, nil
+}
+
 func (r *Runner) run(ctx context.Context) error {
 	start := time.Now()
-	var res Restored
-	err := r.do(ctx, StepRestore, func(ctx context.Context) error {
-		var err error
-		res, err = r.w.Restore(ctx, r.cfg.Store)
-		return err
-	})
+	resumed, err := r.resume(ctx)
 	if err != nil {
 		return err
 	}
-	for _, p := range res.Problems {
-		r.log.Warn("checkpoint record set aside; its key replays from further back", "problem", p)
-	}
-	epoch := checkpoint.NextEpoch(res.MaxEpoch, r.cfg.Generation)
-	r.w.SetEpoch(epoch)
-	if err := r.do(ctx, StepClaim, func(ctx context.Context) error {
-		return r.cfg.Store.Claim(ctx, checkpoint.Ownership{Partition: r.cfg.Partition, Epoch: epoch, Owner: r.cfg.Owner})
-	}); err != nil {
-		return err
+	r.cfg.Kept = nil // taken, or stale
+	var res Restored
+	if resumed {
+		t := r.w.Through()
+		res = Restored{From: [2]int64{t[0] + 1, t[1] + 1}, MaxEpoch: r.w.epoch, Resumed: true}
+	} else {
+		err := r.do(ctx, StepRestore, func(ctx context.Context) error {
+			var err error
+			res, err = r.w.Restore(ctx, r.cfg.Store)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		for _, p := range res.Problems {
+			r.log.Warn("checkpoint record set aside; its key replays from further back", "problem", p)
+		}
+		r.w.SetEpoch(checkpoint.NextEpoch(res.MaxEpoch, r.cfg.Generation))
+		if err := r.claim(ctx, r.w.epoch); err != nil {
+			return err
+		}
 	}
 	committed := [2]int64{max(r.cfg.Committed[0], 0), max(r.cfg.Committed[1], 0)}
 	r.w.SuppressBelow(committed)
 	r.cfg.Observer.Restored(res, r.w.Keys(), time.Since(start))
-	r.log.Info("partition restored", "keys", r.w.Keys(), "replay_from", res.From[0], "committed", committed[0],
-		"epoch", epoch.String(), "fenced_records", res.Fenced, "restore_ms", time.Since(start).Milliseconds())
+	r.log.Info("partition restored", "keys", r.w.Keys(), "resumed_from_memory", resumed, "replay_from", res.From[0], "committed", committed[0],
+		"epoch", r.w.epoch.String(), "fenced_records", res.Fenced, "restore_ms", time.Since(start).Milliseconds())
 
 	var src Source
 	open := func(ctx context.Context) error {
@@ -378,15 +480,18 @@ func (r *Runner) run(ctx context.Context) error {
 	}
 }
 
-// final writes the last checkpoint when the partition stops.
+// final writes the last checkpoint when the partition stops, and keeps the
+// state for the partition's next Runner when the store reports positions.
 func (r *Runner) final(ctx context.Context, since int) error {
-	if since == 0 && len(r.unflushed) == 0 {
-		return nil
+	if since > 0 || len(r.unflushed) > 0 {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.FinalTimeout)
+		defer cancel()
+		if err := r.checkpoint(cctx); err != nil {
+			return finalError{err}
+		}
 	}
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.FinalTimeout)
-	defer cancel()
-	if err := r.checkpoint(cctx); err != nil {
-		return finalError{err}
+	if r.pos != nil && r.pos.known {
+		r.kept = &Kept{w: r.w, end: r.pos.end, epoch: r.w.epoch}
 	}
 	return nil
 }

@@ -188,6 +188,9 @@ type Restored struct {
 	MaxEpoch checkpoint.Epoch
 	// Fenced counts records of former owners that the fencing rule set aside.
 	Fenced int
+	// Resumed is set when the partition was not restored but resumed from
+	// the state this process kept across a rebalance (RunnerConfig.Kept).
+	Resumed bool
 }
 
 // Restore loads the partition's checkpoint into an empty worker. A key whose

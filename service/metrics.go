@@ -22,7 +22,7 @@ type Metrics struct {
 	checkpointSeconds, restoreSeconds          prometheus.Histogram
 	checkpointBytes                            prometheus.Histogram
 	partitionErrors, retries, driftAlerts      *prometheus.CounterVec
-	resets, labelsNoKey                        prometheus.Counter
+	resets, labelsNoKey, resumed               prometheus.Counter
 	keysInWarning                              *prometheus.GaugeVec
 	partitionFailed                            *prometheus.GaugeVec
 	groupErrors                                prometheus.Counter
@@ -65,12 +65,13 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		groupErrors: c("group_errors_total", "Consumer-group errors (kafka-go rejoins by itself)."),
 		driftAlerts: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "driftstream", Name: "drift_alerts_total",
 			Help: "Drift alerts sent to the alerts topic, by detector and signal."}, []string{"detector", "signal"}),
+		resumed:     c("partitions_resumed_total", "Partitions taken back after a rebalance from the state this process kept in memory, without reading the changelog (restore_duration_seconds counts full restores)."),
 		resets:      c("learner_resets_total", "Keys' learners restarted on a confirmed drift (DRIFTSTREAM_ON_DRIFT=reset)."),
 		labelsNoKey: c("labels_without_key_total", "Label records for a key the partition has never seen (in labels_unknown_total): events and labels partitioned differently, or a label for an event that never came."),
 		keysInWarning: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "driftstream", Name: "keys_in_warning",
 			Help: "Keys whose drift detectors last said warning, since the partition was assigned."}, []string{"partition"}),
 	}
-	for _, col := range []prometheus.Collector{m.labelsNoKey, m.driftAlerts, m.resets, m.keysInWarning, m.labeled, m.partitionErrors, m.retries, m.partitionFailed, m.groupErrors, m.events, m.predictions, m.mistakes, m.queries, m.labelsJoined, m.labelsUnknown, m.labelsExpired,
+	for _, col := range []prometheus.Collector{m.resumed, m.labelsNoKey, m.driftAlerts, m.resets, m.keysInWarning, m.labeled, m.partitionErrors, m.retries, m.partitionFailed, m.groupErrors, m.events, m.predictions, m.mistakes, m.queries, m.labelsJoined, m.labelsUnknown, m.labelsExpired,
 		m.deadLetters, m.windowAccuracy, m.lag, m.keys, m.checkpointSeconds, m.checkpointBytes, m.restoreSeconds} {
 		if err := reg.Register(col); err != nil {
 			return nil, err
@@ -139,10 +140,17 @@ func (s *Service) observer(p int, st *partState) *partitionObserver {
 	return &partitionObserver{s: s, p: p, st: st, gauges: s.cfg.Metrics.partition(p)}
 }
 
-func (o *partitionObserver) Restored(_ pipeline.Restored, keys int, took time.Duration) {
+func (o *partitionObserver) Restored(res pipeline.Restored, keys int, took time.Duration) {
 	o.gauges.keys.Set(float64(keys))
+	if res.Resumed {
+		o.s.resumed.Add(1)
+	}
 	if m := o.s.cfg.Metrics; m != nil {
-		m.restoreSeconds.Observe(took.Seconds())
+		if res.Resumed {
+			m.resumed.Inc()
+		} else {
+			m.restoreSeconds.Observe(took.Seconds())
+		}
 	}
 	o.st.restored.Store(true)
 }

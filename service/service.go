@@ -90,6 +90,9 @@ type Config struct {
 // Totals are the service's counters, summed over partitions.
 type Totals struct {
 	Events, Predictions, Queries, Labeled, Mistakes, LabelsJoined, DeadLetters int64
+	// Resumed counts partitions taken back from memory after a rebalance
+	// instead of being restored from the changelog.
+	Resumed int64
 }
 
 // Service is a running driftstream consumer.
@@ -100,7 +103,11 @@ type Service struct {
 	log   *slog.Logger
 
 	events, predictions, queries, labeled, mistakes, joined, dead atomic.Int64
+	resumed                                                       atomic.Int64
 	parts                                                         sync.Map // partition → *partState
+
+	keptMu sync.Mutex
+	kept   map[int]*pipeline.Kept // state of partitions revoked cleanly, for when they come back
 
 	mu       sync.Mutex
 	failed   map[int]error // partitions that failed; sticky for the life of the process
@@ -155,7 +162,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	}
 	cfg.Partitions = max(cfg.Partitions, 1)
 	cfg.Replication = max(cfg.Replication, 1)
-	s := &Service{cfg: cfg, log: cfg.Logger, failed: map[int]error{}, failedCh: make(chan struct{})}
+	s := &Service{cfg: cfg, log: cfg.Logger, failed: map[int]error{}, failedCh: make(chan struct{}), kept: map[int]*pipeline.Kept{}}
 	if err := s.ensureTopics(ctx); err != nil {
 		return nil, err
 	}
@@ -177,7 +184,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 // Totals returns the counters so far.
 func (s *Service) Totals() Totals {
 	return Totals{Events: s.events.Load(), Predictions: s.predictions.Load(), Queries: s.queries.Load(), Labeled: s.labeled.Load(),
-		Mistakes: s.mistakes.Load(), LabelsJoined: s.joined.Load(), DeadLetters: s.dead.Load()}
+		Mistakes: s.mistakes.Load(), LabelsJoined: s.joined.Load(), DeadLetters: s.dead.Load(), Resumed: s.resumed.Load()}
 }
 
 // Ready reports whether the service is doing its job: no partition has
@@ -319,6 +326,7 @@ func (s *Service) runGeneration(ctx context.Context, gen *kafka.Generation) {
 	for _, a := range gen.Assignments[s.cfg.Topics.Labels] {
 		labelsAt[a.ID] = a.Offset
 	}
+	s.dropKept(gen.Assignments[s.cfg.Topics.Events])
 	var wg sync.WaitGroup
 	for _, a := range gen.Assignments[s.cfg.Topics.Events] {
 		wg.Add(1)
@@ -352,11 +360,45 @@ func (s *Service) runPartition(ctx, gctx context.Context, gen *kafka.Generation,
 		Open: func(ctx context.Context, from [2]int64) (pipeline.Source, error) { return s.openSource(ctx, p, from) },
 		Sink: s.sink, Committer: &groupCommitter{gen: gen, gctx: gctx, topics: [2]string{s.cfg.Topics.Events, s.cfg.Topics.Labels}, partition: p},
 		Generation: gen.ID, Owner: s.cfg.Owner, Committed: committed, CheckpointEvery: s.cfg.CheckpointEvery,
-		CheckpointInterval: s.cfg.CheckpointInterval, FlushInterval: s.cfg.FlushInterval, FinalTimeout: s.cfg.FinalTimeout, Retry: s.cfg.Retry, Observer: obs, Logger: s.log})
+		CheckpointInterval: s.cfg.CheckpointInterval, FlushInterval: s.cfg.FlushInterval, FinalTimeout: s.cfg.FinalTimeout, Retry: s.cfg.Retry, Observer: obs, Logger: s.log,
+		Kept: s.takeKept(p)})
 	if err != nil {
 		return &pipeline.PartitionError{Partition: p, Step: pipeline.StepRestore, Err: err}
 	}
-	return r.Run(ctx)
+	if err := r.Run(ctx); err != nil {
+		return err
+	}
+	if k := r.Kept(); k != nil && gctx.Err() != nil { // revoked, not shut down: it may come back
+		s.keptMu.Lock()
+		s.kept[p] = k
+		s.keptMu.Unlock()
+	}
+	return nil
+}
+
+// takeKept hands over the state kept for partition p, if any.
+func (s *Service) takeKept(p int) *pipeline.Kept {
+	s.keptMu.Lock()
+	defer s.keptMu.Unlock()
+	k := s.kept[p]
+	delete(s.kept, p)
+	return k
+}
+
+// dropKept frees the kept state of partitions that a new generation did not
+// give back to this member.
+func (s *Service) dropKept(assigned []kafka.PartitionAssignment) {
+	s.keptMu.Lock()
+	defer s.keptMu.Unlock()
+	keep := map[int]bool{}
+	for _, a := range assigned {
+		keep[a.ID] = true
+	}
+	for p := range s.kept {
+		if !keep[p] {
+			delete(s.kept, p)
+		}
+	}
 }
 
 func (s *Service) isFailedAny() bool {

@@ -291,7 +291,14 @@ func TestRebalanceMovesPartitionsAndState(t *testing.T) {
 			t.Fatalf("key %s: state after rebalances differs from an uninterrupted run", k)
 		}
 	}
-	t.Logf("events per consumer: %d %d %d; processed in all %d of %d", svcs[0].Totals().Events, svcs[1].Totals().Events, svcs[2].Totals().Events, total(), len(ids))
+	resumed := svcs[0].Totals().Resumed + svcs[1].Totals().Resumed + svcs[2].Totals().Resumed
+	// The first member owns all three partitions, and keeps at least one of
+	// them at each rebalance: it resumes it from memory.
+	if resumed < 1 {
+		t.Fatal("no partition kept by its member across a rebalance resumed from memory")
+	}
+	t.Logf("events per consumer: %d %d %d; processed in all %d of %d; %d partitions resumed from memory", svcs[0].Totals().Events, svcs[1].Totals().Events,
+		svcs[2].Totals().Events, total(), len(ids), resumed)
 }
 
 // Consumers killed at random points (no final checkpoint, unflushed outputs
