@@ -381,4 +381,3 @@ func bytesIndex(b []byte, c byte) int {
 	}
 	return len(b)
 }
-
