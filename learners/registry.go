@@ -48,7 +48,9 @@ type entry struct {
 	info   Info
 	build  func(raw json.RawMessage, cfg Config) (Learner, error)
 	params func() any // a fresh parameter struct with defaults, for the catalog
-	size   func(raw json.RawMessage, dim int) (int64, error)
+	// size is the state's largest size in 8-byte words, and the decoded
+	// parameters.
+	size func(raw json.RawMessage, dim int) (int64, any, error)
 }
 
 // define builds a catalog entry whose parameters are the exported fields of P
@@ -65,16 +67,16 @@ func define[P stateSizer](name, summary, source string, sampling bool, defaults 
 			return build(&p, cfg)
 		},
 		params: func() any { p := defaults(); return &p },
-		size: func(raw json.RawMessage, dim int) (int64, error) {
+		size: func(raw json.RawMessage, dim int) (int64, any, error) {
 			p := defaults()
 			if err := decodeParams(name, raw, &p); err != nil {
-				return 0, err
+				return 0, nil, err
 			}
 			words, err := p.maxWords(dim)
 			if err != nil {
-				return 0, fmt.Errorf("learner %s: %w", name, err)
+				return 0, nil, fmt.Errorf("learner %s: %w", name, err)
 			}
-			return snapshotBytes(words, p), nil
+			return words, p, nil
 		},
 	}
 }

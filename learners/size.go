@@ -29,15 +29,32 @@ const snapshotOverhead = 256
 // 2^16 hashed features would need 34 GB). Unknown names and parameters are
 // the errors New gives.
 func StateBytes(name string, params json.RawMessage, dim int) (int64, error) {
+	words, p, err := stateWords(name, params, dim)
+	if err != nil {
+		return 0, err
+	}
+	return snapshotBytes(words, p), nil
+}
+
+// StateWords is the raw size of the state of learner name with params in
+// dimension dim: the most 8-byte words (floats, counters, stored indexes)
+// it holds over its life, without headers. Memory per key is measured
+// against it (pipeline's BenchmarkKeyMemory).
+func StateWords(name string, params json.RawMessage, dim int) (int64, error) {
+	words, _, err := stateWords(name, params, dim)
+	return words, err
+}
+
+func stateWords(name string, params json.RawMessage, dim int) (int64, any, error) {
 	if dim < 1 || dim > MaxDim {
-		return 0, fmt.Errorf("learner %s: dimension %d: must be between 1 and %d: %w", name, dim, MaxDim, ErrParam)
+		return 0, nil, fmt.Errorf("learner %s: dimension %d: must be between 1 and %d: %w", name, dim, MaxDim, ErrParam)
 	}
 	for _, e := range entries() {
 		if e.info.Name == name {
 			return e.size(params, dim)
 		}
 	}
-	return 0, fmt.Errorf("%w %q; valid learners: %s", ErrUnknownLearner, name, strings.Join(Names(), ", "))
+	return 0, nil, fmt.Errorf("%w %q; valid learners: %s", ErrUnknownLearner, name, strings.Join(Names(), ", "))
 }
 
 func snapshotBytes(words int64, p any) int64 {

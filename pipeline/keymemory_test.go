@@ -1,0 +1,74 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"strconv"
+	"testing"
+
+	"github.com/driftstream/driftstream/learners"
+	"github.com/driftstream/driftstream/topics"
+)
+
+// BenchmarkKeyMemory reports the heap a worker holds per key — learner,
+// key state, map entry and key — for every learner at d = 10 and 50, after
+// 20 labeled events per key on [0,1]-valued inputs (valid for every
+// learner), against the learner's raw state (learners.StateWords, its most
+// words over its life). The issue's goal is bytes/key ≤ 1.5 × raw bytes.
+//
+//	go test -run '^$' -bench KeyMemory -benchtime 1x ./pipeline
+func BenchmarkKeyMemory(b *testing.B) {
+	for _, dim := range []int{10, 50} {
+		for _, name := range learners.Names() {
+			words, err := learners.StateWords(name, nil, dim)
+			if err != nil || words == 0 {
+				continue // needs parameters (the ensembles' members)
+			}
+			b.Run(fmt.Sprintf("%s-d%d", name, dim), func(b *testing.B) {
+				vec, _ := topics.NewVectorizer(dim, 0)
+				cfg := Config{Learner: name, Seed: 1, Vector: vec, QueryScale: 1}
+				nkeys := max(200, min(5000, 4_000_000/int(words*8)))
+				r := rand.New(rand.NewPCG(1, uint64(dim)))
+				var recs []Record
+				for i := range nkeys * 20 {
+					v := fmt.Appendf(nil, `{"id":"e%d","x":[`, i)
+					for d := range dim {
+						if d > 0 {
+							v = append(v, ',')
+						}
+						v = strconv.AppendFloat(v, float64(r.IntN(2)), 'f', -1, 64)
+					}
+					v = fmt.Appendf(v, `],"label":%d}`, 1-2*r.IntN(2))
+					recs = append(recs, Record{Offset: int64(i), Key: fmt.Appendf(nil, "customer-%07d", i%nkeys), Value: v})
+				}
+				for range b.N {
+					var before, after runtime.MemStats
+					runtime.GC()
+					runtime.ReadMemStats(&before)
+					w, err := NewWorker(cfg, 0)
+					if err != nil {
+						b.Skip(err)
+					}
+					for _, rec := range recs {
+						if err := w.Process(context.Background(), rec); err != nil {
+							b.Fatal(err)
+						}
+						w.TakeOutputs()
+					}
+					if w.Totals().DeadLetters > 0 {
+						b.Skipf("%d dead letters: inputs outside the learner's domain", w.Totals().DeadLetters)
+					}
+					runtime.GC()
+					runtime.ReadMemStats(&after)
+					perKey := float64(after.HeapAlloc-before.HeapAlloc) / float64(nkeys)
+					runtime.KeepAlive(w)
+					b.ReportMetric(perKey, "bytes/key")
+					b.ReportMetric(float64(words*8), "raw-bytes")
+					b.ReportMetric(perKey/float64(words*8), "ratio")
+				}
+			})
+		}
+	}
+}
