@@ -9,6 +9,14 @@
 // sent as label records N events later (on -labels-topic, default the events
 // topic), the way late ground truth arrives in production.
 //
+// Partitioning: an event and its label record must reach the same partition
+// (DESIGN §2: co-partitioned by entity key). -partitioner picks the hash
+// that maps a key to a partition, so that this producer agrees with the
+// other clients writing the same topics: murmur2 (the default: Java clients,
+// Kafka Streams, franz-go), crc32 (librdkafka's consistent and
+// consistent_random: kcat, confluent-kafka-python, -go, -dotnet), fnv1a
+// (Sarama's and kafka-go's default hash).
+//
 // Exit codes: 0 ok, 2 bad usage, 1 runtime error.
 package main
 
@@ -54,6 +62,23 @@ type common struct {
 	keys, labelsDelay           int
 	rate                        float64
 	seed                        uint64
+	partitioner                 string
+}
+
+// partitioners maps -partitioner values to kafka-go balancers.
+var partitioners = map[string]func() kafka.Balancer{
+	"murmur2": func() kafka.Balancer { return kafka.Murmur2Balancer{} },
+	"crc32":   func() kafka.Balancer { return kafka.CRC32Balancer{} },
+	"fnv1a":   func() kafka.Balancer { return &kafka.Hash{} },
+}
+
+// balancer returns the balancer -partitioner names.
+func (c *common) balancer() (kafka.Balancer, error) {
+	b, ok := partitioners[c.partitioner]
+	if !ok {
+		return nil, fmt.Errorf("-partitioner %q: murmur2 (Java clients), crc32 (librdkafka, kcat) or fnv1a (Sarama, kafka-go)", c.partitioner)
+	}
+	return b(), nil
 }
 
 func (c *common) register(fs *flag.FlagSet) {
@@ -64,12 +89,19 @@ func (c *common) register(fs *flag.FlagSet) {
 	fs.IntVar(&c.labelsDelay, "labels-delay", 0, "send each label as a label record this many events later (0: inline)")
 	fs.Float64Var(&c.rate, "rate", 0, "events per second (0: as fast as possible)")
 	fs.Uint64Var(&c.seed, "seed", 1, "seed of generators")
+	fs.StringVar(&c.partitioner, "partitioner", "murmur2", "key → partition hash, to agree with the other producers of the topics: murmur2 (Java clients), crc32 (librdkafka, kcat), fnv1a (Sarama, kafka-go)")
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	const usageLine = "usage: producer synth|replay|version [flags]; 'producer synth -h' and 'producer replay -h' list the flags"
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: producer synth|replay|version [flags]; 'producer synth -h' for the flags")
+		fmt.Fprintln(stderr, usageLine)
 		return exitUsage
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		fmt.Fprintln(stdout, usageLine)
+		return exitOK
 	}
 	if args[0] == "version" {
 		fmt.Fprintln(stdout, version, commit)
@@ -130,7 +162,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			if *speed < 0 {
 				return usage(fmt.Errorf("-speed %v: must be ≥ 0", *speed))
 			}
-			n, err := copyTopic(ctx, strings.Split(c.brokers, ","), *fromTopic, *toTopic, *fromOffset, since, *speed)
+			bal, err := c.balancer()
+			if err != nil {
+				return usage(err)
+			}
+			n, err := copyTopic(ctx, strings.Split(c.brokers, ","), *fromTopic, *toTopic, *fromOffset, since, *speed, bal)
 			fmt.Fprintf(stderr, "copied %d records from %s to %s\n", n, *fromTopic, *toTopic)
 			if err != nil {
 				fmt.Fprintf(stderr, "producer: %v\n", err)
@@ -156,6 +192,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if c.keys < 1 || c.labelsDelay < 0 || c.rate < 0 {
 		return usage(errors.New("-keys must be ≥ 1, -labels-delay and -rate ≥ 0"))
+	}
+	if _, err := c.balancer(); err != nil {
+		return usage(err)
 	}
 	n, err := produce(ctx, c, src, stderr)
 	fmt.Fprintf(stderr, "produced %d events to %s\n", n, c.topic)
@@ -195,11 +234,15 @@ func openFile(path string, csvOpts streams.CSVOptions, jsonlOpts streams.JSONLOp
 // in-process broker).
 func produce(ctx context.Context, c common, src streams.Source, progress io.Writer) (int, error) {
 	brokers := strings.Split(c.brokers, ",")
-	w := &kafka.Writer{Addr: kafka.TCP(brokers...), Topic: c.topic, Balancer: &kafka.Hash{}, BatchTimeout: 5 * time.Millisecond, RequiredAcks: kafka.RequireAll}
+	bal, err := c.balancer()
+	if err != nil {
+		return 0, err
+	}
+	w := &kafka.Writer{Addr: kafka.TCP(brokers...), Topic: c.topic, Balancer: bal, BatchTimeout: 5 * time.Millisecond, RequiredAcks: kafka.RequireAll}
 	defer w.Close()
 	var lw *kafka.Writer
 	if c.labelsTopic != "" && c.labelsTopic != c.topic {
-		lw = &kafka.Writer{Addr: kafka.TCP(brokers...), Topic: c.labelsTopic, Balancer: &kafka.Hash{}, BatchTimeout: 5 * time.Millisecond, RequiredAcks: kafka.RequireAll}
+		lw = &kafka.Writer{Addr: kafka.TCP(brokers...), Topic: c.labelsTopic, Balancer: bal, BatchTimeout: 5 * time.Millisecond, RequiredAcks: kafka.RequireAll}
 		defer lw.Close()
 	}
 	var batch, labelBatch []kafka.Message
@@ -219,7 +262,7 @@ func produce(ctx context.Context, c common, src streams.Source, progress io.Writ
 	}
 	start, last := time.Now(), time.Now()
 	n := 0
-	_, err := replay.Messages(ctx, src, replay.MessageOptions{Keys: c.keys, LabelsDelay: c.labelsDelay}, func(m replay.Message) error {
+	_, err = replay.Messages(ctx, src, replay.MessageOptions{Keys: c.keys, LabelsDelay: c.labelsDelay}, func(m replay.Message) error {
 		msg := kafka.Message{Key: m.Key, Value: m.Value}
 		if m.Labels && lw != nil {
 			labelBatch = append(labelBatch, msg)
@@ -261,7 +304,7 @@ func produce(ctx context.Context, c common, src streams.Source, progress io.Writ
 
 // copyTopic replays every partition of from into to, keeping keys and
 // pacing by the records' timestamps divided by speed (0: no pacing).
-func copyTopic(ctx context.Context, brokers []string, from, to string, offset int64, since time.Time, speed float64) (int, error) {
+func copyTopic(ctx context.Context, brokers []string, from, to string, offset int64, since time.Time, speed float64, bal kafka.Balancer) (int, error) {
 	conn, err := kafka.Dial("tcp", brokers[0])
 	if err != nil {
 		return 0, err
@@ -271,7 +314,7 @@ func copyTopic(ctx context.Context, brokers []string, from, to string, offset in
 	if err != nil {
 		return 0, fmt.Errorf("topic %s: %w", from, err)
 	}
-	w := &kafka.Writer{Addr: kafka.TCP(brokers...), Topic: to, Balancer: &kafka.Hash{}, BatchTimeout: 5 * time.Millisecond, RequiredAcks: kafka.RequireAll}
+	w := &kafka.Writer{Addr: kafka.TCP(brokers...), Topic: to, Balancer: bal, BatchTimeout: 5 * time.Millisecond, RequiredAcks: kafka.RequireAll}
 	defer w.Close()
 	n := 0
 	var first time.Time

@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"strings"
@@ -105,5 +107,80 @@ func TestProducerUsage(t *testing.T) {
 		if code := run(context.Background(), args, &bytes.Buffer{}, &bytes.Buffer{}); code != exitUsage {
 			t.Errorf("%v: exit %d, want %d", args, code, exitUsage)
 		}
+	}
+}
+
+// murmur2 is Kafka's Java murmur2 (Utils.murmur2), written out here as the
+// reference the producer's partitioning is checked against.
+func murmur2(data []byte) int32 {
+	const m, r = 0x5bd1e995, 24
+	h := uint32(0x9747b28c) ^ uint32(len(data))
+	n := len(data) / 4 * 4
+	for i := 0; i < n; i += 4 {
+		k := binary.LittleEndian.Uint32(data[i:])
+		k *= m
+		k ^= k >> r
+		k *= m
+		h = h*m ^ k
+	}
+	switch len(data) % 4 {
+	case 3:
+		h ^= uint32(data[n+2]) << 16
+		fallthrough
+	case 2:
+		h ^= uint32(data[n+1]) << 8
+		fallthrough
+	case 1:
+		h ^= uint32(data[n])
+		h *= m
+	}
+	h ^= h >> 13
+	h *= m
+	h ^= h >> 15
+	return int32(h)
+}
+
+// Each -partitioner puts every key where the client it names would: Java's
+// murmur2 (toPositive(murmur2(key)) % n), librdkafka's crc32 (crc32(key) %
+// n), and events and their delayed label records of a key together.
+func TestPartitionerAgreesWithOtherClients(t *testing.T) {
+	want := map[string]func(key []byte) int{
+		"murmur2": func(k []byte) int { return int(murmur2(k)&0x7fffffff) % 2 },
+		"crc32":   func(k []byte) int { return int(crc32.ChecksumIEEE(k) % 2) },
+	}
+	for name, part := range want {
+		t.Run(name, func(t *testing.T) {
+			addr := broker(t, "events")
+			var errb bytes.Buffer
+			if code := run(context.Background(), []string{"synth", "-generator", "sea?T=400", "-brokers", addr, "-keys", "40", "-labels-delay", "5",
+				"-partitioner", name}, &bytes.Buffer{}, &errb); code != exitOK {
+				t.Fatalf("exit %d: %s", code, errb.String())
+			}
+			wrong, n := 0, 0
+			for p := 0; p < 2; p++ {
+				c, err := kafka.DialLeader(context.Background(), "tcp", addr, "events", p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				kafkaread.Partition(context.Background(), c, 0, func(m kafka.Message) error {
+					n++
+					if part(m.Key) != p {
+						wrong++
+					}
+					return nil
+				})
+				c.Close()
+			}
+			if n < 400 || wrong != 0 {
+				t.Fatalf("%d of %d records in another partition than %s puts them", wrong, n, name)
+			}
+		})
+	}
+	if code := run(context.Background(), []string{"synth", "-generator", "sea?T=10", "-partitioner", "random"}, &bytes.Buffer{}, &bytes.Buffer{}); code != exitUsage {
+		t.Fatalf("unknown partitioner: exit %d, want %d", code, exitUsage)
+	}
+	var out bytes.Buffer
+	if code := run(context.Background(), []string{"-h"}, &out, &bytes.Buffer{}); code != exitOK || !strings.Contains(out.String(), "synth|replay") {
+		t.Fatalf("producer -h: exit %d, %q", code, out.String())
 	}
 }
