@@ -518,6 +518,13 @@ func (w *Worker) Process(ctx context.Context, r Record) error {
 		w.deadLetter(r, ReasonInvalidEvent, errors.New("the labels topic carries label records only ({\"id\",\"label\"})"))
 		return nil
 	}
+	if ev.Kind == topics.Input && slices.ContainsFunc(ks.pending, func(q pending) bool { return q.id == ev.ID }) {
+		// Its label could not tell the two apart: refused before it touches
+		// the key, so that a replay refuses it again.
+		w.deadLetter(r, ReasonInvalidEvent, fmt.Errorf("duplicate id %q: an earlier event of key %q with this id still awaits its label; ids must be unique per key: %w",
+			ev.ID, key, topics.ErrInvalid))
+		return nil
+	}
 	var handled error
 	if ev.Kind == topics.Input && ev.Label == 0 {
 		if i := slices.IndexFunc(ks.early, func(e early) bool { return e.id == ev.ID }); i >= 0 {

@@ -669,3 +669,35 @@ func TestTotalsAddCoversEveryField(t *testing.T) {
 		}
 	}
 }
+
+// An event whose id is already awaiting its label in the same key is a dead
+// letter with the reason: its label could not say which one it labels. The
+// same id in another key, or again after the first was labeled, is fine.
+func TestDuplicateIDWithinAKey(t *testing.T) {
+	w, _ := NewWorker(testConfig(t, "perceptron", ""), 0)
+	ctx := context.Background()
+	var outs []Output
+	for i, rec := range []Record{
+		{Key: []byte("a"), Value: []byte(`{"id":"e1","x":[1,0,0,1]}`)},
+		{Key: []byte("a"), Value: []byte(`{"id":"e1","x":[0,1,1,0]}`)},           // refused
+		{Key: []byte("a"), Value: []byte(`{"id":"e1","x":[0,1,1,0],"label":1}`)}, // refused too
+		{Key: []byte("b"), Value: []byte(`{"id":"e1","x":[0,1,1,0]}`)},           // another key
+		{Key: []byte("a"), Value: []byte(`{"id":"e1","label":1}`)},               // joins the first
+		{Key: []byte("a"), Value: []byte(`{"id":"e1","x":[1,1,1,1]}`)},           // free again
+	} {
+		rec.Offset = int64(i)
+		if err := w.Process(ctx, rec); err != nil {
+			t.Fatal(err)
+		}
+		outs = append(outs, w.TakeOutputs()...)
+	}
+	st := w.Totals()
+	if st.InvalidEvent != 2 || st.Predictions != 3 || st.LabelsJoined != 1 {
+		t.Fatalf("totals %+v", st)
+	}
+	for _, o := range outs {
+		if o.Kind == OutDeadLetter && !strings.Contains(o.Headers["error"], `duplicate id "e1"`) {
+			t.Fatalf("dead letter without the reason: %v", o.Headers)
+		}
+	}
+}

@@ -326,6 +326,9 @@ func (s *scanner) features() (map[string]float64, error) {
 		if err != nil {
 			return nil, err
 		}
+		if name == "" { // a producer's bug (an unset column name), not a feature
+			return nil, fmt.Errorf("empty feature name: %w", ErrInvalid)
+		}
 		if err := s.expect(':'); err != nil {
 			return nil, err
 		}
