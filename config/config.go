@@ -12,6 +12,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"reflect"
 	"strings"
@@ -273,12 +274,37 @@ func (c *Config) Password() (string, error) {
 
 // Redacted returns the configuration as JSON for logs, secrets masked.
 func (c Config) Redacted() string {
-	if c.SASLPassword != "" {
-		c.SASLPassword = "***"
-	}
+	c = c.redact()
 	b, _ := json.Marshal(c)
 	return string(b)
 }
+
+// redact hides the secrets.
+func (c Config) redact() Config {
+	if c.SASLPassword != "" {
+		c.SASLPassword = "***"
+	}
+	return c
+}
+
+// LogValue logs the configuration as one attribute per setting, secrets
+// redacted (slog.LogValuer), so that a JSON log carries it as an object
+// rather than as an escaped string.
+func (c Config) LogValue() slog.Value {
+	c = c.redact()
+	v := reflect.ValueOf(c)
+	attrs := make([]slog.Attr, 0, v.NumField())
+	for i := range v.NumField() {
+		f := v.Type().Field(i)
+		val := v.Field(i).Interface()
+		if d, ok := val.(time.Duration); ok {
+			val = d.String()
+		}
+		attrs = append(attrs, slog.Any(fieldFlag(f), val))
+	}
+	return slog.GroupValue(attrs...)
+}
+
 
 // Markdown renders the configuration table of the README.
 func Markdown() string {

@@ -1,9 +1,12 @@
 package config
 
 import (
+	"bytes"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -119,6 +122,13 @@ func TestValidate(t *testing.T) {
 	c.SASLPassword = "hunter2"
 	if strings.Contains(c.Redacted(), "hunter2") {
 		t.Fatal("Redacted leaks the password")
+	}
+	var logged bytes.Buffer
+	slog.New(slog.NewJSONHandler(&logged, nil)).Info("starting", "config", c)
+	var line struct{ Config map[string]any }
+	if err := json.Unmarshal(logged.Bytes(), &line); err != nil || strings.Contains(logged.String(), "hunter2") ||
+		line.Config["sasl-username"] != "u" || line.Config["checkpoint-period"] != "5s" {
+		t.Fatalf("the configuration is not logged as redacted attributes (%v): %s", err, logged.String())
 	}
 }
 

@@ -88,7 +88,7 @@ func runService(args []string, stdout, stderr io.Writer) int {
 		return usage("%v", err)
 	}
 	log := newLogger(cfg, stderr)
-	log.Info("starting", "config", cfg.Redacted())
+	log.Info("starting", "config", cfg)
 	dialer, transport, err := cfg.Kafka()
 	if err != nil {
 		return usage("%v", err)
@@ -100,6 +100,7 @@ func runService(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "consumer: metrics: %v\n", err)
 		return exitError
 	}
+	reg.MustRegister(buildInfo())
 	scfg := service.Config{Brokers: cfg.Brokers, Dialer: dialer, Transport: transport, Group: cfg.Group, Partitions: cfg.Partitions, Replication: cfg.Replication,
 		Topics: service.Topics{Events: cfg.EventsTopic, Labels: cfg.LabelsTopic, Predictions: cfg.PredictionsTopic, Queries: cfg.QueriesTopic,
 			DeadLetters: cfg.DeadLetterTopic, Alerts: cfg.AlertsTopic, Changelog: cfg.ChangelogTopic},
@@ -140,8 +141,15 @@ func runService(args []string, stdout, stderr io.Writer) int {
 	done := make(chan error, 1)
 	start := time.Now()
 	go func() { done <- svc.Run(runCtx) }()
-	tick := time.NewTicker(2 * time.Second)
-	defer tick.Stop()
+	// The plain-text progress line is for a person at a terminal: the
+	// embedded demo and text logs. A JSON log is for machines; the metrics
+	// carry the same counters.
+	var progress <-chan time.Time
+	if *embedded || cfg.LogFormat == "text" {
+		tick := time.NewTicker(2 * time.Second)
+		defer tick.Stop()
+		progress = tick.C
+	}
 	// shutdown stops fetching, lets every partition checkpoint and commit, and
 	// fails if that takes longer than the configured deadline.
 	shutdown := func() int {
@@ -169,7 +177,7 @@ func runService(args []string, stdout, stderr io.Writer) int {
 			return exitOK
 		case <-ctx.Done():
 			return shutdown()
-		case <-tick.C:
+		case <-progress:
 			t := svc.Totals()
 			fmt.Fprintf(stderr, "%6.1fs  events %d  predictions %d  label queries %d  labels joined %d  dead letters %d  accuracy %.3f\n",
 				time.Since(start).Seconds(), t.Events, t.Predictions, t.Queries, t.LabelsJoined, t.DeadLetters, accuracy(t))

@@ -46,7 +46,8 @@ func TestEmbeddedDemo(t *testing.T) {
 		}
 		if status, body := get("/metrics"); status == 200 && strings.Contains(body, "driftstream_events_total") && !strings.Contains(body, "driftstream_events_total 0\n") {
 			for _, name := range []string{"driftstream_predictions_total", "driftstream_labeled_total", "driftstream_consumer_lag{partition=", "driftstream_window_accuracy{partition=",
-				"driftstream_checkpoint_duration_seconds_bucket", "driftstream_keys{partition=", "go_goroutines", "process_cpu_seconds_total"} {
+				"driftstream_checkpoint_duration_seconds_bucket", "driftstream_keys{partition=", "go_goroutines", "process_cpu_seconds_total",
+				`driftstream_build_info{commit="unknown",goversion="go`} {
 				if !strings.Contains(body, name) {
 					t.Errorf("/metrics lacks %s", name)
 				}
