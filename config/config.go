@@ -305,7 +305,6 @@ func (c Config) LogValue() slog.Value {
 	return slog.GroupValue(attrs...)
 }
 
-
 // Markdown renders the configuration table of the README.
 func Markdown() string {
 	t := reflect.TypeOf(Config{})

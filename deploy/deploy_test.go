@@ -11,7 +11,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/driftstream/driftstream/service"
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	"github.com/prometheus/client_golang/prometheus"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -138,7 +140,11 @@ func decodeStrict(t *testing.T, manifests []byte) map[string]any {
 		if err := dec.Decode(obj); err != nil {
 			t.Fatalf("%s does not decode strictly: %v\n%s", head.Kind, err, doc)
 		}
-		objs[head.Kind] = obj
+		kind := head.Kind
+		if cm, ok := obj.(*corev1.ConfigMap); ok && cm.Labels["grafana_dashboard"] != "" {
+			kind = "Dashboard" // the dashboard's ConfigMap, beside the configuration's
+		}
+		objs[kind] = obj
 	}
 	return objs
 }
@@ -150,10 +156,10 @@ func TestHelmChartRendersValidManifests(t *testing.T) {
 		kinds []string
 	}{
 		{"defaults", nil, []string{"Deployment", "ConfigMap", "Service", "ServiceAccount", "PodDisruptionBudget"}},
-		{"everything on", []string{"metrics.serviceMonitor.enabled=true", "metrics.prometheusRule.enabled=true",
+		{"everything on", []string{"metrics.serviceMonitor.enabled=true", "metrics.prometheusRule.enabled=true", "grafanaDashboard.enabled=true",
 			"sasl.mechanism=scram-sha-512", "sasl.username=svc", "sasl.passwordSecret.name=kafka-pass",
 			"tls.enabled=true", "tls.secretName=kafka-tls", "tls.mutual=true"},
-			[]string{"Deployment", "ConfigMap", "Service", "ServiceAccount", "PodDisruptionBudget", "ServiceMonitor", "PrometheusRule"}},
+			[]string{"Deployment", "ConfigMap", "Service", "ServiceAccount", "PodDisruptionBudget", "ServiceMonitor", "PrometheusRule", "Dashboard"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -204,5 +210,63 @@ func TestHelmChartRendersValidManifests(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "sasl.username is required") {
 		t.Fatalf("missing SASL username was accepted: %s", out)
+	}
+}
+
+// collected records the descriptions of the collectors registered on it.
+type collected struct{ names map[string]bool }
+
+func (c *collected) Register(col prometheus.Collector) error {
+	ch := make(chan *prometheus.Desc, 64)
+	go func() { col.Describe(ch); close(ch) }()
+	for d := range ch {
+		if m := regexp.MustCompile(`fqName: "([a-z_]+)"`).FindStringSubmatch(d.String()); m != nil {
+			c.names[m[1]] = true
+		}
+	}
+	return nil
+}
+func (c *collected) MustRegister(cols ...prometheus.Collector) {
+	for _, col := range cols {
+		c.Register(col)
+	}
+}
+func (c *collected) Unregister(prometheus.Collector) bool { return false }
+
+// The chart's Grafana dashboard is valid JSON, every panel has a query, and
+// every driftstream metric it queries is one the service exports.
+func TestDashboardQueriesExportedMetrics(t *testing.T) {
+	cm := decodeStrict(t, render(t, "grafanaDashboard.enabled=true"))["Dashboard"].(*corev1.ConfigMap)
+	var dash struct {
+		Panels []struct {
+			Title   string
+			Targets []struct{ Expr string }
+		}
+	}
+	if err := json.Unmarshal([]byte(cm.Data["driftstream.json"]), &dash); err != nil || len(dash.Panels) < 8 {
+		t.Fatalf("dashboard: %d panels, %v", len(dash.Panels), err)
+	}
+	exported := &collected{names: map[string]bool{}}
+	if _, err := service.NewMetrics(exported); err != nil {
+		t.Fatal(err)
+	}
+	exported.MustRegister(service.NewBuildInfo("v", "c"))
+	used := 0
+	for _, p := range dash.Panels {
+		if len(p.Targets) == 0 {
+			t.Errorf("panel %q has no query", p.Title)
+		}
+		for _, tg := range p.Targets {
+			for _, m := range regexp.MustCompile(`driftstream_[a-z_]+`).FindAllString(tg.Expr, -1) {
+				base := regexp.MustCompile(`_(bucket|count|sum)$`).ReplaceAllString(m, "")
+				if !exported.names[base] {
+					t.Errorf("panel %q queries %s, which the service does not export", p.Title, m)
+				}
+				used++
+			}
+		}
+	}
+	if used < 15 {
+		t.Fatalf("only %d metric references", used)
 	}
 }

@@ -1,6 +1,7 @@
 package service
 
 import (
+	"runtime"
 	"strconv"
 	"time"
 
@@ -26,6 +27,15 @@ type Metrics struct {
 	keysInWarning                              *prometheus.GaugeVec
 	partitionFailed                            *prometheus.GaugeVec
 	groupErrors                                prometheus.Counter
+}
+
+// NewBuildInfo is driftstream_build_info: 1, labelled with the running
+// build, so that a dashboard shows which version each pod runs.
+func NewBuildInfo(version, commit string) prometheus.Collector {
+	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "driftstream", Name: "build_info",
+		Help: "1, labelled with the running build's version, commit and Go version."}, []string{"version", "commit", "goversion"})
+	g.WithLabelValues(version, commit, runtime.Version()).Set(1)
+	return g
 }
 
 // NewMetrics registers the service's metrics on reg.

@@ -14,11 +14,8 @@ import (
 	"io"
 	"maps"
 	"os"
-	"runtime"
 	"slices"
 	"strings"
-
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 func main() {
@@ -72,15 +69,6 @@ func usage(w io.Writer, cmds map[string]command) {
 		fmt.Fprintf(w, "  %-10s %s\n", n, cmds[n].help)
 	}
 	fmt.Fprintf(w, "\nRun 'consumer <subcommand> -h' for its flags.\n")
-}
-
-// buildInfo is driftstream_build_info: 1, labelled with what is running, so
-// that a dashboard shows which version each pod runs.
-func buildInfo() prometheus.Collector {
-	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "driftstream", Name: "build_info",
-		Help: "1, labelled with the running build's version, commit and Go version."}, []string{"version", "commit", "goversion"})
-	g.WithLabelValues(version, commit, runtime.Version()).Set(1)
-	return g
 }
 
 // version and commit are set at build time (-ldflags "-X main.version=...").
