@@ -42,14 +42,20 @@ type Options struct {
 // curve (Points samples, 500 by default) and the window of labeled outcomes
 // its windowed accuracy covers (Window, 500 by default).
 func (o Options) Curve(n int) (every int, recent *window.Accuracy) {
-	win, points := o.Window, o.Points
-	if win <= 0 {
-		win = 500
-	}
+	points := o.Points
 	if points <= 0 {
 		points = 500
 	}
-	return max(1, n/points), window.New(win)
+	return max(1, n/points), window.New(o.WindowSize())
+}
+
+// WindowSize is the number of labeled outcomes windowed accuracy covers
+// (Window, 500 by default).
+func (o Options) WindowSize() int {
+	if o.Window <= 0 {
+		return 500
+	}
+	return o.Window
 }
 
 // Run is one learner's pass over one stream.
@@ -75,6 +81,9 @@ type Point struct {
 	Event          int     `json:"event"`
 	CumMistakes    int     `json:"cumulative_mistakes"`
 	WindowAccuracy float64 `json:"window_accuracy"`
+	// WindowLabeled is how many labeled outcomes WindowAccuracy is over (it
+	// fills up to the window size): plots leave out the first, noisiest points.
+	WindowLabeled int `json:"window_labeled"`
 	// Time is the event time of the Event-th event, zero when the data has none.
 	Time time.Time `json:"time,omitzero"`
 }
@@ -186,7 +195,7 @@ func Evaluate(ctx context.Context, spec Spec, events []streams.Example, dim int,
 			}
 		}
 		if i%every == 0 || i == len(events)-1 {
-			run.Curve = append(run.Curve, Point{Event: i + 1, CumMistakes: run.Mistakes, WindowAccuracy: recent.Value(), Time: ex.Time})
+			run.Curve = append(run.Curve, Point{Event: i + 1, CumMistakes: run.Mistakes, WindowAccuracy: recent.Value(), WindowLabeled: recent.Len(), Time: ex.Time})
 		}
 	}
 	run.Seconds = time.Since(start).Seconds()

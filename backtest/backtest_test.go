@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
 	"time"
 
 	"github.com/driftstream/driftstream/learners"
@@ -236,5 +237,28 @@ func TestAlertMarks(t *testing.T) {
 		if m.Y != want {
 			t.Fatalf("mark %+v, want y %v", m, want)
 		}
+	}
+}
+
+// The accuracy panel leaves out the points over fewer than minWindow
+// labels: the first events swing between 0 and 1 and would set the y axis.
+func TestAccuracyPanelSkipsTheFirstPoints(t *testing.T) {
+	curve := []Point{{Event: 1, WindowAccuracy: 0, WindowLabeled: 1}, {Event: 10, WindowAccuracy: 1, WindowLabeled: 10},
+		{Event: 100, WindowAccuracy: 0.8, WindowLabeled: 100}, {Event: 200, WindowAccuracy: 0.85, WindowLabeled: 200}}
+	res := Result{Summary: Summary{Window: 200, Learners: []LearnerSummary{{Name: "a"}, {Name: "b"}}},
+		Runs: [][]Run{{{Curve: curve}}, {{Curve: curve}}}}
+	acc := func(p Point) float64 { return p.WindowAccuracy }
+	p, err := panel(res, "accuracy", 200, acc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Y.Min != 0.8 || p.Y.Max != 0.85 {
+		t.Fatalf("y axis %v..%v, want 0.8..0.85: the first points stretch it", p.Y.Min, p.Y.Max)
+	}
+	// Curves written before WindowLabeled existed are drawn whole.
+	old := []Point{{Event: 1, WindowAccuracy: 0}, {Event: 100, WindowAccuracy: 0.8}}
+	p, _ = panel(Result{Summary: Summary{Learners: []LearnerSummary{{Name: "a"}}}, Runs: [][]Run{{{Curve: old}}}}, "accuracy", 500, acc)
+	if p.Y.Min != 0 {
+		t.Fatalf("an old curve lost its first point: y from %v", p.Y.Min)
 	}
 }

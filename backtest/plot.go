@@ -19,11 +19,15 @@ import (
 // and cumulative mistakes (bottom) over time, one line per learner, the mean
 // over repeats with a shaded 95% band when there is more than one.
 func Plot(dir string, res Result) error {
-	top, err := panel(res, "windowed accuracy", func(p Point) float64 { return p.WindowAccuracy })
+	win := res.Summary.Window
+	if win <= 0 {
+		win = Options{}.WindowSize()
+	}
+	top, err := panel(res, fmt.Sprintf("accuracy over the last %d labeled events", win), win, func(p Point) float64 { return p.WindowAccuracy })
 	if err != nil {
 		return err
 	}
-	bottom, err := panel(res, "cumulative mistakes", func(p Point) float64 { return float64(p.CumMistakes) })
+	bottom, err := panel(res, "cumulative mistakes", 0, func(p Point) float64 { return float64(p.CumMistakes) })
 	if err != nil {
 		return err
 	}
@@ -62,7 +66,28 @@ func timed(res Result) bool {
 	return any
 }
 
-func panel(res Result, ylabel string, value func(Point) float64) (*plot.Plot, error) {
+// okabeIto is the Okabe–Ito palette, told apart with every common colour
+// vision deficiency; learners past the eighth get dashed lines.
+var okabeIto = []color.Color{
+	color.RGBA{0, 0, 0, 255}, color.RGBA{230, 159, 0, 255}, color.RGBA{86, 180, 233, 255}, color.RGBA{0, 158, 115, 255},
+	color.RGBA{0, 114, 178, 255}, color.RGBA{213, 94, 0, 255}, color.RGBA{204, 121, 167, 255}, color.RGBA{240, 228, 66, 255},
+}
+
+// minWindow is how many labeled outcomes a windowed-accuracy point needs
+// before it is drawn (or the whole window, when smaller): the first points,
+// over a handful of labels, swing between 0 and 1 and would set the y axis.
+const minWindow = 50
+
+// drawn reports whether point pt of a windowed-accuracy curve over win
+// labeled events is drawn (curves written before WindowLabeled existed
+// carry 0 everywhere, and are drawn whole).
+func drawn(pt Point, win int, known bool) bool {
+	return !known || pt.WindowLabeled >= min(win, minWindow)
+}
+
+// panel plots value over the runs; win > 0 marks a windowed-accuracy panel
+// over win labeled events.
+func panel(res Result, ylabel string, win int, value func(Point) float64) (*plot.Plot, error) {
 	p := plot.New()
 	p.X.Label.Text = "event"
 	byTime := timed(res)
@@ -72,17 +97,20 @@ func panel(res Result, ylabel string, value func(Point) float64) (*plot.Plot, er
 	}
 	p.Y.Label.Text = ylabel
 	p.Legend.Top = true
-	p.Legend.Left = ylabel == "cumulative mistakes"
+	p.Legend.Left = win == 0
 	p.Add(plotter.NewGrid())
 	for i, ls := range res.Summary.Learners {
 		runs := res.Runs[i]
 		if len(runs) == 0 || len(runs[0].Curve) == 0 {
 			continue
 		}
+		known := slices.ContainsFunc(runs[0].Curve, func(pt Point) bool { return pt.WindowLabeled > 0 })
 		n := len(runs[0].Curve)
-		mean := make(plotter.XYs, n)
-		lo, hi := make(plotter.XYs, n), make(plotter.XYs, n)
+		var mean, lo, hi plotter.XYs
 		for k := 0; k < n; k++ {
+			if win > 0 && !drawn(runs[0].Curve[k], win, known) {
+				continue
+			}
 			vals := make([]float64, 0, len(runs))
 			for _, r := range runs {
 				if k < len(r.Curve) {
@@ -94,9 +122,12 @@ func panel(res Result, ylabel string, value func(Point) float64) (*plot.Plot, er
 			if byTime {
 				x = float64(runs[0].Curve[k].Time.Unix())
 			}
-			mean[k], lo[k], hi[k] = plotter.XY{X: x, Y: ci.Mean}, plotter.XY{X: x, Y: ci.Lo}, plotter.XY{X: x, Y: ci.Hi}
+			mean, lo, hi = append(mean, plotter.XY{X: x, Y: ci.Mean}), append(lo, plotter.XY{X: x, Y: ci.Lo}), append(hi, plotter.XY{X: x, Y: ci.Hi})
 		}
-		col := plotutil.Color(i)
+		if len(mean) == 0 {
+			continue
+		}
+		col := okabeIto[i%len(okabeIto)]
 		if len(runs) > 1 {
 			band, err := plotter.NewPolygon(append(hi, reverse(lo)...))
 			if err != nil {
@@ -112,11 +143,11 @@ func panel(res Result, ylabel string, value func(Point) float64) (*plot.Plot, er
 			return nil, err
 		}
 		line.Color = col
-		line.Dashes = plotutil.Dashes(i / 7)
+		line.Dashes = plotutil.Dashes(i / len(okabeIto))
 		line.Width = vg.Points(1.2)
 		p.Add(line)
 		p.Legend.Add(ls.Name, line)
-		if marks := alertMarks(runs[0], value, byTime); len(marks) > 0 && ylabel == "windowed accuracy" {
+		if marks := alertMarks(runs[0], value, byTime); len(marks) > 0 && win > 0 {
 			sc, err := plotter.NewScatter(marks)
 			if err != nil {
 				return nil, err

@@ -66,12 +66,14 @@ func (c Config) pass() Pass {
 
 // Summary is summary.json (DESIGN §5), with confidence intervals added.
 type Summary struct {
-	Data            string           `json:"data"`
-	Events          int              `json:"events"`
-	Repeats         int              `json:"repeats"`
-	Seed            uint64           `json:"seed"`
-	QueryRateTarget float64          `json:"query_rate_target,omitempty"`
-	Learners        []LearnerSummary `json:"learners"`
+	Data            string  `json:"data"`
+	Events          int     `json:"events"`
+	Repeats         int     `json:"repeats"`
+	Seed            uint64  `json:"seed"`
+	QueryRateTarget float64 `json:"query_rate_target,omitempty"`
+	// Window is the number of labeled outcomes windowed accuracy covers.
+	Window   int              `json:"window"`
+	Learners []LearnerSummary `json:"learners"`
 }
 
 // LearnerSummary is one learner's row: means over the repeats.
@@ -101,7 +103,7 @@ func Compare(ctx context.Context, cfg Config) (Result, error) {
 	if len(cfg.Learners) == 0 {
 		return Result{}, fmt.Errorf("no learners to compare")
 	}
-	res := Result{Summary: Summary{Data: cfg.Name, Repeats: cfg.Repeats, Seed: cfg.Seed, QueryRateTarget: cfg.QueryRateTarget}}
+	res := Result{Summary: Summary{Data: cfg.Name, Repeats: cfg.Repeats, Seed: cfg.Seed, QueryRateTarget: cfg.QueryRateTarget, Window: cfg.Options.WindowSize()}}
 	res.Runs = make([][]Run, len(cfg.Learners))
 	specs := append([]Spec(nil), cfg.Learners...)
 	for r := 0; r < cfg.Repeats; r++ {

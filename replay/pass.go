@@ -69,7 +69,7 @@ func pass(ctx context.Context, spec backtest.Spec, events []streams.Example, dim
 			recent.Add(after.Mistakes > before.Mistakes)
 		}
 		if (records%every == 0 || records == len(events)) && recent.Len() > 0 {
-			pt := backtest.Point{Event: int(after.Events), CumMistakes: int(after.Mistakes), WindowAccuracy: recent.Value()}
+			pt := backtest.Point{Event: int(after.Events), CumMistakes: int(after.Mistakes), WindowAccuracy: recent.Value(), WindowLabeled: recent.Len()}
 			if pt.Event > 0 {
 				pt.Time = times[pt.Event-1]
 			}

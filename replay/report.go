@@ -112,7 +112,7 @@ func overTime(scorers []*scorer) []backtest.Point {
 			mistakes++
 		}
 		if (i+1)%every == 0 || i == len(all)-1 {
-			out = append(out, backtest.Point{Event: i + 1, CumMistakes: mistakes, WindowAccuracy: recent.Value(), Time: time.Unix(0, o.at).UTC()})
+			out = append(out, backtest.Point{Event: i + 1, CumMistakes: mistakes, WindowAccuracy: recent.Value(), WindowLabeled: recent.Len(), Time: time.Unix(0, o.at).UTC()})
 		}
 	}
 	return out

@@ -128,7 +128,7 @@ func writeKeyed(dir string, reps []*replay.Report) error {
 // plotOverTime writes curve.csv and accuracy.svg/.png over event time, over
 // every key, when the events carry a "ts".
 func plotOverTime(dir string, reps []*replay.Report) error {
-	res := backtest.Result{Summary: backtest.Summary{Data: "accuracy over event time, all keys", Repeats: 1}}
+	res := backtest.Result{Summary: backtest.Summary{Data: "accuracy over event time, all keys", Repeats: 1, Window: backtest.Options{}.WindowSize()}}
 	rows := [][]string{{"learner", "labeled", "cumulative_mistakes", "window_accuracy", "time"}}
 	for _, r := range reps {
 		if len(r.OverTime) == 0 {
