@@ -164,7 +164,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	cfg.Replication = max(cfg.Replication, 1)
 	s := &Service{cfg: cfg, log: cfg.Logger, failed: map[int]error{}, failedCh: make(chan struct{}), kept: map[int]*pipeline.Kept{}}
 	if err := s.ensureTopics(ctx); err != nil {
-		return nil, err
+		return nil, s.explain(ctx, err)
 	}
 	s.store = cfg.Store
 	if s.store == nil {
