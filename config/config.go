@@ -46,7 +46,7 @@ type Config struct {
 	Learner          string        `default:"lasec-ss" desc:"learner of every key (see consumer learners)"`
 	LearnerParams    string        `split_words:"true" desc:"learner parameters, a JSON object"`
 	Dim              int           `desc:"dimension of dense \"x\" inputs"`
-	HashBits         int           `split_words:"true" desc:"hash named \"features\" into 2^k buckets (instead of Dim)"`
+	HashBits         int           `split_words:"true" desc:"hash named \"features\" into 2^k buckets; with Dim too, dense \"x\" fills the first Dim of them"`
 	Seed             uint64        `default:"1" desc:"global seed; each key's learner draws from (seed, key)"`
 	QueryScale       float64       `split_words:"true" default:"1" desc:"margin rule b/(b+|score|) for learners without a query rule; 0 never queries"`
 	MaxPending       int           `split_words:"true" default:"1000" desc:"unlabeled events awaiting their label, kept per key (oldest dropped)"`
@@ -190,8 +190,11 @@ func (c *Config) Validate() error {
 			bad("broker %q has no port: write host:port", b)
 		}
 	}
-	if (c.Dim > 0) == (c.HashBits > 0) {
-		bad("set exactly one of DRIFTSTREAM_DIM (dense \"x\" inputs) and DRIFTSTREAM_HASH_BITS (named \"features\")")
+	if c.Dim <= 0 && c.HashBits <= 0 {
+		bad("set DRIFTSTREAM_DIM (dense \"x\" inputs), DRIFTSTREAM_HASH_BITS (named \"features\"), or both (both kinds)")
+	}
+	if c.Dim > 0 && c.HashBits > 0 && c.HashBits < 31 && c.Dim > 1<<c.HashBits {
+		bad("DRIFTSTREAM_DIM=%d is more than the 2^%d hash buckets: with both set, dense \"x\" fills the first DRIFTSTREAM_DIM buckets", c.Dim, c.HashBits)
 	}
 	if c.LearnerParams != "" && !json.Valid([]byte(c.LearnerParams)) {
 		bad("DRIFTSTREAM_LEARNER_PARAMS is not valid JSON: write an object such as {\"c\": 50}")

@@ -75,7 +75,8 @@ func TestValidate(t *testing.T) {
 	}{
 		{map[string]string{"DRIFTSTREAM_DIM": "3"}, "no brokers"},
 		{map[string]string{"DRIFTSTREAM_BROKERS": "k"}, "no port"},
-		{map[string]string{"DRIFTSTREAM_BROKERS": "k:1"}, "exactly one of DRIFTSTREAM_DIM"},
+		{map[string]string{"DRIFTSTREAM_BROKERS": "k:1"}, "set DRIFTSTREAM_DIM"},
+		{map[string]string{"DRIFTSTREAM_HASH_BITS": "4", "DRIFTSTREAM_DIM": "17"}, "more than the 2^4 hash buckets"},
 		{map[string]string{"DRIFTSTREAM_LEARNER_PARAMS": "{c:1"}, "not valid JSON"},
 		{map[string]string{"DRIFTSTREAM_CHECKPOINT_STORE": "file"}, "needs DRIFTSTREAM_CHECKPOINT_DIR"},
 		{map[string]string{"DRIFTSTREAM_CHECKPOINT_STORE": "s3"}, "use kafka or file"},
@@ -87,6 +88,17 @@ func TestValidate(t *testing.T) {
 		{map[string]string{"DRIFTSTREAM_TLS": "true", "DRIFTSTREAM_TLS_CERT_FILE": pw}, "both DRIFTSTREAM_TLS_CERT_FILE"},
 		{map[string]string{"DRIFTSTREAM_TLS": "true", "DRIFTSTREAM_TLS_CA_FILE": "/nope.pem"}, "cannot read /nope.pem"},
 	}
+	both := map[string]string{"DRIFTSTREAM_HASH_BITS": "4", "DRIFTSTREAM_DIM": "3"}
+	for k, v := range good {
+		if _, ok := both[k]; !ok {
+			both[k] = v
+		}
+	}
+	t.Run("dense and hashed together", func(t *testing.T) {
+		if c, err := load(t, both); err != nil || c.Validate() != nil {
+			t.Fatalf("refused: %v %v", err, c.Validate())
+		}
+	})
 	for _, tc := range tests {
 		env := map[string]string{}
 		for k, v := range good {
@@ -95,10 +107,10 @@ func TestValidate(t *testing.T) {
 		for k, v := range tc.env {
 			env[k] = v
 		}
-		if _, ok := tc.env["DRIFTSTREAM_DIM"]; ok || tc.frag == "no brokers" {
+		if _, ok := tc.env["DRIFTSTREAM_DIM"]; (ok && tc.env["DRIFTSTREAM_HASH_BITS"] == "") || tc.frag == "no brokers" {
 			delete(env, "DRIFTSTREAM_BROKERS")
 		}
-		if tc.frag == "exactly one of DRIFTSTREAM_DIM" {
+		if tc.frag == "set DRIFTSTREAM_DIM" {
 			delete(env, "DRIFTSTREAM_DIM")
 		}
 		t.Run(tc.frag, func(t *testing.T) {

@@ -117,26 +117,32 @@ func Decode(b []byte, maxBytes int) (Event, error) {
 	return ev, nil
 }
 
-// Vectorizer turns events into learner inputs of one dimension: dense x must
-// have exactly Dim entries; named features are hashed with Hasher (which must
-// then be set, and Dim must equal its bucket count).
+// Vectorizer turns events into learner inputs of one dimension Dim. Named
+// features are hashed with Hasher (which must then be set, and Dim must
+// equal its bucket count). Dense x must have DenseDim entries (Dim when
+// DenseDim is 0); with a Hasher, x fills the first DenseDim coordinates of
+// the hashed space, so that one deployment takes both kinds of event.
 type Vectorizer struct {
-	Dim    int
-	Hasher *learners.Hasher
+	Dim      int
+	DenseDim int
+	Hasher   *learners.Hasher
 }
 
 // NewVectorizer returns a vectorizer for dense inputs of dimension dim, or,
-// with hashBits > 0, for named features hashed into 2^hashBits buckets.
+// with hashBits > 0, for named features hashed into 2^hashBits buckets —
+// and, with both, for either kind: dense x of dim entries then fills the
+// first dim of the 2^hashBits coordinates (which hashed features may share,
+// as they share buckets with each other).
 func NewVectorizer(dim, hashBits int) (Vectorizer, error) {
 	if hashBits > 0 {
 		h, err := learners.NewHasher(hashBits)
 		if err != nil {
 			return Vectorizer{}, err
 		}
-		if dim != 0 && dim != h.Dim() {
-			return Vectorizer{}, fmt.Errorf("dimension %d differs from the 2^%d = %d hash buckets; set one of them", dim, hashBits, h.Dim())
+		if dim < 0 || dim > h.Dim() {
+			return Vectorizer{}, fmt.Errorf("dense dimension %d: dense \"x\" fills the first coordinates of the 2^%d = %d hash buckets, so it must be between 0 and %d", dim, hashBits, h.Dim(), h.Dim())
 		}
-		return Vectorizer{Dim: h.Dim(), Hasher: &h}, nil
+		return Vectorizer{Dim: h.Dim(), DenseDim: dim, Hasher: &h}, nil
 	}
 	if dim < 1 {
 		return Vectorizer{}, fmt.Errorf("dimension %d: set the input dimension (dense \"x\") or hash bits (named \"features\")", dim)
@@ -150,8 +156,23 @@ func (v Vectorizer) Vector(ev Event) (learners.Vector, error) {
 	case ev.Kind != Input:
 		return learners.Vector{}, fmt.Errorf("a label record has no features: %w", ErrInvalid)
 	case ev.X != nil:
-		if len(ev.X) != v.Dim {
-			return learners.Vector{}, fmt.Errorf(`"x" has %d entries, the configured dimension is %d: %w`, len(ev.X), v.Dim, ErrInvalid)
+		want := v.Dim
+		if v.Hasher != nil && v.DenseDim > 0 {
+			want = v.DenseDim
+		}
+		if len(ev.X) != want {
+			return learners.Vector{}, fmt.Errorf(`"x" has %d entries, the configured dimension is %d: %w`, len(ev.X), want, ErrInvalid)
+		}
+		if want < v.Dim {
+			idx := make([]int32, want)
+			for i := range idx {
+				idx[i] = int32(i)
+			}
+			x, err := learners.NewSparse(v.Dim, idx, ev.X)
+			if err != nil {
+				return learners.Vector{}, fmt.Errorf("%v: %w", err, ErrInvalid)
+			}
+			return x, nil
 		}
 		x, err := learners.NewDense(ev.X)
 		if err != nil {

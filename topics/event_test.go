@@ -2,6 +2,7 @@ package topics
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -78,7 +79,28 @@ func TestVectorizer(t *testing.T) {
 	if x, err := hashed.Vector(named); err != nil || x.Dim() != 1024 || x.NNZ() != 1 {
 		t.Fatalf("%v %v", x, err)
 	}
-	for _, c := range [][2]int{{0, 0}, {5, 10}, {0, 40}} {
+	// Both kinds in one deployment: dense x fills the first coordinates of
+	// the hashed space.
+	both, err := NewVectorizer(3, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := both.Vector(ev)
+	if err != nil || x.Dim() != 1024 || x.NNZ() != 3 {
+		t.Fatalf("dense x in the hashed space: %v %v", x, err)
+	}
+	var at []int
+	x.Entries(func(i int, v float64) { at = append(at, i) })
+	if fmt.Sprint(at) != "[0 1 2]" {
+		t.Fatalf("dense x at coordinates %v, want the first three", at)
+	}
+	if x, err := both.Vector(named); err != nil || x.Dim() != 1024 || x.NNZ() != 1 {
+		t.Fatalf("named features: %v %v", x, err)
+	}
+	if _, err := both.Vector(short); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "configured dimension is 3") {
+		t.Fatalf("wrong dense dimension: %v", err)
+	}
+	for _, c := range [][2]int{{0, 0}, {1025, 10}, {0, 40}} {
 		if _, err := NewVectorizer(c[0], c[1]); err == nil {
 			t.Errorf("NewVectorizer(%d, %d): no error", c[0], c[1])
 		}

@@ -14,6 +14,7 @@ import (
 	"net/http/pprof"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -70,13 +71,21 @@ func runService(args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			return usage("-embedded-addr %s: %v (choose a free address, e.g. -embedded-addr 127.0.0.1:19092)", *embeddedAddr, err)
 		}
-		if cluster, err = kfake.NewCluster(kfake.NumBrokers(1), kfake.ListenFn(func(string, string) (net.Listener, error) { return ln, nil })); err != nil {
+		// The broker compacts the changelog and drops what the stream topics
+		// hold past embeddedRetention, so that memory stays flat however long
+		// the demo runs.
+		if cluster, err = kfake.NewCluster(kfake.NumBrokers(1), kfake.ListenFn(func(string, string) (net.Listener, error) { return ln, nil }),
+			kfake.BrokerConfigs(map[string]string{"log.cleaner.backoff.ms": strconv.Itoa(int(embeddedCleanEvery.Milliseconds()))})); err != nil {
 			fmt.Fprintf(stderr, "consumer: embedded broker: %v\n", err)
 			return exitError
 		}
 		defer cluster.Close()
 		cfg.Brokers = []string{cluster.ListenAddrs()[0]}
-		fmt.Fprintf(stderr, "embedded Kafka broker listening on %s\n", cfg.Brokers[0])
+		if err := createStreamTopics(cfg); err != nil {
+			fmt.Fprintf(stderr, "consumer: embedded broker: %v\n", err)
+			return exitError
+		}
+		fmt.Fprintf(stderr, "embedded Kafka broker listening on %s; it keeps the last %s of each topic, and the latest state per key\n", cfg.Brokers[0], embeddedRetention)
 	} else if *demoEvents > 0 {
 		return usage("-demo-events needs -embedded")
 	}
@@ -194,6 +203,34 @@ func runService(args []string, stdout, stderr io.Writer) int {
 			}
 		}
 	}
+}
+
+// The embedded broker's retention of the stream topics, and how often it
+// applies it and compacts the changelog.
+const (
+	embeddedRetention  = 2 * time.Minute
+	embeddedCleanEvery = 5 * time.Second
+)
+
+// createStreamTopics creates the embedded broker's input and output topics
+// with embeddedRetention; the service creates the compacted changelog.
+func createStreamTopics(cfg config.Config) error {
+	conn, err := kafka.Dial("tcp", cfg.Brokers[0])
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	for _, name := range []string{cfg.EventsTopic, cfg.LabelsTopic, cfg.PredictionsTopic, cfg.QueriesTopic, cfg.DeadLetterTopic, cfg.AlertsTopic} {
+		if name == "" {
+			continue
+		}
+		err := conn.CreateTopics(kafka.TopicConfig{Topic: name, NumPartitions: cfg.Partitions, ReplicationFactor: 1,
+			ConfigEntries: []kafka.ConfigEntry{{ConfigName: "retention.ms", ConfigValue: strconv.FormatInt(embeddedRetention.Milliseconds(), 10)}}})
+		if err != nil && !errors.Is(err, kafka.TopicAlreadyExists) {
+			return fmt.Errorf("create topic %s: %w", name, err)
+		}
+	}
+	return nil
 }
 
 // pipelineConfig is the workers' configuration, validated: the learner's
