@@ -77,6 +77,7 @@ type Config struct {
 	SASLUsername     string        `envconfig:"SASL_USERNAME" desc:"SASL user"`
 	SASLPassword     string        `envconfig:"SASL_PASSWORD" flag:"-" desc:"SASL password (environment only; never logged)"`
 	SASLPasswordFile string        `envconfig:"SASL_PASSWORD_FILE" desc:"file holding the SASL password (for mounted secrets)"`
+	AdminToken       string        `envconfig:"ADMIN_TOKEN" flag:"-" desc:"bearer token that enables the API's write calls (POST /v1/keys/{key}/reset); unset: read-only (environment only; never logged)"`
 }
 
 // Load reads the environment, then the flags in args (which override it).
@@ -286,6 +287,9 @@ func (c Config) Redacted() string {
 func (c Config) redact() Config {
 	if c.SASLPassword != "" {
 		c.SASLPassword = "***"
+	}
+	if c.AdminToken != "" {
+		c.AdminToken = "***"
 	}
 	return c
 }

@@ -131,15 +131,15 @@ func TestValidate(t *testing.T) {
 	if p, err := c.Password(); err != nil || p != "s3cret" {
 		t.Fatalf("password %q %v", p, err)
 	}
-	c.SASLPassword = "hunter2"
-	if strings.Contains(c.Redacted(), "hunter2") {
-		t.Fatal("Redacted leaks the password")
+	c.SASLPassword, c.AdminToken = "hunter2", "adm1n-t0ken"
+	if strings.Contains(c.Redacted(), "hunter2") || strings.Contains(c.Redacted(), "adm1n-t0ken") {
+		t.Fatal("Redacted leaks the password or the admin token")
 	}
 	var logged bytes.Buffer
 	slog.New(slog.NewJSONHandler(&logged, nil)).Info("starting", "config", c)
 	var line struct{ Config map[string]any }
 	if err := json.Unmarshal(logged.Bytes(), &line); err != nil || strings.Contains(logged.String(), "hunter2") ||
-		line.Config["sasl-username"] != "u" || line.Config["checkpoint-period"] != "5s" {
+		strings.Contains(logged.String(), "adm1n-t0ken") || line.Config["sasl-username"] != "u" || line.Config["checkpoint-period"] != "5s" {
 		t.Fatalf("the configuration is not logged as redacted attributes (%v): %s", err, logged.String())
 	}
 }

@@ -158,7 +158,7 @@ func TestHelmChartRendersValidManifests(t *testing.T) {
 		{"defaults", nil, []string{"Deployment", "ConfigMap", "Service", "ServiceAccount", "PodDisruptionBudget"}},
 		{"everything on", []string{"metrics.serviceMonitor.enabled=true", "metrics.prometheusRule.enabled=true", "grafanaDashboard.enabled=true",
 			"sasl.mechanism=scram-sha-512", "sasl.username=svc", "sasl.passwordSecret.name=kafka-pass",
-			"tls.enabled=true", "tls.secretName=kafka-tls", "tls.mutual=true"},
+			"tls.enabled=true", "tls.secretName=kafka-tls", "tls.mutual=true", "api.adminTokenSecret.name=driftstream-admin"},
 			[]string{"Deployment", "ConfigMap", "Service", "ServiceAccount", "PodDisruptionBudget", "ServiceMonitor", "PrometheusRule", "Dashboard"}},
 	}
 	for _, tc := range tests {
@@ -183,13 +183,16 @@ func TestHelmChartRendersValidManifests(t *testing.T) {
 			}
 			cm := objs["ConfigMap"].(*corev1.ConfigMap)
 			for k, v := range cm.Data {
-				if strings.Contains(strings.ToUpper(k), "PASSWORD") && k != "DRIFTSTREAM_SASL_PASSWORD_FILE" {
+				if strings.Contains(strings.ToUpper(k), "TOKEN") || strings.Contains(strings.ToUpper(k), "PASSWORD") && k != "DRIFTSTREAM_SASL_PASSWORD_FILE" {
 					t.Errorf("secret %s=%s in a ConfigMap", k, v)
 				}
 			}
 			if tc.name == "everything on" {
 				if cm.Data["DRIFTSTREAM_SASL_PASSWORD_FILE"] == "" || cm.Data["DRIFTSTREAM_TLS_CERT_FILE"] == "" {
 					t.Errorf("security settings missing from the ConfigMap: %v", cm.Data)
+				}
+				if len(c.Env) != 1 || c.Env[0].Name != "DRIFTSTREAM_ADMIN_TOKEN" || c.Env[0].ValueFrom.SecretKeyRef.Name != "driftstream-admin" {
+					t.Errorf("the admin token is not taken from its Secret: %+v", c.Env)
 				}
 				vols := fmt.Sprint(d.Spec.Template.Spec.Volumes)
 				if !strings.Contains(vols, "kafka-pass") || !strings.Contains(vols, "kafka-tls") {

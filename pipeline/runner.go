@@ -259,6 +259,41 @@ type Runner struct {
 	log       *slog.Logger
 	pos       *positions // nil when the store reports no positions
 	kept      *Kept      // set by a clean stop
+	reqs      chan request
+	stopped   chan struct{} // closed when Run returns
+}
+
+// request is work for the partition's goroutine (Runner.Do).
+type request struct {
+	fn    func(*Worker) (changed bool)
+	reply chan error
+}
+
+// ErrNotRunning is Runner.Do's answer when the partition is not processing
+// records: it stopped, or has not started.
+var ErrNotRunning = errors.New("partition is not running")
+
+// Do runs fn on the partition's own goroutine, between two records, so that
+// fn may read and change the worker without locks. When fn reports a change,
+// the Runner checkpoints before Do returns, so that a restore — after a
+// crash, or on another member — starts from the changed state; a failed
+// checkpoint is Do's error (and the partition's). Do waits while the
+// partition restores, and returns ErrNotRunning once Run has returned.
+func (r *Runner) Do(ctx context.Context, fn func(w *Worker) (changed bool)) error {
+	q := request{fn: fn, reply: make(chan error, 1)}
+	select {
+	case r.reqs <- q:
+	case <-r.stopped:
+		return ErrNotRunning
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case err := <-q.reply:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("applied; its checkpoint is still being written: %w", ctx.Err())
+	}
 }
 
 // NewRunner validates the configuration.
@@ -291,7 +326,7 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Runner{cfg: cfg, w: w, log: cfg.Logger.With("partition", cfg.Partition)}
+	r := &Runner{cfg: cfg, w: w, log: cfg.Logger.With("partition", cfg.Partition), reqs: make(chan request), stopped: make(chan struct{})}
 	if ps, ok := cfg.Store.(PositionedStore); ok {
 		r.pos = &positions{PositionedStore: ps}
 		r.cfg.Store = r.pos
@@ -312,6 +347,7 @@ func (r *Runner) Kept() *Kept { return r.kept }
 // returns nil then, and when ownership is lost; a *PartitionError when the
 // partition failed.
 func (r *Runner) Run(ctx context.Context) error {
+	defer close(r.stopped)
 	err := r.run(ctx)
 	switch {
 	case err == nil:
@@ -476,6 +512,17 @@ func (r *Runner) run(ctx context.Context) error {
 			if err := r.flushDetached(ctx); err != nil {
 				return err
 			}
+		case q := <-r.reqs:
+			if !q.fn(r.w) {
+				q.reply <- nil
+				continue
+			}
+			err := r.checkpointDetached(ctx)
+			q.reply <- err
+			if err != nil {
+				return err
+			}
+			since, last = 0, time.Now()
 		}
 	}
 }

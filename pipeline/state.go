@@ -134,6 +134,9 @@ func (w *Worker) decodeState(rec checkpoint.KeyRecord) (*keyState, error) {
 		if len(r.B) > 0 && r.Err == nil {
 			decodeWatch(r, ks.watch)
 		}
+		if len(r.B) > 0 && r.Err == nil {
+			decodeStats(r, &ks.stats, len(w.cfg.Detectors))
+		}
 	} else {
 		for i := range ks.pending { // written when only queries were pending
 			ks.pending[i].queried = true

@@ -318,6 +318,7 @@ type keyState struct {
 	held int
 	// watch holds the key's drift detectors.
 	watch *watch
+	stats keyStats
 }
 
 // Sizes of pending entries, as counted against MaxPendingBytes.
@@ -627,6 +628,7 @@ func (w *Worker) event(r Record, key string, ks *keyState, ev topics.Event) erro
 		msg.QueryProb = &qprob
 	}
 	w.stats.Events++
+	ks.stats.events++
 	w.stats.Predictions++
 	if !w.sampling || p.Query {
 		w.stats.Asked++
@@ -646,9 +648,11 @@ func (w *Worker) event(r Record, key string, ks *keyState, ev topics.Event) erro
 	}
 	if ev.Label != 0 {
 		w.stats.Labeled++
+		ks.stats.labeled++
 		wrong := p.Label != ev.Label
 		if wrong {
 			w.stats.Mistakes++
+			ks.stats.mistakes++
 		}
 		w.last = Outcome{Time: ev.TS, Wrong: wrong}
 		var err error
@@ -739,9 +743,11 @@ func (w *Worker) label(r Record, key string, ks *keyState, ev topics.Event) erro
 	scored := q.decided != 0 // the prediction made when the event came
 	if scored {
 		w.stats.Labeled++
+		ks.stats.labeled++
 		w.stats.DelayedLabeled++
 		if q.decided != ev.Label {
 			w.stats.Mistakes++
+			ks.stats.mistakes++
 		}
 		w.last = Outcome{Time: q.ts, Wrong: q.decided != ev.Label}
 	}
@@ -799,7 +805,11 @@ func encodeState(ks *keyState) ([]byte, error) {
 		}
 		b = binary.AppendVarint(b, ts)
 	}
-	return encodeWatch(b, ks.watch)
+	b, err = encodeWatch(b, ks.watch)
+	if err != nil {
+		return nil, err
+	}
+	return encodeStats(b, &ks.stats), nil
 }
 
 func boolByte(b bool) byte {

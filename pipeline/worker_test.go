@@ -508,14 +508,15 @@ func TestKeyStateWithoutDecidedPredictions(t *testing.T) {
 		t.Fatal(err)
 	}
 	wb, _ := encodeWatch(nil, ks.watch)
-	watchLen := len(wb)
+	watchLen, statsLen := len(wb), len(encodeStats(nil, &ks.stats))
 	for _, tc := range []struct {
 		name  string
 		state []byte
 		want  []int
 	}{
 		{"current", b, []int{1, -1}},
-		{"older", b[:len(b)-watchLen-2*11], []int{0, 0}},
+		{"before key counters", b[:len(b)-statsLen], []int{1, -1}},
+		{"older", b[:len(b)-statsLen-watchLen-2*11], []int{0, 0}},
 	} {
 		got, err := w.decodeState(checkpoint.KeyRecord{Key: "k", State: tc.state})
 		if err != nil {

@@ -155,6 +155,7 @@ func (o *partitionObserver) Restored(res pipeline.Restored, keys int, took time.
 	if res.Resumed {
 		o.s.resumed.Add(1)
 	}
+	o.st.resumed.Store(res.Resumed)
 	if m := o.s.cfg.Metrics; m != nil {
 		if res.Resumed {
 			m.resumed.Inc()

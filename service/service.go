@@ -109,6 +109,10 @@ type Service struct {
 	keptMu sync.Mutex
 	kept   map[int]*pipeline.Kept // state of partitions revoked cleanly, for when they come back
 
+	// eventPartitions is the events topic's partition count, as checked
+	// at start.
+	eventPartitions int
+
 	mu       sync.Mutex
 	failed   map[int]error // partitions that failed; sticky for the life of the process
 	failedCh chan struct{} // closed at the first failure
@@ -116,7 +120,10 @@ type Service struct {
 
 // partState is what the service shows of one owned partition.
 type partState struct {
+	p        int
+	runner   atomic.Pointer[pipeline.Runner]
 	restored atomic.Bool
+	resumed  atomic.Bool
 	lag      atomic.Int64
 }
 
@@ -351,7 +358,7 @@ func (s *Service) runGeneration(ctx context.Context, gen *kafka.Generation) {
 }
 
 func (s *Service) runPartition(ctx, gctx context.Context, gen *kafka.Generation, p int, committed [2]int64) error {
-	st := &partState{}
+	st := &partState{p: p}
 	s.parts.Store(p, st)
 	defer s.parts.Delete(p)
 	obs := s.observer(p, st)
@@ -365,6 +372,7 @@ func (s *Service) runPartition(ctx, gctx context.Context, gen *kafka.Generation,
 	if err != nil {
 		return &pipeline.PartitionError{Partition: p, Step: pipeline.StepRestore, Err: err}
 	}
+	st.runner.Store(r)
 	if err := r.Run(ctx); err != nil {
 		return err
 	}

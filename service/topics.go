@@ -56,6 +56,7 @@ func (s *Service) ensureTopics(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("topic %s: %w", t.Events, err)
 	}
+	s.eventPartitions = ne
 	for _, other := range []string{t.Labels, t.Changelog} {
 		if other == "" {
 			continue

@@ -14,6 +14,7 @@ import (
 	"net/http/pprof"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -75,7 +76,7 @@ func runService(args []string, stdout, stderr io.Writer) int {
 		// hold past embeddedRetention, so that memory stays flat however long
 		// the demo runs.
 		if cluster, err = kfake.NewCluster(kfake.NumBrokers(1), kfake.ListenFn(func(string, string) (net.Listener, error) { return ln, nil }),
-			kfake.BrokerConfigs(map[string]string{"log.cleaner.backoff.ms": strconv.Itoa(int(embeddedCleanEvery.Milliseconds()))})); err != nil {
+			kfake.BrokerConfigs(embeddedBrokerConfigs())); err != nil {
 			fmt.Fprintf(stderr, "consumer: embedded broker: %v\n", err)
 			return exitError
 		}
@@ -85,7 +86,12 @@ func runService(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "consumer: embedded broker: %v\n", err)
 			return exitError
 		}
-		fmt.Fprintf(stderr, "embedded Kafka broker listening on %s; it keeps the last %s of each topic, and the latest state per key\n", cfg.Brokers[0], embeddedRetention)
+		limit := "GOMEMLIMIT=" + os.Getenv("GOMEMLIMIT")
+		if os.Getenv("GOMEMLIMIT") == "" {
+			debug.SetMemoryLimit(embeddedMemoryLimit)
+			limit = fmt.Sprintf("a soft memory limit of %d MiB (set GOMEMLIMIT to change it)", embeddedMemoryLimit>>20)
+		}
+		fmt.Fprintf(stderr, "embedded Kafka broker listening on %s; it keeps the last %s of each topic and the latest state per key; %s\n", cfg.Brokers[0], embeddedRetention, limit)
 	} else if *demoEvents > 0 {
 		return usage("-demo-events needs -embedded")
 	}
@@ -131,12 +137,12 @@ func runService(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "consumer: %v\n", err)
 		return exitError
 	}
-	ops, opsAddr, err := serveOps(cfg.MetricsAddr, reg, svc.Ready, cfg.Pprof)
+	ops, opsAddr, err := serveOps(cfg.MetricsAddr, reg, svc.Ready, service.API(svc, cfg.AdminToken), cfg.Pprof)
 	if err != nil {
 		return usage("metrics address %s: %v", cfg.MetricsAddr, err)
 	}
 	defer ops.Close()
-	log.Info("serving /metrics, /healthz and /readyz", "addr", opsAddr)
+	log.Info("serving /metrics, /healthz, /readyz and the /v1/ API", "addr", opsAddr, "api_writes", cfg.AdminToken != "")
 
 	runCtx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -208,9 +214,28 @@ func runService(args []string, stdout, stderr io.Writer) int {
 // The embedded broker's retention of the stream topics, and how often it
 // applies it and compacts the changelog.
 const (
-	embeddedRetention  = 2 * time.Minute
+	embeddedRetention  = 30 * time.Second
 	embeddedCleanEvery = 5 * time.Second
+	// embeddedSegment bounds what retention cannot free: the broker drops
+	// whole segments only, and its default segment (100 MB per partition,
+	// held in memory) would keep many minutes of the stream past retention.
+	embeddedSegment = 2 << 20
+	// embeddedMemoryLimit is the Go runtime's soft memory limit in embedded
+	// mode (unless GOMEMLIMIT is set): the broker's records, not the
+	// service, are most of the heap, and without a limit the collector lets
+	// the heap grow to twice what is live.
+	embeddedMemoryLimit = 200 << 20
 )
+
+// embeddedBrokerConfigs makes the in-process broker forget what the demo no
+// longer needs: it cleans every embeddedCleanEvery, in segments small enough
+// that retention frees memory as it goes.
+func embeddedBrokerConfigs() map[string]string {
+	return map[string]string{
+		"log.cleaner.backoff.ms": strconv.FormatInt(embeddedCleanEvery.Milliseconds(), 10),
+		"log.segment.bytes":      strconv.Itoa(embeddedSegment),
+	}
+}
 
 // createStreamTopics creates the embedded broker's input and output topics
 // with embeddedRetention; the service creates the compacted changelog.
@@ -266,10 +291,13 @@ func newLogger(cfg config.Config, w io.Writer) *slog.Logger {
 }
 
 // serveOps serves /metrics, /healthz (alive), /readyz (every assigned
-// partition restored and none failed; otherwise 503 with the reason) and,
-// when asked, /debug/pprof.
-func serveOps(addr string, reg *prometheus.Registry, ready func() (bool, string), withPprof bool) (*http.Server, string, error) {
+// partition restored and none failed; otherwise 503 with the reason), the
+// API under /v1/ and, when asked, /debug/pprof.
+func serveOps(addr string, reg *prometheus.Registry, ready func() (bool, string), api http.Handler, withPprof bool) (*http.Server, string, error) {
 	mux := http.NewServeMux()
+	if api != nil {
+		mux.Handle("/v1/", api)
+	}
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
@@ -376,11 +404,18 @@ func demoProducer(ctx context.Context, cfg service.Config, keys, total int, rate
 	return nil
 }
 
-// truth remembers the labels of the demo's unlabeled events until asked.
+// truth remembers the labels of the demo's unlabeled events until asked, or
+// until truthSpan more have been put: the service asks when it processes
+// an event, so an old unasked label will never be asked for, and a map of
+// them all would grow with the stream.
 type truth struct {
-	mu     sync.Mutex
-	labels map[string]labelOf
+	mu          sync.Mutex
+	labels, old map[string]labelOf
 }
+
+// truthSpan is how many unlabeled events truth remembers at least (a minute
+// at the demo's default rate).
+const truthSpan = 60_000
 
 type labelOf struct {
 	key   string
@@ -392,6 +427,9 @@ func newTruth() *truth { return &truth{labels: map[string]labelOf{}} }
 func (t *truth) put(id, key string, y int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if len(t.labels) >= truthSpan { // forget the generation before last
+		t.old, t.labels = t.labels, make(map[string]labelOf, truthSpan)
+	}
 	t.labels[id] = labelOf{key, y}
 }
 
@@ -399,7 +437,12 @@ func (t *truth) take(id string) (labelOf, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	l, ok := t.labels[id]
-	delete(t.labels, id)
+	if ok {
+		delete(t.labels, id)
+		return l, true
+	}
+	l, ok = t.old[id]
+	delete(t.old, id)
 	return l, ok
 }
 

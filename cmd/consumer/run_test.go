@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -124,7 +125,7 @@ func TestRunUsageErrors(t *testing.T) {
 func TestReadyzGivesTheReason(t *testing.T) {
 	reason := "1 partition(s) failed [2]: partition 2 failed at store: not authorized; the process exits within 30s"
 	var ready atomic.Bool
-	srv, addr, err := serveOps("127.0.0.1:0", prometheus.NewRegistry(), func() (bool, string) { return ready.Load(), reason }, false)
+	srv, addr, err := serveOps("127.0.0.1:0", prometheus.NewRegistry(), func() (bool, string) { return ready.Load(), reason }, nil, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,5 +160,32 @@ func TestEmbeddedDemoWithHashedFeatures(t *testing.T) {
 	var sum map[string]float64
 	if err := json.Unmarshal(out.Bytes(), &sum); err != nil || sum["events"] < 2000 || sum["dead_letters"] != 0 {
 		t.Fatalf("summary %s (%v)", out.String(), err)
+	}
+}
+
+// The demo's truth forgets labels nobody asked for once two spans of newer
+// ones came, so that it stays bounded however long the demo runs, and gives
+// each asked label once.
+func TestDemoTruthIsBounded(t *testing.T) {
+	tr := newTruth()
+	for i := range 3 * truthSpan {
+		tr.put(strconv.Itoa(i), "k", 1)
+	}
+	if n := len(tr.labels) + len(tr.old); n > 2*truthSpan {
+		t.Fatalf("truth holds %d labels after %d puts; bound %d", n, 3*truthSpan, 2*truthSpan)
+	}
+	if _, ok := tr.take("0"); ok {
+		t.Fatal("the oldest label is still held")
+	}
+	last := strconv.Itoa(3*truthSpan - 1)
+	if l, ok := tr.take(last); !ok || l.key != "k" || l.label != 1 {
+		t.Fatalf("the newest label: %+v %v", l, ok)
+	}
+	if _, ok := tr.take(last); ok {
+		t.Fatal("a label was given twice")
+	}
+	prev := strconv.Itoa(2*truthSpan - 1) // in the previous generation
+	if _, ok := tr.take(prev); !ok {
+		t.Fatal("a label one generation back is lost")
 	}
 }

@@ -1,0 +1,182 @@
+package pipeline
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"slices"
+	"time"
+
+	"github.com/driftstream/driftstream/internal/wire"
+	"github.com/driftstream/driftstream/learners"
+)
+
+// keyStats are a key's own counters, kept for inspection (Worker.Inspect)
+// and checkpointed with the key, so that they survive a restore.
+type keyStats struct {
+	events, labeled, mistakes, resets int64
+	// alert is the key's last drift alert; detector is its Config.Detectors
+	// index + 1 (0: none yet).
+	alertDetector  int
+	alertOffset    int64
+	alertTimestamp int64 // Unix nanoseconds; 0: the event had no time
+}
+
+// encodeStats appends a key's counters to its state (after the watch, so
+// that states written before them still decode).
+func encodeStats(b []byte, s *keyStats) []byte {
+	for _, v := range []int64{s.events, s.labeled, s.mistakes, s.resets} {
+		b = binary.AppendVarint(b, v)
+	}
+	b = binary.AppendUvarint(b, uint64(s.alertDetector))
+	if s.alertDetector > 0 {
+		b = binary.AppendVarint(b, s.alertOffset)
+		b = binary.AppendVarint(b, s.alertTimestamp)
+	}
+	return b
+}
+
+// decodeStats reads what encodeStats wrote. An alert of a detector the
+// configuration no longer has is forgotten.
+func decodeStats(r *wire.Reader, s *keyStats, detectors int) {
+	s.events, s.labeled, s.mistakes, s.resets = r.Varint(), r.Varint(), r.Varint(), r.Varint()
+	d := r.Uvarint()
+	if d > MaxDetectors {
+		r.Fail("key counters")
+		return
+	}
+	if d > 0 {
+		s.alertOffset, s.alertTimestamp = r.Varint(), r.Varint()
+		if int(d) <= detectors {
+			s.alertDetector = int(d)
+		}
+	}
+	if s.events < 0 || s.labeled < 0 || s.mistakes < 0 || s.mistakes > s.labeled || s.resets < 0 {
+		r.Fail("key counters")
+	}
+}
+
+// KeyInfo is what the worker can tell about one of its keys: the answer of
+// the service's GET /v1/keys/{key}.
+type KeyInfo struct {
+	Key       string `json:"key"`
+	Partition int    `json:"partition"`
+	Learner   string `json:"learner"`
+	// Params are the learner's parameters: the configured ones over the
+	// catalog's defaults (a default derived from the dimension is shown as
+	// its formula).
+	Params map[string]any `json:"params"`
+	// Events counts the key's events, Labeled those scored against their
+	// label (inline or delayed), Mistakes the wrong ones among them.
+	Events   int64 `json:"events"`
+	Labeled  int64 `json:"labeled"`
+	Mistakes int64 `json:"mistakes"`
+	// Accuracy is 1 − Mistakes/Labeled; nil before the first label.
+	Accuracy *float64 `json:"accuracy"`
+	// AwaitingLabels counts the key's events that still await their label;
+	// PendingQueries those of them the learner asked for.
+	AwaitingLabels int `json:"awaiting_labels"`
+	PendingQueries int `json:"pending_queries"`
+	// EarlyLabels counts labels-topic labels waiting for their event.
+	EarlyLabels int `json:"early_labels"`
+	// AppliedOffsets is the last offset of each input topic the key absorbed
+	// (−1: none).
+	AppliedOffsets AppliedOffsets `json:"applied_offsets"`
+	// StateBytes is the size of the key's checkpoint record.
+	StateBytes int `json:"state_bytes"`
+	// Resets counts the key's learner restarts (on drift, or asked for).
+	Resets    int64 `json:"resets"`
+	InWarning bool  `json:"in_warning"`
+	// LastDriftAlert is the key's last drift alert; nil when it has none.
+	LastDriftAlert *AlertInfo `json:"last_drift_alert"`
+}
+
+// AppliedOffsets are a key's last absorbed offsets per input topic.
+type AppliedOffsets struct {
+	Events int64 `json:"events"`
+	Labels int64 `json:"labels"`
+}
+
+// AlertInfo identifies a drift alert.
+type AlertInfo struct {
+	Offset   int64  `json:"offset"`
+	Detector string `json:"detector"`
+	Signal   string `json:"signal"`
+	TS       string `json:"ts,omitempty"`
+}
+
+// Inspect describes key; false when the worker does not hold it. Call it
+// from the worker's goroutine (Runner.Do).
+func (w *Worker) Inspect(key string) (KeyInfo, bool) {
+	ks, ok := w.keys[key]
+	if !ok {
+		return KeyInfo{}, false
+	}
+	s := &ks.stats
+	info := KeyInfo{Key: key, Partition: w.partition, Learner: w.cfg.Learner, Params: w.params(),
+		Events: s.events, Labeled: s.labeled, Mistakes: s.mistakes, Resets: s.resets,
+		AwaitingLabels: len(ks.pending), EarlyLabels: len(ks.early),
+		AppliedOffsets: AppliedOffsets{Events: ks.applied[EventsTopic], Labels: ks.applied[LabelsTopic]},
+		InWarning:      slices.Contains(ks.watch.warns, true)}
+	for _, p := range ks.pending {
+		if p.queried {
+			info.PendingQueries++
+		}
+	}
+	if s.labeled > 0 {
+		a := 1 - float64(s.mistakes)/float64(s.labeled)
+		info.Accuracy = &a
+	}
+	if b, err := encodeState(ks); err == nil {
+		info.StateBytes = len(b)
+	}
+	if s.alertDetector > 0 {
+		d := w.cfg.Detectors[s.alertDetector-1]
+		info.LastDriftAlert = &AlertInfo{Offset: s.alertOffset, Detector: d.Detector, Signal: d.Signal}
+		if s.alertTimestamp != 0 {
+			info.LastDriftAlert.TS = time.Unix(0, s.alertTimestamp).UTC().Format(time.RFC3339Nano)
+		}
+	}
+	return info, true
+}
+
+// params are the learner's effective parameters.
+func (w *Worker) params() map[string]any {
+	out := map[string]any{}
+	if info, err := learners.Lookup(w.cfg.Learner); err == nil {
+		for _, p := range info.Params {
+			out[p.Name] = p.Default
+		}
+	}
+	if len(w.cfg.Params) > 0 {
+		_ = json.Unmarshal(w.cfg.Params, &out) // validated with the configuration
+	}
+	return out
+}
+
+// Reset restarts key's learner and drift detectors, as a fresh key's, and
+// marks the key for the next checkpoint; its pending queries stay (their
+// labels teach the new learner). False when the worker does not hold key.
+// Call it from the worker's goroutine (Runner.Do, which checkpoints before
+// it answers, so that a restore sees the reset).
+func (w *Worker) Reset(key string) (bool, error) {
+	ks, ok := w.keys[key]
+	if !ok {
+		return false, nil
+	}
+	l, err := w.newLearner(key)
+	if err != nil {
+		return false, err
+	}
+	wt, err := w.newWatch()
+	if err != nil {
+		return false, err
+	}
+	if slices.Contains(ks.watch.warns, true) {
+		w.stats.KeysInWarning--
+	}
+	ks.learner, ks.watch = l, wt
+	ks.stats.resets++
+	w.stats.Resets++
+	w.dirty[key] = true
+	return true, nil
+}
