@@ -26,6 +26,9 @@ type Spec struct {
 	Params json.RawMessage `json:"params,omitempty"`
 	// Label distinguishes two specs of the same learner in reports; defaults to Name.
 	Label string `json:"label,omitempty"`
+	// Standardize z-scores every input by the running statistics of the
+	// inputs before it (learners.Standardizer) before the learner sees it.
+	Standardize bool `json:"standardize,omitempty"`
 }
 
 // Options configures a run.
@@ -127,6 +130,12 @@ func Evaluate(ctx context.Context, spec Spec, events []streams.Example, dim int,
 	if err != nil {
 		return Run{}, err
 	}
+	var std *learners.Standardizer
+	if spec.Standardize {
+		if std, err = learners.NewStandardizer(dim); err != nil {
+			return Run{}, err
+		}
+	}
 	every, recent := opts.Curve(len(events))
 	var run Run
 	score := func(p learners.Prediction, label int) {
@@ -175,7 +184,16 @@ func Evaluate(ctx context.Context, spec Spec, events []streams.Example, dim int,
 			}
 			continue
 		}
-		p, err := l.Predict(ex.X)
+		x := ex.X
+		if std != nil { // scaled by what came before, then counted
+			if x, err = std.Apply(ex.X); err == nil {
+				err = std.Update(ex.X)
+			}
+			if err != nil {
+				return Run{}, fmt.Errorf("%s: event %s: %w", spec.label(), ex.ID, err)
+			}
+		}
+		p, err := l.Predict(x)
 		if err != nil {
 			return Run{}, fmt.Errorf("%s: event %s: %w", spec.label(), ex.ID, err)
 		}
@@ -185,12 +203,12 @@ func Evaluate(ctx context.Context, spec Spec, events []streams.Example, dim int,
 			run.Queries++
 		}
 		if ex.Label == 0 {
-			waiting[ex.ID] = pending{ex.X, p}
+			waiting[ex.ID] = pending{x, p}
 			continue
 		}
 		score(p, ex.Label)
 		if p.Query {
-			if err := l.Learn(ex.X, ex.Label, p); err != nil {
+			if err := l.Learn(x, ex.Label, p); err != nil {
 				return Run{}, fmt.Errorf("%s: event %s: %w", spec.label(), ex.ID, err)
 			}
 		}

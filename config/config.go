@@ -65,6 +65,7 @@ type Config struct {
 	MaxKeyMemory     int64         `split_words:"true" default:"268435456" desc:"largest learner state of one key in memory, in bytes; checked at start"`
 	MaxPendingBytes  int           `split_words:"true" default:"131072" desc:"bytes of awaited events and early labels kept per key (oldest dropped)"`
 	MaxAbsValue      float64       `split_words:"true" default:"1e12" desc:"largest magnitude of an input value; larger ones are dead-lettered"`
+	Standardize      bool          `default:"false" desc:"z-score each key's inputs by the running statistics of its earlier inputs before its learner sees them (dense inputs; checkpointed with the key)"`
 	RetryTimeout     time.Duration `split_words:"true" default:"2m" desc:"how long a failing Kafka read, write or commit is retried before its partition fails"`
 	FailExitAfter    time.Duration `split_words:"true" default:"30s" desc:"after a partition fails: report it (/readyz 503, metrics) this long, then exit 1"`
 	SessionTimeout   time.Duration `split_words:"true" default:"10s" desc:"consumer-group session timeout: a member silent this long loses its partitions"`

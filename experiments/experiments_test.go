@@ -22,6 +22,9 @@ func TestCatalogIsValid(t *testing.T) {
 		}
 		seen[e.Name] = true
 		if e.Table != nil {
+			if e.Protocol == "" {
+				t.Errorf("%s: a table experiment must say its protocol", e.Name)
+			}
 			continue
 		}
 		src, err := streams.OpenSynth(strings.ReplaceAll(e.Data, "{data}", dataDir(t)), 1)
@@ -66,4 +69,40 @@ func dataDir(t *testing.T) string {
 		t.Skipf("shared data not present at %s (set DRIFTSTREAM_DATA)", d)
 	}
 	return d
+}
+
+// The ODM defaults are a point of the tuning grid, and the step that
+// ODMSetting.Params picks for standardized inputs of any width is inside the
+// learner's stability bound even for an input at the clip bound in every
+// coordinate, so no table run stops on an unstable step.
+func TestODMStepRuleIsStable(t *testing.T) {
+	def := defaultODMSetting()
+	inGrid := false
+	for _, g := range odmGrid() {
+		inGrid = inGrid || g == def
+	}
+	if !inGrid {
+		t.Fatalf("defaults %+v are not a grid point", def)
+	}
+	for _, s := range []ODMSetting{def, {Lambda: 1, Theta: 0.3, Mu: 0.5, EtaLambda: 1e-2}} {
+		for _, features := range []int{1, 2, 3, 8, 100, 256} {
+			params, el := s.Params(features)
+			x := make([]float64, features+1)
+			for i := range x {
+				x[i] = learners.StandardizeClip
+			}
+			x[features] = 1 // the bias passes through
+			for _, name := range []string{"odm", "dynamic-odm"} {
+				l, err := learners.New(name, params, learners.Config{Dim: features + 1, Seed: 1})
+				if err != nil {
+					t.Fatal(err)
+				}
+				v, _ := learners.NewDense(x)
+				p, _ := l.Predict(v)
+				if err := l.Learn(v, -1, l.Decide(p)); err != nil {
+					t.Fatalf("%s, %d features, ηλ = %g: %v", name, features, el, err)
+				}
+			}
+		}
+	}
 }

@@ -4,101 +4,11 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"path/filepath"
 	"strings"
 
 	"github.com/driftstream/driftstream/backtest"
-	"github.com/driftstream/driftstream/learners"
 	"github.com/driftstream/driftstream/streams"
-	"gonum.org/v1/gonum/stat"
 )
-
-// tableSet is one data set of the seed-003 table.
-type tableSet struct {
-	name string
-	open func(dataDir string) (streams.Source, error)
-	// paper is D-ODM's accuracy in seed 003's Table 1, in %, when the seed
-	// reports it for this set (0: not quoted in ALGORITHMS.md).
-	paper float64
-}
-
-func csvSet(name, file string, opts streams.CSVOptions) tableSet {
-	return tableSet{name: name, open: func(dir string) (streams.Source, error) {
-		return streams.OpenCSV(filepath.Join(dir, file), opts)
-	}}
-}
-
-// odmTableSets are the seed-003 data sets present in ../shared/data and the
-// synthetic ones driftstream generates.
-func odmTableSets() []tableSet {
-	souza := streams.CSVOptions{Label: "last", Labels: streams.LabelMap{Positive: "2", Negative: "1"}}
-	sets := []tableSet{
-		{name: "elec2", open: func(dir string) (streams.Source, error) {
-			return streams.OpenARFF(filepath.Join(dir, "elec2/elecNorm.arff.gz"), streams.ARFFOptions{Label: "class", Labels: streams.LabelMap{Positive: "UP", Negative: "DOWN"}})
-		}},
-		{name: "sea (file)", paper: 87.49, open: func(dir string) (streams.Source, error) {
-			return streams.OpenCSV(filepath.Join(dir, "sea/SEA_training_data.csv.gz"), streams.CSVOptions{LabelFile: filepath.Join(dir, "sea/SEA_training_class.csv"), Labels: streams.LabelMap{Positive: "1", Negative: "0"}})
-		}},
-		{name: "usenet1", open: func(dir string) (streams.Source, error) {
-			return streams.OpenARFF(filepath.Join(dir, "usenet/usenet1.arff"), streams.ARFFOptions{Label: "last", Labels: streams.LabelMap{Positive: "1", Negative: "0"}})
-		}},
-		csvSet("1CDT", "souza/1CDT.txt", souza), csvSet("2CDT", "souza/2CDT.txt", souza),
-		csvSet("1CHT", "souza/1CHT.txt", souza), csvSet("2CHT", "souza/2CHT.txt", souza),
-		csvSet("1CSurr", "souza/1CSurr.txt", souza), csvSet("UG_2C_2D", "souza/UG_2C_2D.txt.gz", souza),
-		{name: "hyperplane (generated)", paper: 89.29, open: func(string) (streams.Source, error) {
-			return streams.OpenSynth("synth:hyperplane?T=100000&mag_change=0.001", 1)
-		}},
-	}
-	return sets
-}
-
-// RunODMTable reproduces seed 003's protocol on every data set: ten windows
-// starting at k·T/50 (k = 1..10), each 4T/5 long, prequential accuracy in
-// each, mean ± std over windows (the learner's seed changes per window, so
-// D-ODM's random restarts vary too). Every feature is min-max scaled to [0,1]
-// over the file and a constant bias feature is appended (ODM's 1/s steps
-// diverge on raw features of norm ~40, as in the de Souza sets). It returns a
-// Markdown table.
-func RunODMTable(ctx context.Context, learnersToRun []backtest.Spec, dataDir string, seed uint64, progress func(string)) (string, error) {
-	var b strings.Builder
-	tableHeader(&b, []string{"data set", "rows"}, learnersToRun, "D-ODM in seed 003")
-	for _, set := range odmTableSets() {
-		src, err := set.open(dataDir)
-		if err != nil {
-			return "", fmt.Errorf("%s: %w", set.name, err)
-		}
-		events, err := backtest.Load(ctx, src)
-		if err != nil {
-			return "", fmt.Errorf("%s: %w", set.name, err)
-		}
-		if events, err = scaleWithBias(events); err != nil {
-			return "", fmt.Errorf("%s: %w", set.name, err)
-		}
-		T := len(events)
-		fmt.Fprintf(&b, "| %s | %d | ", set.name, T)
-		for _, s := range learnersToRun {
-			if progress != nil {
-				progress(fmt.Sprintf("%s: %s, 10 windows of %d", set.name, specName(s), 4*T/5))
-			}
-			var accs []float64
-			for k := 1; k <= 10; k++ {
-				start := k * T / 50
-				run, err := backtest.Evaluate(ctx, s, events[start:start+4*T/5], src.Dim()+1, seed+uint64(k), backtest.Options{Points: 1})
-				if err != nil {
-					return "", fmt.Errorf("%s: %w", set.name, err)
-				}
-				accs = append(accs, 100*run.Accuracy())
-			}
-			fmt.Fprintf(&b, "%.2f ± %.2f | ", stat.Mean(accs, nil), stat.StdDev(accs, nil))
-		}
-		if set.paper > 0 {
-			fmt.Fprintf(&b, "%.2f |\n", set.paper)
-		} else {
-			b.WriteString("– |\n")
-		}
-	}
-	return b.String(), nil
-}
 
 // tableHeader writes a Markdown header: the leading columns, one per learner, a last one.
 func tableHeader(b *strings.Builder, lead []string, specs []backtest.Spec, last string) {
@@ -115,41 +25,6 @@ func specName(s backtest.Spec) string {
 		return s.Label
 	}
 	return s.Name
-}
-
-// scaleWithBias min-max scales every feature to [0,1] over all events (a
-// constant feature becomes 0) and appends a constant 1.
-func scaleWithBias(events []streams.Example) ([]streams.Example, error) {
-	if len(events) == 0 {
-		return events, nil
-	}
-	d := events[0].X.Dim()
-	lo, hi := make([]float64, d), make([]float64, d)
-	for i := range lo {
-		lo[i], hi[i] = math.Inf(1), math.Inf(-1)
-	}
-	for _, ex := range events {
-		ex.X.Entries(func(i int, v float64) {
-			lo[i], hi[i] = math.Min(lo[i], v), math.Max(hi[i], v)
-		})
-	}
-	out := make([]streams.Example, len(events))
-	for k, ex := range events {
-		x := ex.X.Dense()
-		for i, v := range x {
-			if hi[i] > lo[i] {
-				x[i] = (v - lo[i]) / (hi[i] - lo[i])
-			} else {
-				x[i] = 0
-			}
-		}
-		var err error
-		out[k] = ex
-		if out[k].X, err = learners.NewDense(append(x, 1)); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
 }
 
 // RunDimensionSweep reproduces seed 000's sweep over the latent dimension:

@@ -444,7 +444,7 @@ func TestODMGradientAndStepDirection(t *testing.T) {
 		t.Fatalf("only %d informative trials", checked)
 	}
 	// And the learner itself takes the descent step.
-	l := mustNew(t, "odm", `{"schedule":"constant","eta":0.01}`, Config{Dim: 2}).(*odm)
+	l := mustNew(t, "odm", `{"schedule":"constant","eta":0.0001}`, Config{Dim: 2}).(*odm)
 	x := mustDense(t, []float64{1, 2})
 	l.c.w.add(1, mustDense(t, []float64{0.1, -0.3}))
 	before := l.c.objective(1, l.c.w.dot(x))

@@ -305,7 +305,7 @@ func allCases() []learnerCase {
 		boolCase("swin", `{"randomized":true}`),
 		boolCase("weighted-majority", `{"members":[{"name":"swin","params":{"randomized":true}},{"name":"tracking-winnow"},{"name":"winnow2","params":{"theta":2}}]}`),
 		gaussCase("odm", ""),
-		sparseCase("odm", `{"schedule":"constant","eta":0.05}`),
+		sparseCase("odm", `{"schedule":"constant","eta":0.0001}`),
 		gaussCase("dynamic-odm", `{"horizon":300}`),
 		sparseCase("dynamic-odm", `{"init":"zero","candidates":4,"epochs":"paper","C":2}`),
 		gaussCase("sop", ""),

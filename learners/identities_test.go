@@ -476,7 +476,7 @@ func TestWeightedMajorityBetaZeroEliminates(t *testing.T) {
 func TestODMClosedForm(t *testing.T) {
 	const lambda = 0.7
 	s := gaussStream(3, 300, 4, 60)
-	l := mustNew(t, "odm", fmt.Sprintf(`{"lambda":%v}`, lambda), Config{Dim: 4}).(*odm)
+	l := mustNew(t, "odm", fmt.Sprintf(`{"lambda":%v,"schedule":"inv_t"}`, lambda), Config{Dim: 4}).(*odm)
 	sum := make([]float64, 4) // Σ ∇ℓ(wⱼ) = Σ g(γⱼ)·yⱼ·xⱼ
 	for i, x := range s.xs {
 		p, _ := l.Predict(x)

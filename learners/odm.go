@@ -1,6 +1,7 @@
 package learners
 
 import (
+	"errors"
 	"fmt"
 	"math"
 )
@@ -10,13 +11,28 @@ type ODMParams struct {
 	Lambda   float64 `json:"lambda" doc:"loss weight λ > 0 in f(w) = ‖w‖²/2 + λ·ℓ(w)"`
 	Mu       float64 `json:"mu" doc:"weight μ > 0 of over-margin deviations (margins above 1+θ)"`
 	Theta    float64 `json:"theta" doc:"insensitive half-width θ ∈ [0,1): margins in [1−θ, 1+θ] cost nothing"`
-	Schedule string  `json:"schedule" doc:"step size: inv_t (η = 1/s, s = steps since the last restart) or constant (η = eta)"`
-	Eta      float64 `json:"eta,omitempty" doc:"constant step η ∈ (0,1], with schedule=constant"`
+	Schedule string  `json:"schedule" doc:"step size: inv_t (η = 1/s, s = steps since the last restart), inv_t_offset (η = 1/(s+s0)) or constant (η = eta)"`
+	Eta      float64 `json:"eta,omitempty" def:"0.001/λ" doc:"constant step η ∈ (0,1], with schedule=constant; stable while η·(1 + 2λ·max(1,μ)·‖x‖²/(1−θ)²) < 2, checked every step"`
+	S0       float64 `json:"s0,omitempty" doc:"offset s₀ > 0 of schedule inv_t_offset: the first step is 1/(1+s₀), not 1"`
 }
 
+// ErrUnstable reports a constant ODM step too large for the input's scale:
+// gradient descent on the round's objective would overshoot and diverge.
+var ErrUnstable = errors.New("step size unstable for this input")
+
+// defaultODMParams are the setting `backtest -experiment zhang-dodm-table`
+// chooses for dynamic-odm on generated streams it never evaluates
+// (experiments.TuneODM; that run fails if these drift from its choice): a
+// constant step with ηλ = 1e-3 on standardized inputs. The 1/s schedule of
+// ALGORITHMS §6.1 starts with η = 1 on a squared loss, overshoots, and left
+// D-ODM at chance level on every data set.
 func defaultODMParams() ODMParams {
-	return ODMParams{Lambda: 1, Mu: 0.5, Theta: 0.3, Schedule: "inv_t"}
+	return ODMParams{Lambda: 64, Mu: 0.5, Theta: 0.5, Schedule: "constant"}
 }
+
+// DefaultODMEtaLambda is ηλ, the constant step relative to the loss weight,
+// when schedule=constant leaves eta unset: η = DefaultODMEtaLambda/λ.
+const DefaultODMEtaLambda = 1e-3
 
 func (p *ODMParams) validate(learner string) error {
 	switch {
@@ -27,17 +43,24 @@ func (p *ODMParams) validate(learner string) error {
 	case !(p.Theta >= 0 && p.Theta < 1):
 		return paramError(learner, "theta", p.Theta, "must be in [0, 1)")
 	}
+	if p.Schedule != "constant" && p.Eta != 0 {
+		return paramError(learner, "eta", p.Eta, "only used with schedule=constant")
+	}
+	if p.Schedule != "inv_t_offset" && p.S0 != 0 {
+		return paramError(learner, "s0", p.S0, "only used with schedule=inv_t_offset")
+	}
 	switch p.Schedule {
 	case "inv_t":
-		if p.Eta != 0 {
-			return paramError(learner, "eta", p.Eta, "only used with schedule=constant")
+	case "inv_t_offset":
+		if !(p.S0 > 0) || !finite(p.S0) {
+			return paramError(learner, "s0", p.S0, "must be finite and > 0 with schedule=inv_t_offset")
 		}
 	case "constant":
-		if !(p.Eta > 0 && p.Eta <= 1) {
-			return paramError(learner, "eta", p.Eta, "must be in (0, 1] with schedule=constant")
+		if !(p.Eta >= 0 && p.Eta <= 1) {
+			return paramError(learner, "eta", p.Eta, "must be in (0, 1] with schedule=constant (0: 0.001/λ)")
 		}
 	default:
-		return paramError(learner, "schedule", p.Schedule, "must be inv_t or constant")
+		return paramError(learner, "schedule", p.Schedule, "must be inv_t, inv_t_offset or constant")
 	}
 	return nil
 }
@@ -67,15 +90,32 @@ func (o odmLoss) grad(gamma float64) float64 {
 // learner then reports a non-finite margin as an error).
 type odmLearner struct {
 	odmLoss
-	eta float64 // 0 for inv_t
+	eta float64 // 0 for inv_t and inv_t_offset
+	s0  float64 // the offset of inv_t_offset (0 for inv_t)
 	w   scaledVec
 	s   int // steps since the last (re)start, from 1
+}
+
+// stable refuses a constant step that would diverge on x: the round's
+// objective has curvature up to L = 1 + 2λ·max(1,μ)·‖x‖²/(1−θ)² along x, and
+// gradient descent on it converges only while η·L < 2. Decreasing schedules
+// are not checked: their steps shrink below 2/L after finitely many rounds.
+func (c *odmLearner) stable(x Vector) error {
+	if c.eta == 0 {
+		return nil
+	}
+	L := 1 + 2*c.lambda*math.Max(1, c.mu)*x.SquaredNorm()/((1-c.theta)*(1-c.theta))
+	if c.eta*L >= 2 {
+		return fmt.Errorf("η = %g with λ = %g on an input of ‖x‖² = %g: η·(1 + 2λ·max(1,μ)·‖x‖²/(1−θ)²) = %.3g ≥ 2, so the step overshoots and diverges; standardize the inputs or lower eta below %.3g: %w",
+			c.eta, c.lambda, x.SquaredNorm(), c.eta*L, 2/L, ErrUnstable)
+	}
+	return nil
 }
 
 func (c *odmLearner) step(x Vector, y int, margin float64) {
 	eta := c.eta
 	if eta == 0 {
-		eta = 1 / float64(c.s)
+		eta = 1 / (float64(c.s) + c.s0)
 	}
 	g := c.grad(float64(y) * margin)
 	c.w.scale(1 - eta)
@@ -108,8 +148,11 @@ func newODMLearner(p *ODMParams, d int, norm bool) odmLearner {
 	eta := 0.0
 	if p.Schedule == "constant" {
 		eta = p.Eta
+		if eta == 0 {
+			eta = DefaultODMEtaLambda / p.Lambda
+		}
 	}
-	return odmLearner{odmLoss: odmLoss{p.Lambda, p.Mu, p.Theta}, eta: eta, w: newScaledVec(d, norm), s: 1}
+	return odmLearner{odmLoss: odmLoss{p.Lambda, p.Mu, p.Theta}, eta: eta, s0: p.S0, w: newScaledVec(d, norm), s: 1}
 }
 
 // odm is the standalone online ODM learner: starts at w = 0, never restarts.
@@ -145,6 +188,9 @@ func (l *odm) Predict(x Vector) (Prediction, error) {
 func (l *odm) Learn(x Vector, y int, p Prediction) error {
 	m, err := linearMargin(x, y, p, l.dim, l.version, func() float64 { return l.c.w.dot(x) })
 	if err != nil {
+		return err
+	}
+	if err := l.c.stable(x); err != nil {
 		return err
 	}
 	l.c.step(x, y, m)
@@ -338,6 +384,9 @@ func (l *dynamicODM) Learn(x Vector, y int, _ Prediction) error {
 		return err
 	}
 	if err := checkLabel(y); err != nil {
+		return err
+	}
+	if err := l.cands[0].stable(x); err != nil { // the candidates share their step
 		return err
 	}
 	margins := make([]float64, len(l.cands))

@@ -137,6 +137,16 @@ func (w *Worker) decodeState(rec checkpoint.KeyRecord) (*keyState, error) {
 		if len(r.B) > 0 && r.Err == nil {
 			decodeStats(r, &ks.stats, len(w.cfg.Detectors))
 		}
+		if len(r.B) > 0 && r.Err == nil {
+			// Input statistics: kept when the key is standardized now; a key
+			// standardized before and not now drops them, one not before
+			// starts them afresh.
+			if std := r.Bytes(); len(std) > 0 && ks.std != nil && r.Err == nil {
+				if err := ks.std.UnmarshalBinary(std); err != nil {
+					return nil, fmt.Errorf("input statistics: %v: %w", err, errState)
+				}
+			}
+		}
 	} else {
 		for i := range ks.pending { // written when only queries were pending
 			ks.pending[i].queried = true

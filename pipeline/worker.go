@@ -101,6 +101,10 @@ type Config struct {
 	// CooldownPerDetector applies the cooldown to each detector on its own
 	// (scoring detectors side by side) rather than to the key.
 	CooldownPerDetector bool
+	// Standardize z-scores each key's inputs by the running statistics of
+	// that key's earlier inputs (learners.Standardizer, checkpointed with the
+	// key) before its learner sees them; dense inputs only.
+	Standardize bool
 }
 
 // Defaults of the bounds in Config.
@@ -150,6 +154,9 @@ func (c *Config) Validate() error {
 	if _, err := c.KeyRecordBytes(); err != nil {
 		return err
 	}
+	if c.Standardize && c.Vector.Hasher != nil && c.Vector.DenseDim == 0 {
+		return errors.New("standardize needs dense inputs (\"x\"): hashed named features would all become dense; scale them at the producer, or set a dense dimension")
+	}
 	if err := c.validateDetectors(); err != nil {
 		return err
 	}
@@ -188,6 +195,9 @@ func (c *Config) KeyRecordBytes() (int64, error) {
 	if state > c.MaxKeyMemory {
 		return 0, fmt.Errorf("learner %s in dimension %d holds up to %s per key, over the per-key memory budget of %s: lower the dimension (or hash bits), use a diagonal or first-order learner, or raise DRIFTSTREAM_MAX_KEY_MEMORY: %w",
 			c.Learner, c.Vector.Dim, byteSize(state), byteSize(c.MaxKeyMemory), ErrTooLarge)
+	}
+	if c.Standardize {
+		state += 16*int64(c.Vector.Dim) + 32 // mean and spread per coordinate
 	}
 	total := state + int64(c.MaxPendingBytes) + keyOverhead + int64(len(c.Detectors))*detectorBytes
 	if c.MaxKeyBytes > 0 && total > c.MaxKeyBytes {
@@ -319,6 +329,7 @@ type keyState struct {
 	// watch holds the key's drift detectors.
 	watch *watch
 	stats keyStats
+	std   *learners.Standardizer // nil unless Config.Standardize
 }
 
 // Sizes of pending entries, as counted against MaxPendingBytes.
@@ -400,6 +411,11 @@ func (w *Worker) newKey(key string) (*keyState, error) {
 	}
 	ks := &keyState{learner: l, watch: wt, query: learners.KeyStream(w.cfg.Seed, key+"\x00query"), applied: [2]int64{checkpoint.NoOffset, checkpoint.NoOffset}}
 	ks.rng = rand.New(&ks.query)
+	if w.cfg.Standardize {
+		if ks.std, err = learners.NewStandardizer(w.cfg.Vector.Dim); err != nil {
+			return nil, err
+		}
+	}
 	return ks, nil
 }
 
@@ -608,6 +624,15 @@ func (w *Worker) event(r Record, key string, ks *keyState, ev topics.Event) erro
 	if err != nil {
 		return err
 	}
+	if ks.std != nil { // scaled by the key's earlier inputs, then counted
+		raw := x
+		if x, err = ks.std.Apply(raw); err != nil {
+			return err
+		}
+		if err := ks.std.Update(raw); err != nil {
+			return err
+		}
+	}
 	p, err := ks.learner.Predict(x)
 	if err != nil {
 		return err
@@ -809,7 +834,13 @@ func encodeState(ks *keyState) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return encodeStats(b, &ks.stats), nil
+	b = encodeStats(b, &ks.stats)
+	var std []byte // empty: not standardized
+	if ks.std != nil {
+		std, _ = ks.std.MarshalBinary()
+	}
+	b = binary.AppendUvarint(b, uint64(len(std)))
+	return append(b, std...), nil
 }
 
 func boolByte(b bool) byte {

@@ -508,7 +508,7 @@ func TestKeyStateWithoutDecidedPredictions(t *testing.T) {
 		t.Fatal(err)
 	}
 	wb, _ := encodeWatch(nil, ks.watch)
-	watchLen, statsLen := len(wb), len(encodeStats(nil, &ks.stats))
+	watchLen, statsLen := len(wb), len(encodeStats(nil, &ks.stats))+1 // and an empty input-statistics section
 	for _, tc := range []struct {
 		name  string
 		state []byte

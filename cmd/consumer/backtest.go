@@ -46,6 +46,7 @@ func runBacktest(args []string, stdout, stderr io.Writer) int {
 	target := fs.Float64("query-rate-target", 0, "calibrate each sampler's query parameter to this query rate (0 = off)")
 	window := fs.Int("window", 500, "window of labeled events for windowed accuracy")
 	bias := fs.Bool("bias", false, "append a constant feature 1, so that linear learners can learn a threshold away from the origin")
+	standardize := fs.Bool("standardize", false, "z-score every input by the running statistics of the inputs before it (per key with -keyed and topic backtests; the service's DRIFTSTREAM_STANDARDIZE)")
 	out := fs.String("out", "", "output directory for summary.json, curve.csv, accuracy.svg and accuracy.png")
 	listGen := fs.Bool("list-generators", false, "list the built-in generators and their parameters, then exit")
 	experiment := fs.String("experiment", "", "run a paper reproduction by name (list: show them); replaces -data and -learners")
@@ -124,7 +125,7 @@ func runBacktest(args []string, stdout, stderr io.Writer) int {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
 		k := keyedRun{specs: specs, seed: *seed, dim: *dim, hashBits: *hashBits, messages: replay.MessageOptions{Keys: *keys, LabelsDelay: *labelsDelay},
-			partitions: *partitions, queryScale: *queryScale, out: *out, quiet: *quiet}
+			partitions: *partitions, queryScale: *queryScale, standardize: *standardize, out: *out, quiet: *quiet}
 		if *topic != "" {
 			if k.input, err = topicInput(ctx, *brokers, *topic, *labelsTopic, *from, *to); err != nil {
 				return fail(err)
@@ -177,6 +178,9 @@ func runBacktest(args []string, stdout, stderr io.Writer) int {
 	specs, err := learnerSpecs(*names, *paramsFlag)
 	if err != nil {
 		return fail(err)
+	}
+	for i := range specs {
+		specs[i].Standardize = *standardize
 	}
 	src, err := dataSource(*data, *format, streams.CSVOptions{Header: *header, Label: *label, LabelFile: *labelFile,
 		Labels: streams.LabelMap{Positive: *positive, Negative: *negative}}, streams.JSONLOptions{Dim: *dim, HashBits: *hashBits}, *bias, *seed)

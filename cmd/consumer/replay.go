@@ -38,8 +38,10 @@ type keyedRun struct {
 	messages   replay.MessageOptions
 	partitions int
 	queryScale float64
-	out        string
-	quiet      bool
+	// standardize z-scores each key's inputs (pipeline.Config.Standardize).
+	standardize bool
+	out         string
+	quiet       bool
 }
 
 // run replays the history once per learner and writes the reports.
@@ -68,7 +70,7 @@ func (k keyedRun) run(ctx context.Context, stdout, stderr io.Writer) error {
 			name = spec.Name
 		}
 		cfg := replay.Config{Name: name, Pipeline: pipeline.Config{Learner: spec.Name, Params: spec.Params, Seed: k.seed, Vector: vec,
-			QueryScale: k.queryScale, MaxKeyBytes: -1}}
+			QueryScale: k.queryScale, MaxKeyBytes: -1, Standardize: k.standardize}}
 		if !k.quiet {
 			cfg.Progress = stderr
 		}

@@ -276,6 +276,7 @@ func pipelineConfig(cfg config.Config) (pipeline.Config, error) {
 		return pipeline.Config{}, fmt.Errorf("DRIFTSTREAM_DETECTORS must be a JSON list such as [{\"detector\":\"adwin\",\"signal\":\"mistakes\"}]: %v", err)
 	}
 	p.OnDrift, p.AlertCooldown = cfg.OnDrift, cfg.AlertCooldown
+	p.Standardize = cfg.Standardize
 	return p, p.Validate()
 }
 
