@@ -39,8 +39,12 @@ type KeyNotHeldError struct {
 }
 
 func (e *KeyNotHeldError) Error() string {
-	return fmt.Sprintf("key %q is not held by this member (partitions %v; %v restoring); its partition is %d with murmur2 (Java clients), %d with crc32 (librdkafka, kcat), %d with fnv1a (kafka-go, Sarama): ask the member that owns it",
-		e.Key, e.Owned, e.Restoring, e.Partitions["murmur2"], e.Partitions["crc32"], e.Partitions["fnv1a"])
+	restoring := ""
+	if len(e.Restoring) > 0 {
+		restoring = fmt.Sprintf(", of which %v are still restoring and may hold it", e.Restoring)
+	}
+	return fmt.Sprintf("key %q is not held by this member (partitions %v%s); its partition is %d with murmur2 (Java clients), %d with crc32 (librdkafka, kcat), %d with fnv1a (kafka-go, Sarama): ask the member that owns it",
+		e.Key, e.Owned, restoring, e.Partitions["murmur2"], e.Partitions["crc32"], e.Partitions["fnv1a"])
 }
 
 func (e *KeyNotHeldError) Unwrap() error { return ErrKeyNotHeld }
@@ -254,5 +258,6 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.WriteHeader(code)
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
 	enc.Encode(v)
 }
