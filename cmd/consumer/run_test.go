@@ -6,13 +6,17 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kfake"
 )
 
 // The main job on the embedded broker: every demo event is processed and
@@ -187,5 +191,71 @@ func TestDemoTruthIsBounded(t *testing.T) {
 	prev := strconv.Itoa(2*truthSpan - 1) // in the previous generation
 	if _, ok := tr.take(prev); !ok {
 		t.Fatal("a label one generation back is lost")
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for a writer and a reader at once.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// In production (a real broker, JSON logs) every stderr line is a JSON log
+// record — the plain-text progress line stays out — and a Ctrl-C stops
+// cleanly: exit 0, no ERROR record, "stopped cleanly" last.
+func TestJSONLogsAndACleanInterrupt(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(-1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var out, errb lockedBuffer
+	exit := make(chan int, 1)
+	go func() {
+		exit <- run([]string{"-brokers", c.ListenAddrs()[0], "-dim", "3", "-metrics-addr", "127.0.0.1:0", "-log-format", "json"}, &out, &errb)
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(errb.String(), "partition restored") {
+		if time.Now().After(deadline) {
+			t.Fatalf("never started: %s", errb.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(2500 * time.Millisecond) // past the 2 s progress period
+	if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case code := <-exit:
+		if code != exitOK {
+			t.Fatalf("exit %d after Ctrl-C: %s", code, errb.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("did not stop after Ctrl-C")
+	}
+	lines := strings.Split(strings.TrimSpace(errb.String()), "\n")
+	for _, l := range lines {
+		var rec struct{ Level, Msg string }
+		if err := json.Unmarshal([]byte(l), &rec); err != nil {
+			t.Fatalf("a stderr line that is not a JSON log record: %q", l)
+		}
+		if rec.Level == "ERROR" {
+			t.Fatalf("an ERROR record on a clean stop: %s", l)
+		}
+	}
+	if !strings.Contains(lines[len(lines)-1], "stopped cleanly") {
+		t.Fatalf("last line %q", lines[len(lines)-1])
 	}
 }
