@@ -234,6 +234,21 @@ type Interval struct {
 	Hi   float64 `json:"ci95_hi"`
 }
 
+// PairedDifference is the mean over repeats of learner a's accuracy minus
+// learner b's in the same repeat (same draw of the data), with its 95%
+// Student-t interval: the comparison a claim about a difference needs.
+func (r Result) PairedDifference(a, b int) Interval {
+	diffs := make([]float64, 0, len(r.Runs[a]))
+	for k := range r.Runs[a] {
+		diffs = append(diffs, r.Runs[a][k].Accuracy()-r.Runs[b][k].Accuracy())
+	}
+	return meanCI(diffs)
+}
+
+// MeanCI is the mean of xs with its 95% Student-t interval (a point interval
+// for a single value).
+func MeanCI(xs []float64) Interval { return meanCI(xs) }
+
 // meanCI returns the mean of xs and its 95% Student-t interval (a point
 // interval for a single value).
 func meanCI(xs []float64) Interval {

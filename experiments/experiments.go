@@ -32,7 +32,27 @@ type Experiment struct {
 	Table func(ctx context.Context, learners []backtest.Spec, dataDir string, seed uint64, progress func(string)) (string, error)
 	// Protocol, for a Table, says how its figures were made (printed above it).
 	Protocol string
+	// Tune lists the learners the paper tuned, with their grids; TuneOn the
+	// draws they are tuned on (see Tuned).
+	Tune   []Grid
+	TuneOn TuneDraws
 }
+
+// sopGrid and lasecGrid are the grids for the parameters seed 004 tuned on a
+// separate draw without reporting values: a over five decades; b over five,
+// each with c from 3b to 1000b (LASEC needs c > b).
+var (
+	sopGrid   = []string{`{"a":1}`, `{"a":10}`, `{"a":100}`, `{"a":1000}`, `{"a":10000}`}
+	lasecGrid = func() []string {
+		var g []string
+		for _, b := range []float64{1, 10, 100, 1000, 10000} {
+			for _, k := range []float64{3, 10, 100, 1000} {
+				g = append(g, fmt.Sprintf(`{"b":%g,"c":%g}`, b, k*b))
+			}
+		}
+		return g
+	}()
+)
 
 func spec(name, params, label string) backtest.Spec {
 	s := backtest.Spec{Name: name, Label: label}
@@ -47,9 +67,21 @@ func crammerLearners() []backtest.Spec {
 	return []backtest.Spec{
 		spec("perceptron", "", ""),
 		spec("modified-perceptron", "", ""),
+		spec("modified-perceptron", `{"init":"random"}`, "modified (random start)"),
+		spec("shifting-perceptron", `{"lambda":0.1}`, "shifting λ=0.1"),
 		spec("shifting-perceptron", `{"lambda":0.01}`, "shifting λ=0.01"),
 		spec("shifting-perceptron", `{"lambda":0.0001}`, "shifting λ=1e-4"),
 		spec("budget-perceptron", `{"budget":300}`, "budget B=300"),
+	}
+}
+
+// swinLearners are the learners of seed 002 §6.
+func swinLearners() []backtest.Spec {
+	return []backtest.Spec{
+		spec("swin", `{"randomized":true}`, "swin randomized"),
+		spec("swin", `{"randomized":true,"beta":0,"w0":0.04}`, "winnow randomized (β=0)"),
+		spec("swin", "", "swin deterministic"),
+		spec("swin", `{"beta":0,"w0":0.04}`, "winnow deterministic (β=0)"),
 	}
 }
 
@@ -84,16 +116,17 @@ func Catalog() []Experiment {
 			Paper:    "Crammer et al. 2010 (seed 000) §6: mistakes against the latent dimension d = 5 … 500, random and linear drift, D = 1000, T = 5000",
 			Claim:    "at d = 20 most algorithms make about 550 mistakes under random drift and about 400 under linear drift; the Modified Perceptron makes ~100 fewer than the Perceptron at d = 5; break-even latent dimension ≈ 15 (random) and ≈ 150 (linear)",
 			Learners: crammerLearners(), Repeats: 5, Table: RunDimensionSweep,
-			Protocol: "5 repeats per dimension and drift; mean mistakes over T = 5000",
+			Protocol: "40 repeats per dimension and drift; mean mistakes over T = 5000, and the Modified Perceptron's difference to the Perceptron paired by draw",
 		},
 		{
 			Name:  "moroshko-supervised",
 			Paper: "Moroshko, Crammer 2014 (seed 004) §5, supervised: d = 50, T = 10,000, target switching every 500",
-			Claim: "SOP best before the first switch; LASEC best overall; both second-order methods above the first-order ones",
+			Claim: "SOP best before the first switch; LASEC best overall (the paper tuned LASEC's b, c and SOP's a on a separate draw)",
 			Data:  "synth:switching-gaussian?d=50&T=10000&period=500",
-			Learners: []backtest.Spec{spec("perceptron", "", ""), spec("shifting-perceptron", "", ""), spec("budget-perceptron", `{"budget":500}`, "budget B=500"),
-				spec("sop", "", ""), spec("lasec", `{"c":10}`, "lasec c=10"), spec("lasec", `{"c":100}`, "lasec c=100")},
+			Learners: []backtest.Spec{spec("perceptron", "", ""), spec("modified-perceptron", "", ""), spec("shifting-perceptron", "", ""),
+				spec("budget-perceptron", `{"budget":500}`, "budget B=500"), spec("sop", "", ""), spec("lasec", "", "")},
 			Repeats: 20,
+			Tune:    []Grid{{Label: "sop", Params: sopGrid}, {Label: "lasec", Params: lasecGrid}}, TuneOn: TuneDraws{First: 101, Count: 5},
 		},
 		{
 			Name:  "moroshko-selective-0.1",
@@ -108,13 +141,22 @@ func Catalog() []Experiment {
 			Data:  "synth:switching-gaussian?d=50&T=10000&period=500", Learners: selective(), Repeats: 10, QueryRateTarget: 0.4,
 		},
 		{
+			Name:  "moroshko-query-curve",
+			Paper: "Moroshko, Crammer 2014 (seed 004) §5, Fig. 2(c) and 2(f): accuracy against the query rate, synthetic stream and USPS",
+			Claim: "LASEC-SS best at every query rate; with about half the labels (query rate 0.5) it comes close to fully supervised LASEC, on both streams",
+			Learners: append(selective(), spec("lasec", "", "lasec (supervised)"), spec("perceptron", "", "perceptron (supervised)")),
+			Repeats:  5, Table: RunQueryCurve,
+			Protocol: "every sampler calibrated to each query-rate target on the first draw, then run on every draw; the supervised learners see every label",
+		},
+		{
 			Name:  "moroshko-usps",
 			Paper: "Moroshko, Crammer 2014 (seed 004) §5, USPS: train + test (9,298 images, 256 features), the positive digits re-drawn every 500 examples",
-			Claim: "LASEC slightly above SOP, both above the first-order methods (Shifting λ = 1e-4, RBP B = 1000)",
+			Claim: "LASEC slightly above SOP, both second-order methods above the first-order ones (Shifting λ = 1e-4, RBP B = 1000; LASEC's b, c and SOP's a tuned on a separate draw)",
 			Data:  "synth:drifting-classes?file={data}/usps/usps_train.csv.gz,{data}/usps/usps_test.csv.gz&period=500",
-			Learners: []backtest.Spec{spec("perceptron", "", ""), spec("shifting-perceptron", `{"lambda":0.0001}`, "shifting λ=1e-4"),
+			Learners: []backtest.Spec{spec("perceptron", "", ""), spec("modified-perceptron", "", ""), spec("shifting-perceptron", `{"lambda":0.0001}`, "shifting λ=1e-4"),
 				spec("budget-perceptron", `{"budget":1000}`, "budget B=1000"), spec("sop", "", ""), spec("lasec", "", "")},
 			Repeats: 10,
+			Tune:    []Grid{{Label: "sop", Params: sopGrid}, {Label: "lasec", Params: lasecGrid}}, TuneOn: TuneDraws{First: 101, Count: 5},
 		},
 		{
 			Name:     "zhang-dodm-table",
@@ -132,17 +174,25 @@ func Catalog() []Experiment {
 			Protocol: "one run per α and seed (5 seeds); mistakes against the bound computed from each run's own concept sequence",
 		},
 		{
+			Name:     "auer-warmuth-switch-cost",
+			Paper:    "Auer, Warmuth 1998 (seed 002) §6: the cost of a literal switched on against one switched off, on the shifting disjunction of auer-warmuth-swin",
+			Claim:    "switching a literal on costs far more mistakes than switching one off",
+			Learners: swinLearners(), Repeats: 10, Table: RunSwitchCost,
+			Protocol: "10 draws; mistakes in the 1000 rounds after each switch, averaged per draw over the 4 additions (rounds 2000, 4000, 6000, 8000) and over the 5 removals (1000, 3000, …, 9000)",
+		},
+		{
+			Name:     "mesterharm-real-valued",
+			Paper:    "Mesterharm 2003 (seed 001) Theorem 1, Corollary 8 and Theorem 10 on real-valued drifting linear-threshold concepts (the paper has no experiments: its claims are bounds)",
+			Claim:    "tracking Winnow's mistakes stay below Theorem 1's bound for real-valued inputs and margins δ < 1; transformation 1 with m = δ/v bounds them in terms of m instead of the smallest input value (Corollary 8); plain Winnow started at the same ε has a similar bound for a fixed concept (Theorem 10)",
+			Repeats:  5, Table: RunWinnowRealValued,
+			Protocol: "n = 100 attributes, each nonzero with probability 0.1; 3 target attributes of weight 1, one replaced every 1000 of T = 10,000 rounds; δ = 0.5; 5 draws; the bound from each draw's own λ, ζ, H(C) and noise N",
+		},
+		{
 			Name:  "auer-warmuth-swin",
 			Paper: "Auer, Warmuth 1998 (seed 002) §6: shifting disjunction, n = 100, T = 10,000, a literal switched every 1000 rounds (reconstructed, ALGORITHMS §7.3)",
 			Claim: "Winnow without the floor does well on the first concept, then accumulates more and more mistakes as the schedule shifts; SWIN tracks; switching a literal on costs more than switching one off",
 			Data:  "synth:shifting-disjunction?n=100&T=10000&period=1000&k0=4",
-			Learners: []backtest.Spec{
-				spec("swin", `{"randomized":true}`, "swin randomized"),
-				spec("swin", `{"randomized":true,"beta":0,"w0":0.04}`, "winnow randomized (β=0)"),
-				spec("swin", "", "swin deterministic"),
-				spec("swin", `{"beta":0,"w0":0.04}`, "winnow deterministic (β=0)"),
-			},
-			Repeats: 10,
+			Learners: swinLearners(), Repeats: 10,
 		},
 	}
 }
@@ -178,16 +228,27 @@ func (e Experiment) TableMarkdown(table, command string) string {
 }
 
 // Markdown renders the experiment's section of docs/REPRODUCTION.md: the
-// command, the paper's claim and our figures.
-func (e Experiment) Markdown(res backtest.Result, command string) string {
+// command, the paper's claim, the tuning (Tuned's report, when the paper
+// tuned), our figures, and every learner's paired accuracy difference to
+// the first one.
+func (e Experiment) Markdown(res backtest.Result, command, tuning string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "### %s\n\n%s\n\n", e.Name, e.Paper)
 	fmt.Fprintf(&b, "Command: `%s`\n\n", command)
 	fmt.Fprintf(&b, "Paper: %s.\n\n", e.Claim)
+	b.WriteString(tuning)
 	fmt.Fprintf(&b, "Ours (%d events, %d repeats, mean and 95%% interval):\n\n", res.Summary.Events, res.Summary.Repeats)
 	b.WriteString("| learner | params | mistakes | accuracy | 95% interval | query rate |\n|---|---|---|---|---|---|\n")
 	for _, ls := range res.Summary.Learners {
 		fmt.Fprintf(&b, "| %s | `%s` | %.1f | %.4f | [%.4f, %.4f] | %.3f |\n", ls.Name, ls.Params, ls.Mistakes, ls.Accuracy, ls.AccuracyCI.Lo, ls.AccuracyCI.Hi, ls.QueryRate)
+	}
+	if len(res.Summary.Learners) > 1 && res.Summary.Repeats > 1 {
+		first := res.Summary.Learners[0].Name
+		fmt.Fprintf(&b, "\nAccuracy minus %s's, paired by draw (%d draws, 95%% interval):\n\n| learner | difference | 95%% interval | sign settled |\n|---|---|---|---|\n", first, res.Summary.Repeats)
+		for i, ls := range res.Summary.Learners[1:] {
+			d := res.PairedDifference(i+1, 0)
+			fmt.Fprintf(&b, "| %s | %+.4f | [%+.4f, %+.4f] | %v |\n", ls.Name, d.Mean, d.Lo, d.Hi, d.Lo > 0 || d.Hi < 0)
+		}
 	}
 	return b.String()
 }

@@ -2,6 +2,7 @@ package experiments
 
 import (
 	"context"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -53,7 +54,7 @@ func TestCrammerRandomDriftOneRepeat(t *testing.T) {
 	if m := res.Summary.Learners[0].Mistakes; m < 200 || m > 380 {
 		t.Fatalf("Perceptron made %v mistakes", m)
 	}
-	md := e.Markdown(res, "cmd")
+	md := e.Markdown(res, "cmd", "")
 	if !strings.Contains(md, "250–300") || !strings.Contains(md, "| perceptron |") {
 		t.Fatalf("markdown:\n%s", md)
 	}
@@ -104,5 +105,102 @@ func TestODMStepRuleIsStable(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// Every tuning grid names one of its experiment's learners and every
+// candidate builds; tuning draws that meet the evaluated ones are refused.
+func TestTuningGridsAreValidAndDisjoint(t *testing.T) {
+	for _, e := range Catalog() {
+		for _, g := range e.Tune {
+			found := false
+			for _, s := range e.Learners {
+				if specName(s) == g.Label {
+					found = true
+					for _, p := range g.Params {
+						if _, err := learners.New(s.Name, []byte(p), learners.Config{Dim: 3}); err != nil {
+							t.Errorf("%s: %s %s: %v", e.Name, g.Label, p, err)
+						}
+					}
+				}
+			}
+			if !found {
+				t.Errorf("%s: grid for %q, not one of its learners", e.Name, g.Label)
+			}
+		}
+	}
+	e, _ := Lookup("moroshko-supervised")
+	if _, _, err := e.Tuned(context.Background(), 100, 3, "", backtest.Options{}); err == nil || !strings.Contains(err.Error(), "meet") {
+		t.Fatalf("tuning on draws 101–105 and evaluating 100–102: %v", err)
+	}
+}
+
+// Tuned runs every candidate on the tuning draws and keeps the best: the
+// chosen candidate's accuracy on those draws is the highest of the grid.
+func TestTunedKeepsTheBestCandidate(t *testing.T) {
+	grid := []string{`{"c":3}`, `{"c":30}`, `{"c":1000}`}
+	e := Experiment{Name: "t", Data: "synth:switching-gaussian?d=5&T=600&period=200", Repeats: 1,
+		Learners: []backtest.Spec{spec("perceptron", "", ""), spec("lasec", "", "")},
+		Tune:     []Grid{{Label: "lasec", Params: grid}}, TuneOn: TuneDraws{First: 50, Count: 2}}
+	tuned, report, err := e.Tuned(context.Background(), 1, 1, "", backtest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cands []backtest.Spec
+	for _, p := range grid {
+		cands = append(cands, spec("lasec", p, p))
+	}
+	res, err := backtest.Compare(context.Background(), backtest.Config{Data: backtest.SynthData(e.Data, 50, nil), Learners: cands, Seed: 50, Repeats: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	best := 0
+	for k, ls := range res.Summary.Learners {
+		if ls.Accuracy > res.Summary.Learners[best].Accuracy {
+			best = k
+		}
+	}
+	if got := string(tuned.Learners[1].Params); got != grid[best] || !strings.Contains(report, "**chosen**") || tuned.Learners[0].Name != "perceptron" {
+		t.Fatalf("chose %s, the best on the tuning draws is %s\n%s", got, grid[best], report)
+	}
+}
+
+// theorem1 reduces to the disjunction form RunWinnowBound uses when δ = 1
+// and ζ = 1, and reports its conditions: α < e, ε < 1/λ, a positive
+// denominator.
+func TestTheorem1Form(t *testing.T) {
+	const alpha, lambda, H, N = 2.0, 100.0, 14.0, 30.0
+	eps := 1 / (50 * lambda)
+	got, ok := theorem1(alpha, eps, lambda, 1, 1, H, N)
+	el := eps * lambda
+	want := (1 - el + alpha) / (2 * (1 - el)) * (H*(math.Log(alpha)+math.Log(1/eps))/math.Log(alpha) + N)
+	if !ok || math.Abs(got-want) > 1e-9*want {
+		t.Fatalf("δ = ζ = 1: %v (%v), disjunction form %v", got, ok, want)
+	}
+	for _, bad := range [][4]float64{{3, eps, lambda, 0.5}, {1.5, 2 / lambda, lambda, 0.5}, {2.5, eps, lambda, 0.1}} {
+		if _, ok := theorem1(bad[0], bad[1], bad[2], bad[3], 0.25, H, N); ok {
+			t.Errorf("α %v, ε %v, λ %v, δ %v: conditions reported as holding", bad[0], bad[1], bad[2], bad[3])
+		}
+	}
+}
+
+// The generated threshold stream's bookkeeping is what its definition
+// says: H(C) = k plus one per replacement, ζ the smallest nonzero value.
+func TestThresholdStreamBookkeeping(t *testing.T) {
+	st, err := newThresholdStream(3, 50, 3, 5000, 1000, 0.5, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.H != 3+4 || st.Zeta != 0.25 || st.V != 3 || len(st.events) != 5000 || st.N <= 0 {
+		t.Fatalf("H %v, ζ %v, V %v, %d events, N %v", st.H, st.Zeta, st.V, len(st.events), st.N)
+	}
+	l1 := 0.0
+	for _, ex := range st.events {
+		s := 0.0
+		ex.X.Entries(func(_ int, v float64) { s += v })
+		l1 = math.Max(l1, s)
+	}
+	if l1 != st.Lambda {
+		t.Fatalf("λ %v, max ‖x‖₁ %v", st.Lambda, l1)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/driftstream/driftstream/backtest"
@@ -32,12 +33,14 @@ func specName(s backtest.Spec) string {
 // (D = 1000, T = 5000), and the Modified Perceptron's difference to the
 // Perceptron, whose sign change is the break-even dimension.
 func RunDimensionSweep(ctx context.Context, learnersToRun []backtest.Spec, _ string, seed uint64, progress func(string)) (string, error) {
-	const repeats = 5
+	const repeats = 40
+	mp, pe := slices.IndexFunc(learnersToRun, func(s backtest.Spec) bool { return specName(s) == "modified-perceptron" }),
+		slices.IndexFunc(learnersToRun, func(s backtest.Spec) bool { return specName(s) == "perceptron" })
 	var b strings.Builder
 	for _, drift := range []string{"random", "linear"} {
 		fmt.Fprintf(&b, "\n%s drift (%d repeats; mean mistakes over T = 5000):\n\n", drift, repeats)
-		tableHeader(&b, []string{"d"}, learnersToRun, "modified − perceptron")
-		for _, d := range []int{5, 10, 20, 50, 100, 200, 500} {
+		tableHeader(&b, []string{"d"}, learnersToRun, "modified − perceptron, paired (95% interval)")
+		for _, d := range dimensionSweep {
 			if progress != nil {
 				progress(fmt.Sprintf("%s drift, d = %d", drift, d))
 			}
@@ -48,15 +51,30 @@ func RunDimensionSweep(ctx context.Context, learnersToRun []backtest.Spec, _ str
 				return "", err
 			}
 			fmt.Fprintf(&b, "| %d | ", d)
-			m := map[string]float64{}
 			for _, ls := range res.Summary.Learners {
 				fmt.Fprintf(&b, "%.1f | ", ls.Mistakes)
-				m[ls.Name] = ls.Mistakes
 			}
-			fmt.Fprintf(&b, "%+.1f |\n", m["modified-perceptron"]-m["perceptron"])
+			if mp < 0 || pe < 0 {
+				b.WriteString("– |\n")
+				continue
+			}
+			diff := pairedMistakes(res, mp, pe)
+			fmt.Fprintf(&b, "%+.1f [%+.1f, %+.1f] |\n", diff.Mean, diff.Lo, diff.Hi)
 		}
 	}
 	return b.String(), nil
+}
+
+// dimensionSweep are the latent dimensions of seed 000's sweep, denser
+// around the break-evens.
+var dimensionSweep = []int{5, 10, 20, 30, 50, 100, 200, 300, 500}
+
+// pairedMistakes is learner a's mistakes minus learner b's, paired by draw,
+// with its 95% interval.
+func pairedMistakes(res backtest.Result, a, b int) backtest.Interval {
+	n := float64(res.Summary.Events)
+	d := res.PairedDifference(a, b) // in accuracy: mistakes = n·(1 − accuracy)
+	return backtest.Interval{Mean: -n * d.Mean, Lo: -n * d.Hi, Hi: -n * d.Lo}
 }
 
 // RunWinnowBound checks tracking Winnow's exact Theorem 1 bound (ALGORITHMS
@@ -97,4 +115,112 @@ func RunWinnowBound(ctx context.Context, _ []backtest.Spec, _ string, seed uint6
 		}
 	}
 	return b.String(), nil
+}
+
+// queryCurveStreams are seed 004's two streams for its accuracy-against-
+// query-rate figures: Fig. 2(c) synthetic and Fig. 2(f) USPS.
+var queryCurveStreams = []struct {
+	name, data string
+	repeats    int
+}{
+	{"synthetic (d = 50, target switched every 500)", "synth:switching-gaussian?d=50&T=10000&period=500", 5},
+	{"USPS (positive digits re-drawn every 500)", "synth:drifting-classes?file={data}/usps/usps_train.csv.gz,{data}/usps/usps_test.csv.gz&period=500", 3},
+}
+
+// queryCurveRates are the query-rate targets of the curves.
+var queryCurveRates = []float64{0.1, 0.2, 0.3, 0.4, 0.5}
+
+// RunQueryCurve draws seed 004's accuracy-against-query-rate curves: every
+// learner at every query-rate target (samplers calibrated to it on the first
+// draw; learners without a query rule learn every label and give the
+// supervised reference), and, at each rate, LASEC-SS's accuracy minus
+// supervised LASEC's, paired by draw — the "about half the labels" claim.
+func RunQueryCurve(ctx context.Context, learnersToRun []backtest.Spec, dataDir string, seed uint64, progress func(string)) (string, error) {
+	var b strings.Builder
+	for _, st := range queryCurveStreams {
+		data := strings.ReplaceAll(st.data, "{data}", dataDir)
+		fmt.Fprintf(&b, "\n%s, %d draws; accuracy (query rate reached):\n\n", st.name, st.repeats)
+		tableHeader(&b, []string{"rate target"}, learnersToRun, "lasec-ss − lasec, paired (95% interval)")
+		for _, rate := range queryCurveRates {
+			if progress != nil {
+				progress(fmt.Sprintf("%s: query rate %.2f", st.name, rate))
+			}
+			res, err := backtest.Compare(ctx, backtest.Config{Name: data, Data: backtest.SynthData(data, seed, nil), Learners: learnersToRun, Seed: seed,
+				Repeats: st.repeats, QueryRateTarget: rate, Options: backtest.Options{Points: 1}})
+			if err != nil {
+				return "", err
+			}
+			fmt.Fprintf(&b, "| %.2f | ", rate)
+			ss, sup := -1, -1
+			for i, ls := range res.Summary.Learners {
+				fmt.Fprintf(&b, "%.4f (%.2f) | ", ls.Accuracy, ls.QueryRate)
+				switch learnersToRun[i].Name {
+				case "lasec-ss":
+					ss = i
+				case "lasec":
+					sup = i
+				}
+			}
+			if ss >= 0 && sup >= 0 {
+				d := res.PairedDifference(ss, sup)
+				fmt.Fprintf(&b, "%+.4f [%+.4f, %+.4f] |\n", d.Mean, d.Lo, d.Hi)
+			} else {
+				b.WriteString("– |\n")
+			}
+		}
+	}
+	return b.String(), nil
+}
+
+// RunSwitchCost evaluates seed 002's remark that switching a literal on
+// costs more than switching one off: on the shifting disjunction (a literal
+// removed at rounds 1000, 3000, …, 9000 and one added at 2000, …, 8000), each
+// learner's mistakes in the 1000 rounds after an addition against those
+// after a removal, per draw, and the difference paired by draw.
+func RunSwitchCost(ctx context.Context, learnersToRun []backtest.Spec, _ string, seed uint64, progress func(string)) (string, error) {
+	const repeats, period, T = 10, 1000, 10000
+	var b strings.Builder
+	b.WriteString("| learner | mistakes per period after a literal is added | after one is removed | added − removed, paired (95% interval) |\n|---|---|---|---|\n")
+	for _, s := range learnersToRun {
+		if progress != nil {
+			progress(specName(s))
+		}
+		var added, removed, diffs []float64
+		for r := range uint64(repeats) {
+			src, err := streams.OpenSynth(fmt.Sprintf("synth:shifting-disjunction?n=100&T=%d&period=%d&k0=4", T, period), seed+r)
+			if err != nil {
+				return "", err
+			}
+			events, err := backtest.Load(ctx, src)
+			if err != nil {
+				return "", err
+			}
+			run, err := backtest.Evaluate(ctx, s, events, src.Dim(), seed+r, backtest.Options{Points: T / period})
+			if err != nil {
+				return "", err
+			}
+			var on, off []float64
+			for k := 1; k+1 < len(run.Curve); k++ { // the period starting at round k·period
+				m := float64(run.Curve[k+1].CumMistakes - run.Curve[k].CumMistakes)
+				if k%2 == 0 {
+					on = append(on, m)
+				} else {
+					off = append(off, m)
+				}
+			}
+			mOn, mOff := mean(on), mean(off)
+			added, removed, diffs = append(added, mOn), append(removed, mOff), append(diffs, mOn-mOff)
+		}
+		d := backtest.MeanCI(diffs)
+		fmt.Fprintf(&b, "| %s | %.1f | %.1f | %+.1f [%+.1f, %+.1f] |\n", specName(s), mean(added), mean(removed), d.Mean, d.Lo, d.Hi)
+	}
+	return b.String(), nil
+}
+
+func mean(xs []float64) float64 {
+	s := 0.0
+	for _, x := range xs {
+		s += x
+	}
+	return s / float64(len(xs))
 }

@@ -269,6 +269,11 @@ func runExperiment(name string, set map[string]bool, seed uint64, repeats, windo
 		}
 		return exitOK
 	}
+	e, tuning, err := e.Tuned(ctx, seed, repeats, dataDir, backtest.Options{Progress: stderr})
+	if err != nil {
+		return fail(err)
+	}
+	fmt.Fprint(stdout, tuning)
 	res, err := backtest.Compare(ctx, e.Config(seed, repeats, dataDir, backtest.Options{Window: window, Progress: stderr}))
 	if err != nil {
 		return fail(err)
@@ -276,7 +281,7 @@ func runExperiment(name string, set map[string]bool, seed uint64, repeats, windo
 	if err := report(out, res, stdout, stderr); err != nil {
 		return fail(err)
 	}
-	md := e.Markdown(res, command)
+	md := e.Markdown(res, command, tuning)
 	if err := os.WriteFile(filepath.Join(out, "experiment.md"), []byte(md), 0o644); err != nil {
 		return fail(err)
 	}
