@@ -91,7 +91,8 @@ func TestResetIsCheckpointedBeforeItAnswers(t *testing.T) {
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()
-	eventually(t, "the first 400 records", func() bool { return obs.last.Load() == 399 })
+	// 400 records, a checkpoint every 40: the tenth ends the run up to the gate.
+	eventually(t, "the first 400 records, checkpointed", func() bool { return obs.last.Load() == 399 && obs.checkpoints.Load() == 10 })
 
 	var found bool
 	var resetErr error

@@ -164,10 +164,11 @@ func (s *Service) Partitions(ctx context.Context) []PartitionInfo {
 		if err, ok := failed[st.p]; ok {
 			pi.State, pi.Error = "failed", err.Error()
 		} else if r := st.runner.Load(); r != nil && st.restored.Load() {
-			err := r.Do(ctx, func(w *pipeline.Worker) bool { pi.Keys = w.Keys(); return false })
+			var keys int // written on the partition's goroutine, read only once Do answered
+			err := r.Do(ctx, func(w *pipeline.Worker) bool { keys = w.Keys(); return false })
 			switch {
 			case err == nil:
-				pi.State = "running"
+				pi.State, pi.Keys = "running", keys
 			case errors.Is(err, pipeline.ErrNotRunning):
 				pi.State = "stopped"
 			default:
