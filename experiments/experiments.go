@@ -138,7 +138,7 @@ func Catalog() []Experiment {
 				spec("budget-perceptron", `{"budget":500}`, "budget B=500"), spec("sop", "", ""), spec("lasec", "", "")},
 			Repeats: 20,
 			Tune:    []Grid{{Label: "sop", Params: sopGrid}, {Label: "lasec", Params: lasecGrid}}, TuneOn: TuneDraws{First: 101, Count: 5},
-			Pairs:   [][2]string{{"lasec", "sop"}},
+			Pairs: [][2]string{{"lasec", "sop"}},
 		},
 		{
 			Name:  "moroshko-selective-0.1",
@@ -171,7 +171,7 @@ func Catalog() []Experiment {
 				spec("budget-perceptron", `{"budget":1000}`, "budget B=1000"), spec("sop", "", ""), spec("lasec", "", "")},
 			Repeats: 10,
 			Tune:    []Grid{{Label: "sop", Params: sopGrid}, {Label: "lasec", Params: lasecGrid}}, TuneOn: TuneDraws{First: 101, Count: 5},
-			Pairs:   [][2]string{{"lasec", "sop"}},
+			Pairs: [][2]string{{"lasec", "sop"}},
 		},
 		{
 			Name:     "zhang-dodm-table",
