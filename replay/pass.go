@@ -60,7 +60,7 @@ func pass(ctx context.Context, spec backtest.Spec, events []streams.Example, dim
 	}
 	cfg := Config{Name: name, Pipeline: pipeline.Config{Learner: spec.Name, Params: spec.Params, Seed: seed, Vector: vec, QueryScale: 1,
 		MaxKeyBytes: -1, MaxPending: len(events) + 1, PendingTTL: int64(len(events)) + 1, MaxPendingBytes: 1 << 40,
-		Detectors: detectors, AlertCooldown: cooldown, CooldownPerDetector: true},
+		Detectors: detectors, AlertCooldown: cooldown, CooldownPerDetector: true, Standardize: spec.Standardize},
 		Progress: opts.Progress, ProgressEvery: 5 * time.Second}
 	records := 0
 	cfg.Observe = func(_ int, _ *pipeline.Fetched, before, after *pipeline.Totals) {

@@ -35,7 +35,8 @@ func TestPassAgreesWithEvaluate(t *testing.T) {
 		}
 	}
 	delayed = append(delayed, held...)
-	for _, spec := range []backtest.Spec{{Name: "perceptron"}, {Name: "lasec"}, {Name: "shifting-perceptron"}} {
+	for _, spec := range []backtest.Spec{{Name: "perceptron"}, {Name: "lasec"}, {Name: "shifting-perceptron"},
+		{Name: "perceptron", Standardize: true}, {Name: "odm", Standardize: true}} {
 		for name, events := range map[string][]streams.Example{"inline": inline, "delayed": delayed} {
 			want, err := backtest.Evaluate(context.Background(), spec, events, 4, 1, backtest.Options{})
 			if err != nil {
