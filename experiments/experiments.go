@@ -40,6 +40,12 @@ type Experiment struct {
 	// Pairs are further differences the paper claims, as learner names
 	// [a, b]: reported as a − b paired by draw.
 	Pairs [][2]string
+	// MistakesAt lists rounds at which the report gives each learner's
+	// cumulative mistakes; SwitchEvery, when set, is the target's switch
+	// period, and the report gives each learner's mistakes just after and
+	// just before the switches.
+	MistakesAt  []int
+	SwitchEvery int
 }
 
 // sopGrid and lasecGrid are the grids for the parameters seed 004 tuned on a
@@ -115,12 +121,14 @@ func Catalog() []Experiment {
 			Paper: "Crammer, Mansour, Even-Dar, Vaughan 2010 (seed 000) §6, Figure 1 left: random drift, latent d = 5, D = 1000, T = 5000",
 			Claim: "all four algorithms make 250–300 mistakes; Modified Perceptron worse for the first ~500 rounds, ≈4% fewer in total; Shifting ≈2% more; RBP identical until the budget fills, ≈1.2% more",
 			Data:  "synth:latent-hyperplane?d=5&D=1000&T=5000&drift=random&sigma=0.1", Learners: crammerLearners(), Repeats: 100,
+			MistakesAt: []int{100, 200, 500, 1000},
 		},
 		{
 			Name:  "crammer-linear-d50",
 			Paper: "Crammer et al. 2010 (seed 000) §6, Figure 1 right: linear drift, latent d = 50, D = 1000, T = 5000",
 			Claim: "Modified Perceptron worse for the first ~500 rounds, ends ≈15% below the Perceptron; Shifting ≈4% above after 1000 rounds; RBP degrades once mistakes exceed the budget",
 			Data:  "synth:latent-hyperplane?d=50&D=1000&T=5000&drift=linear&sigma=0.1&delta_scale=0.001", Learners: crammerLearners(), Repeats: 30,
+			MistakesAt: []int{100, 200, 500, 1000},
 		},
 		{
 			Name:     "crammer-dimension-sweep",
@@ -138,7 +146,8 @@ func Catalog() []Experiment {
 				spec("budget-perceptron", `{"budget":500}`, "budget B=500"), spec("sop", "", ""), spec("lasec", "", "")},
 			Repeats: 20,
 			Tune:    []Grid{{Label: "sop", Params: sopGrid}, {Label: "lasec", Params: lasecGrid}}, TuneOn: TuneDraws{First: 101, Count: 5},
-			Pairs: [][2]string{{"lasec", "sop"}},
+			Pairs:      [][2]string{{"lasec", "sop"}},
+			MistakesAt: []int{500, 2000}, SwitchEvery: 500,
 		},
 		{
 			Name:  "moroshko-selective-0.1",
@@ -146,6 +155,7 @@ func Catalog() []Experiment {
 			Claim: "LASEC-SS best overall; BBQ best before the first switch then degrades sharply because it stops querying; BBQ-I adapts better; at low query rates every method struggles",
 			Data:  "synth:switching-gaussian?d=50&T=10000&period=500", Learners: selective(), Repeats: 10, QueryRateTarget: 0.1,
 			Tune: selectiveGrids(), TuneOn: TuneDraws{First: 101, Count: 5},
+			MistakesAt: []int{500, 1000, 2000}, SwitchEvery: 500,
 		},
 		{
 			Name:  "moroshko-selective-0.4",
@@ -153,6 +163,7 @@ func Catalog() []Experiment {
 			Claim: "LASEC-SS best overall; SOP-SS drops after a switch and recovers later (the \"about half the labels\" claim is about the query rate 0.5: moroshko-query-curve)",
 			Data:  "synth:switching-gaussian?d=50&T=10000&period=500", Learners: selective(), Repeats: 10, QueryRateTarget: 0.4,
 			Tune: selectiveGrids(), TuneOn: TuneDraws{First: 101, Count: 5},
+			MistakesAt: []int{500, 1000, 2000}, SwitchEvery: 500,
 		},
 		{
 			Name:     "moroshko-query-curve",
@@ -171,7 +182,8 @@ func Catalog() []Experiment {
 				spec("budget-perceptron", `{"budget":1000}`, "budget B=1000"), spec("sop", "", ""), spec("lasec", "", "")},
 			Repeats: 10,
 			Tune:    []Grid{{Label: "sop", Params: sopGrid}, {Label: "lasec", Params: lasecGrid}}, TuneOn: TuneDraws{First: 101, Count: 5},
-			Pairs: [][2]string{{"lasec", "sop"}},
+			Pairs:      [][2]string{{"lasec", "sop"}},
+			MistakesAt: []int{500, 2000}, SwitchEvery: 500,
 		},
 		{
 			Name:     "zhang-dodm-table",
@@ -273,6 +285,12 @@ func (e Experiment) Markdown(res backtest.Result, command, tuning string) string
 			d := res.PairedDifference(i, j)
 			fmt.Fprintf(&b, "\n%s minus %s, paired by draw: %+.4f [%+.4f, %+.4f] (sign settled: %v).\n", res.Summary.Learners[i].Name, res.Summary.Learners[j].Name, d.Mean, d.Lo, d.Hi, d.Lo > 0 || d.Hi < 0)
 		}
+	}
+	if len(e.MistakesAt) > 0 {
+		b.WriteString(mistakesAtTable(res, e.MistakesAt))
+	}
+	if e.SwitchEvery > 0 {
+		b.WriteString(recoveryTable(res, e.SwitchEvery, e.SwitchEvery/5))
 	}
 	return b.String()
 }

@@ -204,3 +204,26 @@ func TestThresholdStreamBookkeeping(t *testing.T) {
 		t.Fatalf("λ %v, max ‖x‖₁ %v", st.Lambda, l1)
 	}
 }
+
+// The curve tables read cumulative mistakes at the last point at or before a
+// round: a learner that errs on every one of the first 100 rounds after each
+// switch (period 500) and never otherwise shows 100 and 0.
+func TestCurveTables(t *testing.T) {
+	var run backtest.Run
+	m := 0
+	for e := 1; e <= 2000; e++ {
+		if e > 500 && (e-1)%500 < 100 { // rounds 501–600, 1001–1100, 1501–1600
+			m++
+		}
+		if e%20 == 0 {
+			run.Curve = append(run.Curve, backtest.Point{Event: e, CumMistakes: m})
+		}
+	}
+	res := backtest.Result{Summary: backtest.Summary{Events: 2000, Learners: []backtest.LearnerSummary{{Name: "l"}}}, Runs: [][]backtest.Run{{run}}}
+	if got := recoveryTable(res, 500, 100); !strings.Contains(got, "| l | 100.0 | 0.0 |") {
+		t.Fatalf("recovery table:\n%s", got)
+	}
+	if got := mistakesAtTable(res, []int{500, 610, 2000}); !strings.Contains(got, "| l | 0.0 | 100.0 | 300.0 |") {
+		t.Fatalf("mistakes-at table:\n%s", got)
+	}
+}
