@@ -103,6 +103,42 @@ func passThrough(b *testing.B, addr string, n int) {
 	wg.Wait()
 }
 
+// benchService starts the service on the broker at addr (checkpoints every
+// 1,000 records or 5 s, outputs flushed every 20 ms) and returns once it has
+// processed the n events there, with its rate timed from the first tenth
+// of them on — joining the consumer group, and a stall of seconds seen in
+// some runs right after the first few thousand events, are not throughput —
+// and a stop that waits for it to end.
+func benchService(b *testing.B, addr, learner string, dim, n int) (stop func(), rate float64) {
+	b.Helper()
+	vec, _ := topics.NewVectorizer(dim, 0)
+	cfg := Config{Brokers: []string{addr}, Group: "bench", Partitions: 4, Replication: 1,
+		Topics:   Topics{Events: "events", Predictions: "predictions", Queries: "label-queries", DeadLetters: "dead-letters", Changelog: "changelog"},
+		Pipeline: pipeline.Config{Learner: learner, Seed: 1, Vector: vec, QueryScale: 1}, CheckpointEvery: 1000, CheckpointInterval: 5 * time.Second,
+		FlushInterval: 20 * time.Millisecond}
+	s, err := New(context.Background(), cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	for s.Totals().Events < int64(n/10) {
+		time.Sleep(time.Millisecond)
+	}
+	start, first := time.Now(), s.Totals().Events
+	for s.Totals().Events < int64(n) {
+		time.Sleep(time.Millisecond)
+	}
+	rate = float64(int64(n)-first) / time.Since(start).Seconds()
+	return func() {
+		cancel()
+		if err := <-done; err != nil {
+			b.Fatal(err)
+		}
+	}, rate
+}
+
 // BenchmarkThroughput compares the service with the kafka-go pass-through
 // on the same broker in the same run; the goal is a ratio ≥ 0.8.
 //
@@ -118,33 +154,8 @@ func BenchmarkThroughput(b *testing.B) {
 			start := time.Now()
 			passThrough(b, addr, n)
 			base := float64(n) / time.Since(start).Seconds()
-			vec, _ := topics.NewVectorizer(tc.dim, 0)
-			cfg := Config{Brokers: []string{addr}, Group: "bench", Partitions: 4, Replication: 1,
-				Topics:   Topics{Events: "events", Predictions: "predictions", Queries: "label-queries", DeadLetters: "dead-letters", Changelog: "changelog"},
-				Pipeline: pipeline.Config{Learner: tc.learner, Seed: 1, Vector: vec, QueryScale: 1}, CheckpointEvery: 1000, CheckpointInterval: 5 * time.Second,
-				FlushInterval: 20 * time.Millisecond}
-			s, err := New(context.Background(), cfg)
-			if err != nil {
-				b.Fatal(err)
-			}
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan error, 1)
-			go func() { done <- s.Run(ctx) }()
-			// Timed from the first tenth of the events on: joining the consumer
-			// group, and a stall of seconds seen in some runs right after the
-			// first few thousand events, are not throughput.
-			for s.Totals().Events < int64(n/10) {
-				time.Sleep(time.Millisecond)
-			}
-			start, first := time.Now(), s.Totals().Events
-			for s.Totals().Events < int64(n) {
-				time.Sleep(time.Millisecond)
-			}
-			rate := float64(int64(n)-first) / time.Since(start).Seconds()
-			cancel()
-			if err := <-done; err != nil {
-				b.Fatal(err)
-			}
+			stop, rate := benchService(b, addr, tc.learner, tc.dim, n)
+			stop()
 			b.ReportMetric(base, "passthrough-events/s")
 			b.ReportMetric(rate, "service-events/s")
 			b.ReportMetric(rate/base, "ratio")
@@ -248,26 +259,7 @@ func BenchmarkLatency(b *testing.B) {
 	}
 	n := benchEvents()
 	addr := benchCluster(b, n, 10)
-	vec, _ := topics.NewVectorizer(10, 0)
-	cfg := Config{Brokers: []string{addr}, Group: "bench", Partitions: 4, Replication: 1,
-		Topics:   Topics{Events: "events", Predictions: "predictions", Queries: "label-queries", DeadLetters: "dead-letters", Changelog: "changelog"},
-		Pipeline: pipeline.Config{Learner: "perceptron", Seed: 1, Vector: vec, QueryScale: 1}, CheckpointEvery: 1000, CheckpointInterval: 5 * time.Second,
-		FlushInterval: 20 * time.Millisecond}
-	s, err := New(context.Background(), cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	for s.Totals().Events < int64(n/10) {
-		time.Sleep(time.Millisecond)
-	}
-	start, first := time.Now(), s.Totals().Events
-	for s.Totals().Events < int64(n) {
-		time.Sleep(time.Millisecond)
-	}
-	maxRate := float64(int64(n)-first) / time.Since(start).Seconds()
+	stopService, maxRate := benchService(b, addr, "perceptron", 10, n)
 	load := 0.5
 	if f, err := strconv.ParseFloat(os.Getenv("DRIFTSTREAM_BENCH_LOAD"), 64); err == nil && f > 0 {
 		load = f
@@ -357,10 +349,7 @@ func BenchmarkLatency(b *testing.B) {
 	}
 	stopReading()
 	readers.Wait()
-	cancel()
-	if err := <-done; err != nil {
-		b.Fatal(err)
-	}
+	stopService()
 	if len(sent) > 0 {
 		b.Fatalf("%d of %d events never got a prediction within 10 s", len(sent), total)
 	}
