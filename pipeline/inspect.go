@@ -163,18 +163,14 @@ func (w *Worker) Reset(key string) (bool, error) {
 	if !ok {
 		return false, nil
 	}
-	l, err := w.newLearner(key)
-	if err != nil {
-		return false, err
-	}
-	wt, err := w.newWatch()
+	fresh, err := w.newKey(key) // the learner and detectors a new key gets
 	if err != nil {
 		return false, err
 	}
 	if slices.Contains(ks.watch.warns, true) {
 		w.stats.KeysInWarning--
 	}
-	ks.learner, ks.watch = l, wt
+	ks.learner, ks.watch = fresh.learner, fresh.watch
 	ks.stats.resets++
 	w.stats.Resets++
 	w.dirty[key] = true
