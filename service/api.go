@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/driftstream/driftstream/pipeline"
-	"github.com/segmentio/kafka-go"
+	"github.com/driftstream/driftstream/topics"
 )
 
 // The HTTP API answers about the keys this member holds, as Kafka Streams'
@@ -134,20 +134,10 @@ func (s *Service) onKey(ctx context.Context, key string, fn func(w *pipeline.Wor
 // keyPartitions is key's events-topic partition under each common producer
 // partitioner.
 func (s *Service) keyPartitions(key string) map[string]int {
-	n := s.eventPartitions
-	if n < 1 {
+	if s.eventPartitions < 1 {
 		return nil
 	}
-	ps := make([]int, n)
-	for i := range ps {
-		ps[i] = i
-	}
-	m := kafka.Message{Key: []byte(key)}
-	return map[string]int{
-		"murmur2": kafka.Murmur2Balancer{}.Balance(m, ps...),
-		"crc32":   kafka.CRC32Balancer{}.Balance(m, ps...),
-		"fnv1a":   (&kafka.Hash{}).Balance(m, ps...),
-	}
+	return topics.PartitionOf([]byte(key), s.eventPartitions)
 }
 
 // Partitions describes the partitions this member owns.

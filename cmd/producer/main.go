@@ -35,6 +35,7 @@ import (
 	"github.com/driftstream/driftstream/internal/kafkaread"
 	"github.com/driftstream/driftstream/replay"
 	"github.com/driftstream/driftstream/streams"
+	"github.com/driftstream/driftstream/topics"
 	"github.com/segmentio/kafka-go"
 )
 
@@ -65,20 +66,13 @@ type common struct {
 	partitioner                 string
 }
 
-// partitioners maps -partitioner values to kafka-go balancers.
-var partitioners = map[string]func() kafka.Balancer{
-	"murmur2": func() kafka.Balancer { return kafka.Murmur2Balancer{} },
-	"crc32":   func() kafka.Balancer { return kafka.CRC32Balancer{} },
-	"fnv1a":   func() kafka.Balancer { return &kafka.Hash{} },
-}
-
-// balancer returns the balancer -partitioner names.
+// balancer returns the balancer -partitioner names (topics.Balancer).
 func (c *common) balancer() (kafka.Balancer, error) {
-	b, ok := partitioners[c.partitioner]
-	if !ok {
-		return nil, fmt.Errorf("-partitioner %q: murmur2 (Java clients), crc32 (librdkafka, kcat) or fnv1a (Sarama, kafka-go)", c.partitioner)
+	b, err := topics.Balancer(c.partitioner)
+	if err != nil {
+		return nil, fmt.Errorf("-%w", err)
 	}
-	return b(), nil
+	return b, nil
 }
 
 func (c *common) register(fs *flag.FlagSet) {
