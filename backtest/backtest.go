@@ -186,10 +186,7 @@ func Evaluate(ctx context.Context, spec Spec, events []streams.Example, dim int,
 		}
 		x := ex.X
 		if std != nil { // scaled by what came before, then counted
-			if x, err = std.Apply(ex.X); err == nil {
-				err = std.Update(ex.X)
-			}
-			if err != nil {
+			if x, err = std.Next(ex.X); err != nil {
 				return Run{}, fmt.Errorf("%s: event %s: %w", spec.label(), ex.ID, err)
 			}
 		}

@@ -8,13 +8,13 @@ import (
 // Standardizer z-scores inputs online, coordinate by coordinate, with the
 // running mean and variance of the inputs it has seen (Welford's update), so
 // that learners whose steps depend on the input scale (ODM's and D-ODM's
-// squared losses, Winnow's multiplicative updates) see inputs of unit scale
+// squared losses, the second-order learners' ridge) see inputs of unit scale
 // whatever the stream's units: one x = 1e10 record then moves the statistics
 // instead of making every later score vanish.
 //
-// Apply maps x to z with the statistics so far and does not change them;
-// Update adds x to them. The pipeline and the backtests call Apply, then
-// Update, on every event, so an event is scaled by what came before it only.
+// Next maps x to z with the statistics so far, then adds x to them; the
+// pipeline and the backtests call it on every event, so an event is scaled
+// by what came before it only. Apply is Next without the update.
 // A coordinate whose variance so far is zero (a constant bias feature, or
 // any coordinate before the second input) passes through, so a bias
 // survives; every output coordinate is clipped to ±StandardizeClip. The
@@ -44,36 +44,47 @@ func NewStandardizer(dim int) (*Standardizer, error) {
 func (s *Standardizer) Seen() int64 { return s.n }
 
 // Apply returns x z-scored by the statistics so far, every coordinate
-// clipped to ±StandardizeClip. Inputs must be dense.
+// clipped to ±StandardizeClip, and leaves the statistics as they are.
+// Inputs must be dense.
 func (s *Standardizer) Apply(x Vector) (Vector, error) {
 	if err := s.check(x); err != nil {
 		return Vector{}, err
 	}
-	z := x.Dense()
-	for i, v := range z {
-		if s.n > 0 {
-			if sd := math.Sqrt(s.m2[i] / float64(s.n)); sd > 0 {
-				v = (v - s.mean[i]) / sd
-			}
-		}
-		z[i] = max(-StandardizeClip, min(StandardizeClip, v))
+	z := make([]float64, len(x.val))
+	for i, v := range x.val {
+		z[i] = s.score(i, v)
 	}
-	return NewDense(z)
+	return Vector{dim: len(z), val: z}, nil
 }
 
-// Update adds x to the statistics.
-func (s *Standardizer) Update(x Vector) error {
+// Next is the streaming step: it returns x z-scored by the inputs before it
+// (as Apply does), then adds x to the statistics (Welford's update), in one
+// pass over x.
+func (s *Standardizer) Next(x Vector) (Vector, error) {
 	if err := s.check(x); err != nil {
-		return err
+		return Vector{}, err
 	}
-	s.n++
-	n := float64(s.n)
+	z := make([]float64, len(x.val))
+	n := float64(s.n + 1)
 	for i, v := range x.val {
+		z[i] = s.score(i, v) // with the statistics before x
 		d := v - s.mean[i]
 		s.mean[i] += d / n
 		s.m2[i] += d * (v - s.mean[i])
 	}
-	return nil
+	s.n++
+	return Vector{dim: len(z), val: z}, nil
+}
+
+// score is value v of coordinate i z-scored by the statistics so far (left
+// as it is while its spread is zero) and clipped to ±StandardizeClip.
+func (s *Standardizer) score(i int, v float64) float64 {
+	if s.n > 0 {
+		if sd := math.Sqrt(s.m2[i] / float64(s.n)); sd > 0 {
+			v = (v - s.mean[i]) / sd
+		}
+	}
+	return max(-StandardizeClip, min(StandardizeClip, v))
 }
 
 // check refuses inputs of another dimension, and sparse (hashed) ones:

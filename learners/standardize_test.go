@@ -7,10 +7,11 @@ import (
 	"testing"
 )
 
-// Apply scales each input by the mean and population standard deviation of
-// the inputs before it, computed in one batch here, clipped to ±5; a
-// constant coordinate passes through; the statistics round-trip exactly; sparse inputs and
-// other dimensions are refused.
+// Next scales each input by the mean and population standard deviation of
+// the inputs before it, computed in one batch here, clipped to ±5, exactly
+// as Apply does before it; a constant coordinate passes through; the
+// statistics round-trip exactly; sparse inputs (counting nothing) and other
+// dimensions are refused.
 func TestStandardizerMatchesBatchStatistics(t *testing.T) {
 	r := rand.New(rand.NewPCG(4, 4))
 	const d = 3
@@ -22,7 +23,11 @@ func TestStandardizerMatchesBatchStatistics(t *testing.T) {
 	for n := 0; n < 200; n++ {
 		raw := []float64{1e10 + 1e8*r.NormFloat64(), -3 + 0.01*r.NormFloat64(), 1} // huge, tiny, a bias
 		x := mustDense(t, raw)
-		z, err := s.Apply(x)
+		pure, err := s.Apply(x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		z, err := s.Next(x)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -42,12 +47,9 @@ func TestStandardizerMatchesBatchStatistics(t *testing.T) {
 				}
 			}
 			want = max(-StandardizeClip, min(StandardizeClip, want))
-			if got := z.At(i); math.Abs(got-want) > 1e-6*math.Max(1, math.Abs(want)) {
-				t.Fatalf("input %d coordinate %d: %v, batch statistics give %v", n, i, got, want)
+			if got := z.At(i); math.Abs(got-want) > 1e-6*math.Max(1, math.Abs(want)) || pure.At(i) != got {
+				t.Fatalf("input %d coordinate %d: Next %v, Apply %v, batch statistics give %v", n, i, got, pure.At(i), want)
 			}
-		}
-		if err := s.Update(x); err != nil {
-			t.Fatal(err)
 		}
 		seen = append(seen, raw)
 	}
@@ -68,8 +70,8 @@ func TestStandardizerMatchesBatchStatistics(t *testing.T) {
 		t.Fatal("a cut snapshot was accepted")
 	}
 	sp, _ := NewSparse(d, []int32{1}, []float64{2})
-	if _, err := s.Apply(sp); !errors.Is(err, ErrParam) {
-		t.Fatalf("sparse input: %v", err)
+	if _, err := s.Next(sp); !errors.Is(err, ErrParam) || s.Seen() != 200 {
+		t.Fatalf("sparse input: %v, %d seen", err, s.Seen())
 	}
 	if _, err := s.Apply(mustDense(t, []float64{1, 2})); !errors.Is(err, ErrDimension) {
 		t.Fatalf("wrong dimension: %v", err)

@@ -625,11 +625,7 @@ func (w *Worker) event(r Record, key string, ks *keyState, ev topics.Event) erro
 		return err
 	}
 	if ks.std != nil { // scaled by the key's earlier inputs, then counted
-		raw := x
-		if x, err = ks.std.Apply(raw); err != nil {
-			return err
-		}
-		if err := ks.std.Update(raw); err != nil {
+		if x, err = ks.std.Next(x); err != nil {
 			return err
 		}
 	}
