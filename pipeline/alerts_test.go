@@ -224,5 +224,37 @@ func BenchmarkProcess(b *testing.B) {
 				}
 			}
 		})
-	}
+	}	// Unlabeled events whose labels never come: the key holds MaxPending
+	// (1,000) awaited events, and every new event is checked against them
+	// for a duplicate id.
+	b.Run("unlabeled-1000-pending", func(b *testing.B) {
+		cfg := testConfig(b, "perceptron", "")
+		cfg.MaxPending, cfg.PendingTTL, cfg.MaxPendingBytes, cfg.MaxKeyBytes = 1000, 1<<40, 1<<30, -1
+		w, err := NewWorker(cfg, 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		unlabeled := make([]Record, len(recs))
+		for k, r := range recs {
+			r.Value = fmt.Appendf(nil, `{"id":"u%d","x":[1,2,3,4]}`, k)
+			unlabeled[k] = r
+		}
+		for i := range 1000 { // fill the pending queue
+			r := unlabeled[i]
+			r.Offset = int64(i)
+			w.Process(context.Background(), r)
+		}
+		b.ReportAllocs()
+		i := 1000
+		for b.Loop() {
+			r := unlabeled[i%len(unlabeled)]
+			r.Offset = int64(i)
+			if err := w.Process(context.Background(), r); err != nil {
+				b.Fatal(err)
+			}
+			if i++; i%1024 == 0 {
+				w.TakeOutputs()
+			}
+		}
+	})
 }

@@ -101,9 +101,7 @@ func (w *Worker) decodeState(rec checkpoint.KeyRecord) (*keyState, error) {
 		if err != nil {
 			return nil, fmt.Errorf("pending %q: %w", id, err)
 		}
-		q := pending{id: id, offset: off, x: x}
-		ks.pending = append(ks.pending, q)
-		ks.held += q.size()
+		ks.await(pending{id: id, offset: off, x: x}, math.MaxInt) // as checkpointed: within the bounds then
 	}
 	n = r.Uvarint()
 	for i := uint64(0); i < n && r.Err == nil; i++ {

@@ -321,7 +321,10 @@ type keyState struct {
 	learner learners.Learner
 	query   rand.PCG // margin-rule draws, for learners without a native rule
 	rng     *rand.Rand
-	pending []pending // in offset order
+	pending []pending // in offset order; add and drop through await, dropAwaited, unawait
+	// awaited counts the ids in pending, so that a new event's duplicate id
+	// and a label's event are found without a scan; nil until the first.
+	awaited map[string]int32
 	early   []early   // labels-topic labels waiting for their event, in arrival order
 	applied [2]int64
 	// held is the bytes of pending and early, bounded by MaxPendingBytes.
@@ -336,12 +339,52 @@ type keyState struct {
 func (p pending) size() int { return len(p.id) + 48 + p.x.NNZ()*12 }
 func (e early) size() int   { return len(e.id) + 24 }
 
+// await adds q to the key's events awaiting their label, the oldest dropped
+// past max entries; it returns how many it dropped.
+func (ks *keyState) await(q pending, max int) int64 {
+	if ks.awaited == nil {
+		ks.awaited = map[string]int32{}
+	}
+	ks.pending = append(ks.pending, q)
+	ks.held += q.size()
+	ks.awaited[q.id]++
+	if len(ks.pending) > max {
+		ks.dropAwaited(1)
+		return 1
+	}
+	return 0
+}
+
+// dropAwaited drops the n oldest awaited events.
+func (ks *keyState) dropAwaited(n int) {
+	for _, p := range ks.pending[:n] {
+		ks.held -= p.size()
+		ks.forget(p.id)
+	}
+	ks.pending = ks.pending[n:]
+}
+
+// unawait removes awaited event i (its label came).
+func (ks *keyState) unawait(i int) {
+	ks.held -= ks.pending[i].size()
+	ks.forget(ks.pending[i].id)
+	ks.pending = slices.Delete(ks.pending, i, i+1)
+}
+
+func (ks *keyState) forget(id string) {
+	if ks.awaited[id]--; ks.awaited[id] <= 0 {
+		delete(ks.awaited, id)
+	}
+}
+
+// awaiting reports whether an event with id awaits its label.
+func (ks *keyState) awaiting(id string) bool { return ks.awaited[id] > 0 }
+
 // bound drops the oldest pending queries, then the oldest early labels,
 // until the key holds at most max bytes of them.
 func (ks *keyState) bound(max int, stats *Totals) {
 	for ks.held > max && len(ks.pending) > 0 {
-		ks.held -= ks.pending[0].size()
-		ks.pending = ks.pending[1:]
+		ks.dropAwaited(1)
 		stats.LabelsExpired++
 	}
 	for ks.held > max && len(ks.early) > 0 {
@@ -535,7 +578,7 @@ func (w *Worker) Process(ctx context.Context, r Record) error {
 		w.deadLetter(r, ReasonInvalidEvent, errors.New("the labels topic carries label records only ({\"id\",\"label\"})"))
 		return nil
 	}
-	if ev.Kind == topics.Input && slices.ContainsFunc(ks.pending, func(q pending) bool { return q.id == ev.ID }) {
+	if ev.Kind == topics.Input && ks.awaiting(ev.ID) {
 		// Its label could not tell the two apart: refused before it touches
 		// the key, so that a replay refuses it again.
 		w.deadLetter(r, ReasonInvalidEvent, fmt.Errorf("duplicate id %q: an earlier event of key %q with this id still awaits its label; ids must be unique per key: %w",
@@ -694,9 +737,7 @@ func (w *Worker) event(r Record, key string, ks *keyState, ev topics.Event) erro
 	if !w.sampling || query {
 		q.x = x
 	}
-	var dropped int64
-	ks.pending, dropped = push(ks.pending, q, w.cfg.MaxPending, &ks.held)
-	w.stats.LabelsExpired += dropped
+	w.stats.LabelsExpired += ks.await(q, w.cfg.MaxPending)
 	ks.bound(w.cfg.MaxPendingBytes, &w.stats)
 	return nil
 }
@@ -724,10 +765,7 @@ func (w *Worker) expire(r Record, ks *keyState) {
 		n++
 	}
 	if n > 0 {
-		for _, p := range ks.pending[:n] {
-			ks.held -= p.size()
-		}
-		ks.pending = ks.pending[n:]
+		ks.dropAwaited(n)
 		w.stats.LabelsExpired += int64(n)
 	}
 }
@@ -735,7 +773,10 @@ func (w *Worker) expire(r Record, ks *keyState) {
 // label joins a label record to its pending query and learns.
 func (w *Worker) label(r Record, key string, ks *keyState, ev topics.Event) error {
 	w.expire(r, ks)
-	i := slices.IndexFunc(ks.pending, func(p pending) bool { return p.id == ev.ID })
+	i := -1
+	if ks.awaiting(ev.ID) {
+		i = slices.IndexFunc(ks.pending, func(p pending) bool { return p.id == ev.ID })
+	}
 	if i < 0 && r.Topic == LabelsTopic {
 		// Possibly ahead of its event on the other topic: keep it (bounded, TTL'd).
 		n := 0
@@ -758,8 +799,7 @@ func (w *Worker) label(r Record, key string, ks *keyState, ev topics.Event) erro
 	}
 	q := ks.pending[i]
 	x := q.x
-	ks.held -= q.size()
-	ks.pending = slices.Delete(ks.pending, i, i+1)
+	ks.unawait(i)
 	w.stats.LabelsJoined++
 	scored := q.decided != 0 // the prediction made when the event came
 	if scored {
