@@ -325,7 +325,7 @@ type keyState struct {
 	// awaited counts the ids in pending, so that a new event's duplicate id
 	// and a label's event are found without a scan; nil until the first.
 	awaited map[string]int32
-	early   []early   // labels-topic labels waiting for their event, in arrival order
+	early   []early // labels-topic labels waiting for their event, in arrival order
 	applied [2]int64
 	// held is the bytes of pending and early, bounded by MaxPendingBytes.
 	held int
