@@ -224,7 +224,8 @@ func BenchmarkProcess(b *testing.B) {
 				}
 			}
 		})
-	} // Unlabeled events whose labels never come: the key holds MaxPending
+	}
+	// Unlabeled events whose labels never come: the key holds MaxPending
 	// (1,000) awaited events, and every new event is checked against them
 	// for a duplicate id.
 	b.Run("unlabeled-1000-pending", func(b *testing.B) {
