@@ -194,8 +194,9 @@ func TestKeysInWarningFollowsEveryDetector(t *testing.T) {
 	}
 }
 
-// BenchmarkProcess times one labeled event through the worker, without and
-// with the default drift detectors (ADWIN on mistakes and on queries).
+// BenchmarkProcess times one event through the worker: a labeled one without and
+// with the default drift detectors (ADWIN on mistakes and on queries), and an
+// unlabeled one into a key that holds 1,000 events awaiting their labels.
 //
 //	go test -run '^$' -bench Process -benchmem ./pipeline
 func BenchmarkProcess(b *testing.B) {
