@@ -55,7 +55,11 @@ type Config struct {
 	Topics    Topics
 	// Partitions and Replication are used when topics must be created.
 	Partitions, Replication int
-	Pipeline                pipeline.Config
+	// StreamTopicConfig are topic settings (such as retention.ms) for the
+	// input and output topics the service creates; the changelog is always
+	// created compacted, without them.
+	StreamTopicConfig map[string]string
+	Pipeline          pipeline.Config
 	// Store keeps checkpoints; nil means the Kafka changelog topic.
 	Store checkpoint.Store
 	// Sink receives the outputs; nil means the output topics.

@@ -529,3 +529,29 @@ func started(t *testing.T, cfg Config) (s *Service, stop func()) {
 		}
 	}
 }
+
+// The topics the service creates carry StreamTopicConfig, except the
+// changelog, which is compacted and keeps its records for good.
+func TestStreamTopicConfig(t *testing.T) {
+	addr := cluster(t)
+	cfg := testConfig(t, addr, "g-topic-config")
+	cfg.StreamTopicConfig = map[string]string{"retention.ms": "12345"}
+	if _, err := New(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	cl := &kafka.Client{Addr: kafka.TCP(addr)}
+	for topic, want := range map[string]string{"events": "12345", "predictions": "12345", "dead-letters": "12345", "changelog": ""} {
+		resp, err := cl.DescribeConfigs(context.Background(), &kafka.DescribeConfigsRequest{Resources: []kafka.DescribeConfigRequestResource{{
+			ResourceType: kafka.ResourceTypeTopic, ResourceName: topic, ConfigNames: []string{"retention.ms", "cleanup.policy"}}}})
+		if err != nil || len(resp.Resources) != 1 {
+			t.Fatalf("%s: %v", topic, err)
+		}
+		got := map[string]string{}
+		for _, e := range resp.Resources[0].ConfigEntries {
+			got[e.ConfigName] = e.ConfigValue
+		}
+		if want != "" && got["retention.ms"] != want || want == "" && (got["retention.ms"] == "12345" || got["cleanup.policy"] != "compact") {
+			t.Fatalf("%s: %v", topic, got)
+		}
+	}
+}

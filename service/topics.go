@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -38,6 +40,10 @@ func (s *Service) ensureTopics(ctx context.Context) error {
 		tc := kafka.TopicConfig{Topic: name, NumPartitions: s.cfg.Partitions, ReplicationFactor: s.cfg.Replication}
 		if name == t.Changelog {
 			tc.ConfigEntries = []kafka.ConfigEntry{{ConfigName: "cleanup.policy", ConfigValue: "compact"}}
+		} else {
+			for _, k := range slices.Sorted(maps.Keys(s.cfg.StreamTopicConfig)) {
+				tc.ConfigEntries = append(tc.ConfigEntries, kafka.ConfigEntry{ConfigName: k, ConfigValue: s.cfg.StreamTopicConfig[k]})
+			}
 		}
 		if err := cconn.CreateTopics(tc); err != nil && !errors.Is(err, kafka.TopicAlreadyExists) {
 			return fmt.Errorf("create topic %s: %w", name, err)

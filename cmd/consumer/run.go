@@ -82,10 +82,6 @@ func runService(args []string, stdout, stderr io.Writer) int {
 		}
 		defer cluster.Close()
 		cfg.Brokers = []string{cluster.ListenAddrs()[0]}
-		if err := createStreamTopics(cfg); err != nil {
-			fmt.Fprintf(stderr, "consumer: embedded broker: %v\n", err)
-			return exitError
-		}
 		limit := "GOMEMLIMIT=" + os.Getenv("GOMEMLIMIT")
 		if os.Getenv("GOMEMLIMIT") == "" {
 			debug.SetMemoryLimit(embeddedMemoryLimit)
@@ -123,6 +119,9 @@ func runService(args []string, stdout, stderr io.Writer) int {
 		CheckpointEvery: cfg.CheckpointEvery, CheckpointInterval: cfg.CheckpointPeriod, FlushInterval: cfg.FlushInterval, Logger: log, Metrics: metrics,
 		Retry:         pipeline.Backoff{Initial: pipeline.DefaultBackoff.Initial, Max: pipeline.DefaultBackoff.Max, Timeout: cfg.RetryTimeout},
 		FailExitAfter: cfg.FailExitAfter, FinalTimeout: cfg.ShutdownTimeout, SessionTimeout: cfg.SessionTimeout}
+	if *embedded { // the service creates the demo's topics keeping only embeddedRetention
+		scfg.StreamTopicConfig = map[string]string{"retention.ms": strconv.FormatInt(embeddedRetention.Milliseconds(), 10)}
+	}
 	if cfg.CheckpointStore == "file" {
 		st, err := checkpoint.NewFileStore(cfg.CheckpointDir, 0)
 		if err != nil {
@@ -235,27 +234,6 @@ func embeddedBrokerConfigs() map[string]string {
 		"log.cleaner.backoff.ms": strconv.FormatInt(embeddedCleanEvery.Milliseconds(), 10),
 		"log.segment.bytes":      strconv.Itoa(embeddedSegment),
 	}
-}
-
-// createStreamTopics creates the embedded broker's input and output topics
-// with embeddedRetention; the service creates the compacted changelog.
-func createStreamTopics(cfg config.Config) error {
-	conn, err := kafka.Dial("tcp", cfg.Brokers[0])
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	for _, name := range []string{cfg.EventsTopic, cfg.LabelsTopic, cfg.PredictionsTopic, cfg.QueriesTopic, cfg.DeadLetterTopic, cfg.AlertsTopic} {
-		if name == "" {
-			continue
-		}
-		err := conn.CreateTopics(kafka.TopicConfig{Topic: name, NumPartitions: cfg.Partitions, ReplicationFactor: 1,
-			ConfigEntries: []kafka.ConfigEntry{{ConfigName: "retention.ms", ConfigValue: strconv.FormatInt(embeddedRetention.Milliseconds(), 10)}}})
-		if err != nil && !errors.Is(err, kafka.TopicAlreadyExists) {
-			return fmt.Errorf("create topic %s: %w", name, err)
-		}
-	}
-	return nil
 }
 
 // pipelineConfig is the workers' configuration, validated: the learner's
