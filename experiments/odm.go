@@ -57,21 +57,6 @@ func odmTableSets() []tableSet {
 	}
 }
 
-// withBias appends a constant 1 to every input. The learners standardize
-// their inputs (backtest.Spec.Standardize), and a constant coordinate passes
-// through the standardizer, so the bias survives.
-func withBias(events []streams.Example) ([]streams.Example, error) {
-	out := make([]streams.Example, len(events))
-	for k, ex := range events {
-		out[k] = ex
-		var err error
-		if out[k].X, err = learners.NewDense(append(ex.X.Dense(), 1)); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
-}
-
 // ODMSetting is one point of the D-ODM tuning grid. EtaLambda is the product
 // ηλ of the constant step and the loss weight, the quantity that sets the
 // step's size relative to the loss; the step is η = EtaLambda/Lambda.
@@ -138,11 +123,8 @@ func TuneODM(ctx context.Context, learner string, progress func(string)) (ODMSet
 			if err != nil {
 				return ODMSetting{}, "", err
 			}
-			ev, err := backtest.Load(ctx, src)
+			ev, err := backtest.Load(ctx, streams.WithBias(src))
 			if err != nil {
-				return ODMSetting{}, "", err
-			}
-			if ev, err = withBias(ev); err != nil {
 				return ODMSetting{}, "", err
 			}
 			data = append(data, stream{ev, src.Dim()})
@@ -226,11 +208,9 @@ func RunODMTable(ctx context.Context, learnersToRun []backtest.Spec, dataDir str
 		if err != nil {
 			return "", fmt.Errorf("%s: %w", set.name, err)
 		}
-		events, err := backtest.Load(ctx, src)
+		// A constant bias feature, which the standardizer passes through.
+		events, err := backtest.Load(ctx, streams.WithBias(src))
 		if err != nil {
-			return "", fmt.Errorf("%s: %w", set.name, err)
-		}
-		if events, err = withBias(events); err != nil {
 			return "", fmt.Errorf("%s: %w", set.name, err)
 		}
 		odmParams, el := chosen.Params(src.Dim())

@@ -9,6 +9,7 @@ import (
 
 	"github.com/driftstream/driftstream/backtest"
 	"github.com/driftstream/driftstream/streams"
+	"gonum.org/v1/gonum/stat"
 )
 
 // tableHeader writes a Markdown header: the leading columns, one per learner, a last one.
@@ -208,19 +209,11 @@ func RunSwitchCost(ctx context.Context, learnersToRun []backtest.Spec, _ string,
 					off = append(off, m)
 				}
 			}
-			mOn, mOff := mean(on), mean(off)
+			mOn, mOff := stat.Mean(on, nil), stat.Mean(off, nil)
 			added, removed, diffs = append(added, mOn), append(removed, mOff), append(diffs, mOn-mOff)
 		}
 		d := backtest.MeanCI(diffs)
-		fmt.Fprintf(&b, "| %s | %.1f | %.1f | %+.1f [%+.1f, %+.1f] |\n", specName(s), mean(added), mean(removed), d.Mean, d.Lo, d.Hi)
+		fmt.Fprintf(&b, "| %s | %.1f | %.1f | %+.1f [%+.1f, %+.1f] |\n", specName(s), stat.Mean(added, nil), stat.Mean(removed, nil), d.Mean, d.Lo, d.Hi)
 	}
 	return b.String(), nil
-}
-
-func mean(xs []float64) float64 {
-	s := 0.0
-	for _, x := range xs {
-		s += x
-	}
-	return s / float64(len(xs))
 }
