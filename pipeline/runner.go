@@ -16,10 +16,12 @@ import (
 
 // Source delivers one partition's input records.
 type Source interface {
-	// Records delivers records in offset order per input topic. It is closed
-	// when a bounded input (a file, a topic range) is exhausted. A Fetched
-	// with Err set reports a failed read; nothing follows it.
-	Records() <-chan Fetched
+	// Records delivers records in batches (what one fetch returned, say), in
+	// offset order per input topic: one channel operation per batch rather
+	// than per record. It is closed when a bounded input (a file, a topic
+	// range) is exhausted. A Fetched with Err set reports a failed read; it
+	// ends its batch and nothing follows it.
+	Records() <-chan []Fetched
 	// Close stops the source and waits for its goroutines.
 	Close() error
 }
@@ -135,7 +137,9 @@ type Backoff struct {
 var DefaultBackoff = Backoff{Initial: 100 * time.Millisecond, Max: 5 * time.Second, Timeout: 2 * time.Minute}
 
 // Observer receives the Runner's events (the service turns them into
-// metrics). Calls come from the partition's goroutine.
+// metrics). Restored and Processed come from the partition's goroutine;
+// Checkpointed and Retrying also from its write-behind goroutine, so an
+// Observer must be safe for concurrent use.
 type Observer interface {
 	Restored(res Restored, keys int, took time.Duration)
 	// Processed follows every record; before and after are the worker's
@@ -253,14 +257,13 @@ func (p *positions) Write(ctx context.Context, keys []checkpoint.KeyRecord, m ch
 //     FinalTimeout; records fetched but not processed are left to the next
 //     owner, which resumes after the marker.
 type Runner struct {
-	cfg       RunnerConfig
-	w         *Worker
-	unflushed []Output
-	log       *slog.Logger
-	pos       *positions // nil when the store reports no positions
-	kept      *Kept      // set by a clean stop
-	reqs      chan request
-	stopped   chan struct{} // closed when Run returns
+	cfg     RunnerConfig
+	w       *Worker
+	log     *slog.Logger
+	pos     *positions // nil when the store reports no positions
+	kept    *Kept      // set by a clean stop
+	reqs    chan request
+	stopped chan struct{} // closed when Run returns
 }
 
 // request is work for the partition's goroutine (Runner.Do).
@@ -443,6 +446,8 @@ func (r *Runner) run(ctx context.Context) error {
 	}
 	defer func() { src.Close() }()
 
+	wb := r.startWriteBehind(ctx)
+	defer wb.abort()                   // a no-op after the final drain
 	pctx := context.WithoutCancel(ctx) // a record once taken is processed whole
 	since, last := 0, time.Now()
 	tick := time.NewTicker(r.cfg.CheckpointInterval)
@@ -457,69 +462,78 @@ func (r *Runner) run(ctx context.Context) error {
 	attempt := 0
 	for {
 		if ctx.Err() != nil { // stop before taking another record
-			return r.final(ctx, since)
+			return r.final(wb, since)
 		}
 		select {
 		case <-ctx.Done():
-			return r.final(ctx, since)
-		case f, ok := <-src.Records():
-			switch {
-			case !ok: // exhausted
-				return r.final(ctx, since)
-			case f.Err != nil:
-				src.Close()
-				if errors.Is(f.Err, ErrLost) {
-					return f.Err
-				}
-				if failingSince.IsZero() {
-					failingSince, attempt = time.Now(), 0
-				}
-				if err := r.backoff(ctx, StepSource, f.Err, &attempt, failingSince); err != nil {
-					if ctx.Err() != nil {
-						return r.final(ctx, since)
-					}
-					return err
-				}
-				if err := r.do(ctx, StepSource, open); err != nil {
-					if ctx.Err() != nil {
-						return r.final(ctx, since)
-					}
-					return err
-				}
-				continue
+			return r.final(wb, since)
+		case <-wb.failed:
+			return wb.err
+		case batch, ok := <-src.Records():
+			if !ok { // exhausted
+				return r.final(wb, since)
 			}
-			failingSince = time.Time{}
-			before := r.w.Totals()
-			if err := r.w.Process(pctx, f.Record); err != nil {
-				return &PartitionError{Partition: r.cfg.Partition, Step: StepProcess, Err: err}
-			}
-			after := r.w.Totals()
-			r.cfg.Observer.Processed(&f, &before, &after)
-			if since++; since >= r.cfg.CheckpointEvery {
-				if err := r.checkpointDetached(ctx); err != nil {
-					return err
+			for i := range batch {
+				f := &batch[i]
+				if f.Err != nil {
+					src.Close()
+					if errors.Is(f.Err, ErrLost) {
+						return f.Err
+					}
+					if failingSince.IsZero() {
+						failingSince, attempt = time.Now(), 0
+					}
+					if err := r.backoff(ctx, StepSource, f.Err, &attempt, failingSince); err != nil {
+						if ctx.Err() != nil {
+							return r.final(wb, since)
+						}
+						return err
+					}
+					if err := r.do(ctx, StepSource, open); err != nil {
+						if ctx.Err() != nil {
+							return r.final(wb, since)
+						}
+						return err
+					}
+					break
 				}
-				since, last = 0, time.Now()
+				if i > 0 && ctx.Err() != nil { // stop before taking another record
+					return r.final(wb, since)
+				}
+				failingSince = time.Time{}
+				before := r.w.Totals()
+				if err := r.w.Process(pctx, f.Record); err != nil {
+					return &PartitionError{Partition: r.cfg.Partition, Step: StepProcess, Err: err}
+				}
+				after := r.w.Totals()
+				r.cfg.Observer.Processed(f, &before, &after)
+				if since++; since >= r.cfg.CheckpointEvery {
+					if err := r.checkpoint(wb, nil); err != nil {
+						return err
+					}
+					since, last = 0, time.Now()
+				}
 			}
 		case <-tick.C:
 			if since > 0 && time.Since(last) >= r.cfg.CheckpointInterval {
-				if err := r.checkpointDetached(ctx); err != nil {
+				if err := r.checkpoint(wb, nil); err != nil {
 					return err
 				}
 				since, last = 0, time.Now()
 			}
 		case <-flushC:
-			if err := r.flushDetached(ctx); err != nil {
-				return err
+			if len(r.w.out) > 0 {
+				if err := wb.put(job{outs: r.w.TakeOutputs()}); err != nil {
+					return err
+				}
 			}
 		case q := <-r.reqs:
 			if !q.fn(r.w) {
 				q.reply <- nil
 				continue
 			}
-			err := r.checkpointDetached(ctx)
-			q.reply <- err
-			if err != nil {
+			if err := r.checkpoint(wb, q.reply); err != nil {
+				q.reply <- err
 				return err
 			}
 			since, last = 0, time.Now()
@@ -527,15 +541,18 @@ func (r *Runner) run(ctx context.Context) error {
 	}
 }
 
-// final writes the last checkpoint when the partition stops, and keeps the
-// state for the partition's next Runner when the store reports positions.
-func (r *Runner) final(ctx context.Context, since int) error {
-	if since > 0 || len(r.unflushed) > 0 {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.FinalTimeout)
-		defer cancel()
-		if err := r.checkpoint(cctx); err != nil {
+// final writes the last checkpoint when the partition stops, waits for the
+// write-behind to write everything, and keeps the state for the partition's
+// next Runner when the store reports positions.
+func (r *Runner) final(wb *writeBehind, since int) error {
+	if since > 0 || len(r.w.out) > 0 {
+		if err := r.checkpoint(wb, nil); err != nil {
+			wb.drain(0)
 			return finalError{err}
 		}
+	}
+	if err := wb.drain(r.cfg.FinalTimeout); err != nil {
+		return finalError{err}
 	}
 	if r.pos != nil && r.pos.known {
 		r.kept = &Kept{w: r.w, end: r.pos.end, epoch: r.w.epoch}
@@ -549,67 +566,22 @@ type finalError struct{ error }
 
 func (e finalError) Unwrap() error { return e.error }
 
-// checkpointDetached runs a checkpoint that a revocation or shutdown
-// arriving meanwhile does not interrupt: a half-done checkpoint (outputs
-// flushed, no marker) would repeat outputs after the restart.
-func (r *Runner) checkpointDetached(ctx context.Context) error {
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.Retry.Timeout+r.cfg.FinalTimeout)
-	defer cancel()
-	return r.checkpoint(cctx)
-}
-
-// flushDetached writes the outputs so far, between checkpoints; like a
-// checkpoint, a stop arriving meanwhile does not cut it short.
-func (r *Runner) flushDetached(ctx context.Context) error {
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.Retry.Timeout+r.cfg.FinalTimeout)
-	defer cancel()
-	return r.flush(cctx)
-}
-
-// flush writes the worker's outputs so far to the sink, retrying; outputs
-// of a failed write stay for the next attempt.
-func (r *Runner) flush(ctx context.Context) error {
-	r.unflushed = append(r.unflushed, r.w.TakeOutputs()...)
-	if len(r.unflushed) == 0 {
-		return nil
+// checkpoint takes the outputs so far and a checkpoint of the worker, and
+// hands them to the write-behind, which writes the outputs, the key records
+// and marker, and commits, in that order; reply, when set, gets the result.
+func (r *Runner) checkpoint(wb *writeBehind, reply chan error) error {
+	batch, err := r.w.TakeCheckpoint()
+	if err != nil {
+		return &PartitionError{Partition: r.cfg.Partition, Step: StepStore, Err: err}
 	}
-	if err := r.do(ctx, StepSink, func(ctx context.Context) error { return r.cfg.Sink.Write(ctx, r.unflushed) }); err != nil {
-		return err
-	}
-	r.unflushed = r.unflushed[:0]
-	return nil
-}
-
-// checkpoint runs the protocol: flush outputs, write key records and marker,
-// commit. Each step is retried on its own, so a retried store write does not
-// write the outputs again.
-func (r *Runner) checkpoint(ctx context.Context) error {
-	start := time.Now()
-	if err := r.flush(ctx); err != nil {
-		return err
-	}
-	var records, bytes int
-	if err := r.do(ctx, StepStore, func(ctx context.Context) error {
-		var err error
-		records, bytes, err = r.w.Checkpoint(ctx, r.cfg.Store)
-		return err
-	}); err != nil {
-		return err
-	}
-	if r.cfg.Committer != nil {
-		t := r.w.Through()
-		next := [2]int64{-1, -1}
-		for i := range t {
-			if t[i] >= 0 {
-				next[i] = t[i] + 1
-			}
-		}
-		if err := r.do(ctx, StepCommit, func(ctx context.Context) error { return r.cfg.Committer.Commit(ctx, next) }); err != nil {
-			return err
+	t := r.w.Through()
+	next := [2]int64{-1, -1}
+	for i := range t {
+		if t[i] >= 0 {
+			next[i] = t[i] + 1
 		}
 	}
-	r.cfg.Observer.Checkpointed(records, bytes, r.w.Keys(), time.Since(start))
-	return nil
+	return wb.put(job{outs: r.w.TakeOutputs(), ckpt: &pendingCheckpoint{batch: batch, next: next, keys: r.w.Keys(), taken: time.Now()}, reply: reply})
 }
 
 // do runs fn until it succeeds, retrying retriable errors with backoff for

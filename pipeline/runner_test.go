@@ -25,13 +25,13 @@ type feed struct {
 
 // gatedSource reads a feed from an offset up to a movable gate.
 type gatedSource struct {
-	ch     chan Fetched
+	ch     chan []Fetched
 	cancel context.CancelFunc
 	done   chan struct{}
 }
 
-func (s *gatedSource) Records() <-chan Fetched { return s.ch }
-func (s *gatedSource) Close() error            { s.cancel(); <-s.done; return nil }
+func (s *gatedSource) Records() <-chan []Fetched { return s.ch }
+func (s *gatedSource) Close() error              { s.cancel(); <-s.done; return nil }
 
 // gate bounds what a runner may read; failAt injects one read error at an
 // offset (once).
@@ -50,7 +50,7 @@ func newGate(upto int64) *gate {
 func (f *feed) opener(g *gate) Opener {
 	return func(ctx context.Context, from [2]int64) (Source, error) {
 		ctx, cancel := context.WithCancel(ctx)
-		s := &gatedSource{ch: make(chan Fetched, 16), cancel: cancel, done: make(chan struct{})}
+		s := &gatedSource{ch: make(chan []Fetched, 16), cancel: cancel, done: make(chan struct{})}
 		go func() {
 			defer close(s.done)
 			for off := from[EventsTopic]; ; {
@@ -66,19 +66,25 @@ func (f *feed) opener(g *gate) Opener {
 					}
 					continue
 				}
-				fr := Fetched{Record: f.recs[off], HighWatermark: int64(len(f.recs))}
-				if g.failAt.CompareAndSwap(off, -1) {
-					fr = Fetched{Err: Retriable(errors.New("injected read error"))}
+				// A batch of 1 to 7 records below the gate (varying with the
+				// offset), cut short by an injected read error, which ends it.
+				var batch []Fetched
+				failed := false
+				for n := 1 + int(off%7); len(batch) < n && off < g.upto.Load() && off < int64(len(f.recs)); off++ {
+					if g.failAt.CompareAndSwap(off, -1) {
+						batch, failed = append(batch, Fetched{Err: Retriable(errors.New("injected read error"))}), true
+						break
+					}
+					batch = append(batch, Fetched{Record: f.recs[off], HighWatermark: int64(len(f.recs))})
 				}
 				select {
-				case s.ch <- fr:
+				case s.ch <- batch:
 				case <-ctx.Done():
 					return
 				}
-				if fr.Err != nil {
+				if failed {
 					return
 				}
-				off++
 			}
 		}()
 		return s, nil
@@ -104,6 +110,13 @@ type fault struct {
 	lost      bool
 	calls     int
 }
+
+// faultSlot holds the fault armed for one operation; tests arm it while the
+// runner's write-behind goroutine reads it.
+type faultSlot struct{ p atomic.Pointer[fault] }
+
+func (s *faultSlot) set(f *fault) { s.p.Store(f) }
+func (s *faultSlot) hit() error   { return s.p.Load().hit() }
 
 func (f *fault) hit() error {
 	if f == nil {
@@ -131,8 +144,8 @@ func (f *fault) hit() error {
 // set) fails after writing, as a crash right after the flush would.
 type testSink struct {
 	out          *outputs
-	before       *fault
-	after        *fault
+	before       faultSlot
+	after        faultSlot
 	writes, fail int
 }
 
@@ -159,8 +172,8 @@ func (s *testSink) Write(_ context.Context, outs []Output) error {
 // the key records but not the marker before failing (a crash between them).
 type testStore struct {
 	*checkpoint.MemoryStore
-	write   *fault
-	partial bool
+	write   faultSlot
+	partial atomic.Bool
 	loads   atomic.Int64
 }
 
@@ -178,7 +191,7 @@ func (s *testStore) Write(ctx context.Context, keys []KeyRecordAlias, m checkpoi
 // MemoryStore reports positions).
 func (s *testStore) WriteAt(ctx context.Context, keys []KeyRecordAlias, m checkpoint.Marker) (int64, error) {
 	if err := s.write.hit(); err != nil {
-		if s.partial && errors.Is(err, ErrLost) {
+		if s.partial.Load() && errors.Is(err, ErrLost) {
 			// Keys durable, marker not: write the keys under a marker that a
 			// restore ignores (an older epoch than any claim).
 			for _, k := range keys {
@@ -203,7 +216,7 @@ type KeyRecordAlias = checkpoint.KeyRecord
 
 // testCommitter remembers the committed offsets.
 type testCommitter struct {
-	fault *fault
+	fault faultSlot
 	mu    sync.Mutex
 	next  [2]int64
 }
@@ -365,10 +378,13 @@ func TestCrashAtEveryCheckpointStep(t *testing.T) {
 		// of the crashed checkpoint interval.
 		dups func(interval int) int
 	}{
-		{"before the flush", func(h *harness, s *testSink) { s.before = &fault{times: 1, lost: true} }, func(int) int { return 0 }},
-		{"after the flush", func(h *harness, s *testSink) { s.after = &fault{times: 1, lost: true} }, func(n int) int { return n }},
-		{"after the key records, before the marker", func(h *harness, s *testSink) { h.store.write, h.store.partial = &fault{times: 1, lost: true}, true }, func(int) int { return 0 }},
-		{"after the marker, before the commit", func(h *harness, s *testSink) { h.com.fault = &fault{times: 1, lost: true} }, func(int) int { return 0 }},
+		{"before the flush", func(h *harness, s *testSink) { s.before.set(&fault{times: 1, lost: true}) }, func(int) int { return 0 }},
+		{"after the flush", func(h *harness, s *testSink) { s.after.set(&fault{times: 1, lost: true}) }, func(n int) int { return n }},
+		{"after the key records, before the marker", func(h *harness, s *testSink) {
+			h.store.write.set(&fault{times: 1, lost: true})
+			h.store.partial.Store(true)
+		}, func(int) int { return 0 }},
+		{"after the marker, before the commit", func(h *harness, s *testSink) { h.com.fault.set(&fault{times: 1, lost: true}) }, func(int) int { return 0 }},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -382,7 +398,9 @@ func TestCrashAtEveryCheckpointStep(t *testing.T) {
 			r := h.runner(1, g, sink, obs)
 			done := make(chan error, 1)
 			go func() { done <- r.Run(ctx) }()
-			eventually(t, "the first runner's progress", func() bool { return obs.last.Load() == int64(crashAt-2) })
+			eventually(t, "the first runner's progress and 5 checkpoints written", func() bool {
+				return obs.last.Load() == int64(crashAt-2) && obs.checkpoints.Load() == 5
+			})
 			c.arm(h, sink)
 			g.upto.Store(int64(crashAt)) // the next record triggers the sixth checkpoint
 			select {
@@ -408,9 +426,9 @@ func TestTransientFailuresRetriedInPlace(t *testing.T) {
 		name string
 		arm  func(h *harness, s *testSink, g *gate)
 	}{
-		{"store", func(h *harness, _ *testSink, _ *gate) { h.store.write = &fault{times: 3, retriable: true} }},
-		{"sink", func(_ *harness, s *testSink, _ *gate) { s.before = &fault{times: 3, retriable: true} }},
-		{"commit", func(h *harness, _ *testSink, _ *gate) { h.com.fault = &fault{times: 3, retriable: true} }},
+		{"store", func(h *harness, _ *testSink, _ *gate) { h.store.write.set(&fault{times: 3, retriable: true}) }},
+		{"sink", func(_ *harness, s *testSink, _ *gate) { s.before.set(&fault{times: 3, retriable: true}) }},
+		{"commit", func(h *harness, _ *testSink, _ *gate) { h.com.fault.set(&fault{times: 3, retriable: true}) }},
 		{"source", func(_ *harness, _ *testSink, g *gate) { g.failAt.Store(333) }},
 	}
 	for _, c := range cases {
@@ -442,10 +460,10 @@ func TestPersistentFailureEndsThePartition(t *testing.T) {
 		step Step
 		arm  func(h *harness, s *testSink)
 	}{
-		{"store permanent", StepStore, func(h *harness, _ *testSink) { h.store.write = &fault{times: -1} }},
-		{"store transient past the bound", StepStore, func(h *harness, _ *testSink) { h.store.write = &fault{times: -1, retriable: true} }},
-		{"sink permanent", StepSink, func(_ *harness, s *testSink) { s.before = &fault{times: -1} }},
-		{"commit permanent", StepCommit, func(h *harness, _ *testSink) { h.com.fault = &fault{times: -1} }},
+		{"store permanent", StepStore, func(h *harness, _ *testSink) { h.store.write.set(&fault{times: -1}) }},
+		{"store transient past the bound", StepStore, func(h *harness, _ *testSink) { h.store.write.set(&fault{times: -1, retriable: true}) }},
+		{"sink permanent", StepSink, func(_ *harness, s *testSink) { s.before.set(&fault{times: -1}) }},
+		{"commit permanent", StepCommit, func(h *harness, _ *testSink) { h.com.fault.set(&fault{times: -1}) }},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -460,7 +478,9 @@ func TestPersistentFailureEndsThePartition(t *testing.T) {
 			if n := len(h.out.preds); n > h.every {
 				t.Fatalf("%d predictions written before the failure, more than one interval (%d)", n, h.every)
 			}
-			h.store.write, sink.before, h.com.fault = nil, nil, nil
+			h.store.write.set(nil)
+			sink.before.set(nil)
+			h.com.fault.set(nil)
 			final := h.finish(2)
 			if dups := h.check(final); dups > h.every {
 				t.Fatalf("%d duplicates after the restart, more than one interval", dups)
@@ -496,7 +516,7 @@ func TestZombieWriterIsFenced(t *testing.T) {
 
 	// A wakes up: it processes further, checkpoints (stale), and its commit is
 	// refused because the group moved on.
-	h.com.fault = &fault{times: 1, lost: true}
+	h.com.fault.set(&fault{times: 1, lost: true})
 	gateA.upto.Store(800)
 	if err := <-doneA; err != nil {
 		t.Fatal(err)
@@ -511,7 +531,7 @@ func TestZombieWriterIsFenced(t *testing.T) {
 	// and dies right after: no final checkpoint, no flush.
 	gateB.upto.Store(1400 + int64(h.every))
 	eventually(t, "the second owner's next checkpoint", func() bool { return obsB.checkpoints.Load() == 1000/int64(h.every)+1 })
-	bSink.before = &fault{times: -1, lost: true}
+	bSink.before.set(&fault{times: -1, lost: true})
 	crashB()
 	if err := <-doneB; err != nil {
 		t.Fatal(err)

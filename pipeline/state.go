@@ -164,29 +164,55 @@ func (w *Worker) decodeState(rec checkpoint.KeyRecord) (*keyState, error) {
 // unreadable and replay has not rebuilt it) is written with an empty state,
 // which supersedes the unreadable record.
 func (w *Worker) Checkpoint(ctx context.Context, store checkpoint.Store) (records, bytes int, err error) {
+	c, err := w.TakeCheckpoint()
+	if err != nil {
+		return 0, 0, err
+	}
+	if err := store.Write(ctx, c.Keys, c.Marker); err != nil {
+		for _, rec := range c.Keys {
+			w.dirty[rec.Key] = true
+		}
+		return 0, 0, fmt.Errorf("checkpoint partition %d: %w", w.partition, err)
+	}
+	return len(c.Keys), c.Bytes, nil
+}
+
+// CheckpointBatch is one checkpoint of a partition, encoded and ready to write:
+// the key records of every key changed since the last one, and the marker.
+// It shares no memory with the worker, so it can be written while the
+// worker goes on (the Runner's write-behind).
+type CheckpointBatch struct {
+	Keys   []checkpoint.KeyRecord
+	Marker checkpoint.Marker
+	// Bytes is the learner state the key records hold.
+	Bytes int
+}
+
+// TakeCheckpoint encodes every key changed since the last checkpoint, and
+// the marker of the offsets processed so far, and marks the keys clean: the
+// caller must write the batch, or fail the partition (a restore then
+// starts from the last batch written).
+func (w *Worker) TakeCheckpoint() (CheckpointBatch, error) {
 	keys := make([]string, 0, len(w.dirty))
 	for k := range w.dirty {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys) // deterministic record order
-	recs := make([]checkpoint.KeyRecord, 0, len(keys))
+	c := CheckpointBatch{Keys: make([]checkpoint.KeyRecord, 0, len(keys)), Marker: checkpoint.Marker{Partition: w.partition, Epoch: w.epoch, Through: w.through}}
 	for _, k := range keys {
 		rec := checkpoint.KeyRecord{Partition: w.partition, Key: k, Epoch: w.epoch, AppliedThrough: [2]int64{checkpoint.NoOffset, checkpoint.NoOffset}}
 		if ks, ok := w.keys[k]; ok {
 			b, err := encodeState(ks)
 			if err != nil {
-				return 0, 0, fmt.Errorf("checkpoint partition %d, key %q: %w", w.partition, k, err)
+				return CheckpointBatch{}, fmt.Errorf("checkpoint partition %d, key %q: %w", w.partition, k, err)
 			}
 			rec.AppliedThrough, rec.State = ks.applied, b
 		}
-		bytes += len(rec.State)
-		recs = append(recs, rec)
-	}
-	if err := store.Write(ctx, recs, checkpoint.Marker{Partition: w.partition, Epoch: w.epoch, Through: w.through}); err != nil {
-		return 0, 0, fmt.Errorf("checkpoint partition %d: %w", w.partition, err)
+		c.Bytes += len(rec.State)
+		c.Keys = append(c.Keys, rec)
 	}
 	clear(w.dirty)
-	return len(recs), bytes, nil
+	return c, nil
 }
 
 // Restored is what Restore found.
