@@ -12,11 +12,11 @@ import (
 
 // chanSource is a partition's bounded record channel.
 type chanSource struct {
-	ch    chan pipeline.Fetched
+	ch    chan []pipeline.Fetched
 	close func()
 }
 
-func (s *chanSource) Records() <-chan pipeline.Fetched { return s.ch }
+func (s *chanSource) Records() <-chan []pipeline.Fetched { return s.ch }
 func (s *chanSource) Close() error {
 	if s.close != nil {
 		s.close()
@@ -33,7 +33,7 @@ type messageInput struct {
 	opts     MessageOptions
 	parts    int
 	separate bool // label records on their own topic (index 1)
-	chans    []chan pipeline.Fetched
+	chans    []chan []pipeline.Fetched
 	opened   []bool
 	mu       sync.Mutex
 	once     sync.Once
@@ -53,9 +53,9 @@ func FromSource(src streams.Source, opts MessageOptions, partitions int, separat
 		return nil, fmt.Errorf("keys %d and labels delay %d: need ≥ 1 and ≥ 0", opts.Keys, opts.LabelsDelay)
 	}
 	in := &messageInput{src: src, opts: opts, parts: partitions, separate: separateLabels,
-		chans: make([]chan pipeline.Fetched, partitions), opened: make([]bool, partitions), total: -1}
+		chans: make([]chan []pipeline.Fetched, partitions), opened: make([]bool, partitions), total: -1}
 	for p := range in.chans {
-		in.chans[p] = make(chan pipeline.Fetched, 256)
+		in.chans[p] = make(chan []pipeline.Fetched, 8)
 	}
 	return in, nil
 }
@@ -96,8 +96,12 @@ func (in *messageInput) Open(ctx context.Context, p int, from [2]int64) (pipelin
 	return &chanSource{ch: in.chans[p], close: func() {}}, nil
 }
 
-// deal reads every message and sends it to its partition, then closes the
-// partitions' channels.
+// dealBatch is how many records deal gathers for a partition before it
+// hands them over (one channel operation per batch, as a fetch would).
+const dealBatch = 256
+
+// deal reads every message and sends it to its partition, in batches, then
+// closes the partitions' channels.
 func (in *messageInput) deal(ctx context.Context) {
 	defer in.wg.Done()
 	defer func() {
@@ -111,21 +115,34 @@ func (in *messageInput) deal(ctx context.Context) {
 	}
 	var hash kafka.Hash
 	next := make([][2]int64, in.parts)
+	pending := make([][]pipeline.Fetched, in.parts)
+	send := func(p int) error {
+		select {
+		case in.chans[p] <- pending[p]:
+			pending[p] = nil
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	_, err := Messages(ctx, in.src, in.opts, func(m Message) error {
 		p := hash.Balance(kafka.Message{Key: m.Key}, partitions...)
 		topic := pipeline.EventsTopic
 		if m.Labels && in.separate {
 			topic = pipeline.LabelsTopic
 		}
-		f := pipeline.Fetched{Record: pipeline.Record{Topic: topic, Partition: p, Offset: next[p][topic], Key: m.Key, Value: m.Value}}
+		pending[p] = append(pending[p], pipeline.Fetched{Record: pipeline.Record{Topic: topic, Partition: p, Offset: next[p][topic], Key: m.Key, Value: m.Value}})
 		next[p][topic]++
-		select {
-		case in.chans[p] <- f:
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
+		if len(pending[p]) == dealBatch {
+			return send(p)
 		}
+		return nil
 	})
+	for p := range pending {
+		if err == nil && len(pending[p]) > 0 {
+			err = send(p)
+		}
+	}
 	in.err = err
 }
 

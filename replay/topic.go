@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/driftstream/driftstream/internal/kafkaread"
 	"github.com/driftstream/driftstream/pipeline"
 	"github.com/segmentio/kafka-go"
 )
@@ -167,7 +168,7 @@ func (in *topicInput) Open(ctx context.Context, p int, from [2]int64) (pipeline.
 		return nil, fmt.Errorf("partition %d is not in the range", p)
 	}
 	rctx, cancel := context.WithCancel(ctx)
-	src := &chanSource{ch: make(chan pipeline.Fetched, 256)}
+	src := &chanSource{ch: make(chan []pipeline.Fetched, 8)}
 	var wg sync.WaitGroup
 	topics := [2]string{in.rng.Topic, in.rng.LabelsTopic}
 	for i, topic := range topics {
@@ -175,38 +176,16 @@ func (in *topicInput) Open(ctx context.Context, p int, from [2]int64) (pipeline.
 		if topic == "" || start >= sp[i].end {
 			continue
 		}
-		r := kafka.NewReader(kafka.ReaderConfig{Brokers: in.rng.Brokers, Dialer: in.rng.Dialer, Topic: topic, Partition: p,
-			MinBytes: 1, MaxBytes: 16 << 20, MaxWait: 50 * time.Millisecond})
-		if err := r.SetOffset(start); err != nil {
-			r.Close()
-			cancel()
-			wg.Wait()
-			return nil, fmt.Errorf("position %s/%d at %d: %w", topic, p, start, err)
-		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer r.Close()
-			for {
-				m, err := r.FetchMessage(rctx)
-				f := pipeline.Fetched{Record: pipeline.Record{Topic: i, Partition: p, Offset: m.Offset, Key: m.Key, Value: m.Value},
-					HighWatermark: sp[i].end}
-				switch {
-				case err != nil && rctx.Err() != nil:
-					return
-				case err != nil:
-					f = pipeline.Fetched{Err: fmt.Errorf("read %s/%d: %w", topic, p, err)}
-				case m.Offset >= sp[i].end: // past a gap at the end of the range
-					return
-				}
-				select {
-				case src.ch <- f:
-				case <-rctx.Done():
-					return
-				}
-				if err != nil || m.Offset+1 >= sp[i].end {
-					return
-				}
+			err := in.read(rctx, src.ch, i, topic, p, start, sp[i].end)
+			if err == nil || rctx.Err() != nil {
+				return
+			}
+			select { // the Runner retries it when pipeline.IsRetriable
+			case src.ch <- []pipeline.Fetched{{Err: fmt.Errorf("read %s/%d: %w", topic, p, err)}}:
+			case <-rctx.Done():
 			}
 		}()
 	}
@@ -214,6 +193,41 @@ func (in *topicInput) Open(ctx context.Context, p int, from [2]int64) (pipeline.
 	go func() { wg.Wait(); close(src.ch); close(closed) }()
 	src.close = func() { cancel(); <-closed }
 	return src, nil
+}
+
+// read hands ch the records of topic/p from start up to end, in the
+// batches its fetches return. Records deleted (retention) before they were
+// read are an error: a backtest does not skip part of its range.
+func (in *topicInput) read(ctx context.Context, ch chan<- []pipeline.Fetched, topicIdx int, topic string, p int, start, end int64) error {
+	conn, err := kafkaread.Leader(ctx, in.rng.Dialer, in.rng.Brokers, topic, p)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	var gone error
+	deleted := func(from, first int64) {
+		gone = fmt.Errorf("offsets %d to %d of the range were deleted (retention) before the replay read them", from, first-1)
+	}
+	err = kafkaread.Follow(ctx, conn, kafkaread.FollowConfig{From: start, End: end, Deleted: deleted}, func(msgs []kafka.Message, _ int64) error {
+		if gone != nil {
+			return gone
+		}
+		batch := make([]pipeline.Fetched, len(msgs))
+		for j, m := range msgs {
+			batch[j] = pipeline.Fetched{Record: pipeline.Record{Topic: topicIdx, Partition: p, Offset: m.Offset, Key: m.Key, Value: m.Value},
+				HighWatermark: end}
+		}
+		select {
+		case ch <- batch:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
+	if err == nil {
+		err = gone
+	}
+	return err
 }
 
 func dialAny(ctx context.Context, d *kafka.Dialer, brokers []string) (*kafka.Conn, error) {

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -77,7 +78,7 @@ func passThrough(b *testing.B, addr string, n int) {
 			defer wg.Done()
 			r := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{addr}, Topic: "events", Partition: p, MinBytes: 1, MaxBytes: 16 << 20, MaxWait: 50 * time.Millisecond})
 			defer r.Close()
-			w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "pass-through", Balancer: &kafka.Hash{}, BatchTimeout: 5 * time.Millisecond, RequiredAcks: kafka.RequireAll}
+			w := OutputWriter([]string{addr}, "pass-through", &kafka.Transport{})
 			defer w.Close()
 			conn, _ := kafka.DialLeader(context.Background(), "tcp", addr, "events", p)
 			_, end, _ := conn.ReadOffsets()
@@ -116,6 +117,12 @@ func benchService(b *testing.B, addr, learner string, dim, n int) (stop func(), 
 		Topics:   Topics{Events: "events", Predictions: "predictions", Queries: "label-queries", DeadLetters: "dead-letters", Changelog: "changelog"},
 		Pipeline: pipeline.Config{Learner: learner, Seed: 1, Vector: vec, QueryScale: 1}, CheckpointEvery: 1000, CheckpointInterval: 5 * time.Second,
 		FlushInterval: 20 * time.Millisecond}
+	if n, err := strconv.Atoi(os.Getenv("DRIFTSTREAM_BENCH_EVERY")); err == nil && n > 0 {
+		cfg.CheckpointEvery = n
+	}
+	if d, err := time.ParseDuration(os.Getenv("DRIFTSTREAM_BENCH_FLUSH")); err == nil {
+		cfg.FlushInterval = d
+	}
 	s, err := New(context.Background(), cfg)
 	if err != nil {
 		b.Fatal(err)
@@ -152,9 +159,13 @@ func BenchmarkThroughput(b *testing.B) {
 		b.Run(fmt.Sprintf("%s-d%d", tc.learner, tc.dim), func(b *testing.B) {
 			addr := benchCluster(b, n, tc.dim)
 			start := time.Now()
+			c0 := cpuNow()
 			passThrough(b, addr, n)
 			base := float64(n) / time.Since(start).Seconds()
+			b.ReportMetric((cpuNow()-c0).Seconds()*1e6/float64(n), "passthrough-cpu-us/event")
+			c1 := cpuNow()
 			stop, rate := benchService(b, addr, tc.learner, tc.dim, n)
+			b.ReportMetric((cpuNow()-c1).Seconds()*1e6/float64(n), "service-cpu-us/event")
 			stop()
 			b.ReportMetric(base, "passthrough-events/s")
 			b.ReportMetric(rate, "service-events/s")
@@ -369,4 +380,10 @@ func bytesIndex(b []byte, c byte) int {
 		}
 	}
 	return len(b)
+}
+
+func cpuNow() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

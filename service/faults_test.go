@@ -274,3 +274,73 @@ func TestTransientGroupErrorsAreRetried(t *testing.T) {
 		t.Fatalf("group_errors_total = %v after 3 refused joins", got)
 	}
 }
+
+// Fetches of the events topic that the broker answers with a retriable
+// error (not the partition's leader) are retried: the source reconnects
+// after the last processed record, and every event is predicted exactly
+// once — none missing, none repeated.
+func TestFetchErrorsAreRetried(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(-1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	addr := c.ListenAddrs()[0]
+	cfg := testConfig(t, addr, "g-fetch")
+	cfg.Retry = pipeline.Backoff{Initial: time.Millisecond, Max: 10 * time.Millisecond, Timeout: 30 * time.Second}
+	reg := prometheus.NewRegistry()
+	if cfg.Metrics, err = NewMetrics(reg); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	ids := produce(t, addr, 17, 600)
+	var refused atomic.Int64
+	c.ControlKey(kmsg.Fetch.Int16(), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		fr := req.(*kmsg.FetchRequest)
+		if len(fr.Topics) != 1 || fr.Topics[0].Topic != "events" || refused.Load() >= 6 || refused.Add(1) > 6 {
+			return nil, nil, false
+		}
+		resp := req.ResponseKind().(*kmsg.FetchResponse)
+		for _, rt := range fr.Topics {
+			t := kmsg.NewFetchResponseTopic()
+			t.Topic = rt.Topic
+			for _, rp := range rt.Partitions {
+				p := kmsg.NewFetchResponseTopicPartition()
+				p.Partition, p.ErrorCode = rp.Partition, kerr.NotLeaderForPartition.Code
+				t.Partitions = append(t.Partitions, p)
+			}
+			resp.Topics = append(resp.Topics, t)
+		}
+		return resp, nil, true
+	})
+	s, stop := started(t, cfg)
+	eventually(t, 60*time.Second, func() bool { return s.Totals().Events >= int64(len(ids)) }, func() string { return fmt.Sprintf("%+v", s.Totals()) })
+	stop()
+	if n := refused.Load(); n < 6 {
+		t.Fatalf("%d fetches refused, want 6", n)
+	}
+	if got := testutil.ToFloat64(cfg.Metrics.retries.WithLabelValues(string(pipeline.StepSource))); got != 6 {
+		t.Fatalf("retries_total{step=source} = %v, want 6 (one per refused fetch)", got)
+	}
+	preds := map[string]int{}
+	for _, m := range readAll(t, addr, "predictions") {
+		var p struct{ ID string }
+		json.Unmarshal(m.Value, &p)
+		preds[p.ID]++
+	}
+	missing, repeated := 0, 0
+	for _, id := range ids {
+		switch n := preds[id]; {
+		case n == 0:
+			missing++
+		case n > 1:
+			repeated += n - 1
+		}
+	}
+	if missing != 0 || repeated != 0 || len(preds) != len(ids) {
+		t.Fatalf("%d events: %d missing, %d repeated predictions, %d ids predicted", len(ids), missing, repeated, len(preds))
+	}
+}

@@ -1,0 +1,170 @@
+package kafkaread
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// topicOf returns a broker holding n records (values "v0", "v1", ...) in
+// partition 0 of topic t.
+func topicOf(t *testing.T, n int) string {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "t"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	addr := c.ListenAddrs()[0]
+	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "t", BatchTimeout: time.Millisecond, BatchSize: 10_000, RequiredAcks: kafka.RequireAll}
+	defer w.Close()
+	msgs := make([]kafka.Message, n)
+	for i := range msgs {
+		msgs[i] = kafka.Message{Value: fmt.Appendf(nil, "v%d", i)}
+	}
+	if err := w.WriteMessages(context.Background(), msgs...); err != nil {
+		t.Fatal(err)
+	}
+	return addr
+}
+
+func leader(t *testing.T, addr string) *kafka.Conn {
+	t.Helper()
+	conn, err := Leader(context.Background(), &kafka.Dialer{Timeout: 5 * time.Second}, []string{addr}, "t", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+// follow collects what Follow hands over, checking order and batch sizes.
+func follow(t *testing.T, ctx context.Context, addr string, cfg FollowConfig) (offsets []int64, err error) {
+	t.Helper()
+	err = Follow(ctx, leader(t, addr), cfg, func(batch []kafka.Message, hwm int64) error {
+		if len(batch) == 0 || (cfg.MaxBatch > 0 && len(batch) > cfg.MaxBatch) {
+			t.Errorf("batch of %d records (max %d)", len(batch), cfg.MaxBatch)
+		}
+		for _, m := range batch {
+			if string(m.Value) != fmt.Sprintf("v%d", m.Offset) {
+				t.Errorf("offset %d holds %q", m.Offset, m.Value)
+			}
+			if hwm <= m.Offset {
+				t.Errorf("high watermark %d at offset %d", hwm, m.Offset)
+			}
+			offsets = append(offsets, m.Offset)
+		}
+		return nil
+	})
+	return offsets, err
+}
+
+// contiguous fails unless offsets are exactly from, from+1, ..., to-1.
+func contiguous(t *testing.T, offsets []int64, from, to int64) {
+	t.Helper()
+	if int64(len(offsets)) != to-from {
+		t.Fatalf("%d records, want %d (offsets %d to %d)", len(offsets), to-from, from, to-1)
+	}
+	for i, o := range offsets {
+		if o != from+int64(i) {
+			t.Fatalf("record %d has offset %d, want %d", i, o, from+int64(i))
+		}
+	}
+}
+
+func TestFollowReadsARangeInBatches(t *testing.T) {
+	addr := topicOf(t, 3000)
+	for _, tc := range []struct {
+		from, end int64
+		maxBatch  int
+	}{{0, 3000, 0}, {100, 2900, 64}, {2999, 3000, 1}, {500, 500 + 1, 7}} {
+		t.Run(fmt.Sprintf("%d-%d-by-%d", tc.from, tc.end, tc.maxBatch), func(t *testing.T) {
+			got, err := follow(t, context.Background(), addr, FollowConfig{From: tc.from, End: tc.end, MaxBatch: tc.maxBatch})
+			if err != nil {
+				t.Fatal(err)
+			}
+			contiguous(t, got, tc.from, tc.end)
+		})
+	}
+}
+
+// Without an end, Follow waits at the end of the partition, and returns
+// ctx's error, promptly, when ctx ends there.
+func TestFollowStopsWhenCtxEnds(t *testing.T) {
+	addr := topicOf(t, 200)
+	ctx, cancel := context.WithCancel(context.Background())
+	var got []int64
+	done := make(chan error, 1)
+	go func() {
+		var err error
+		got, err = follow(t, ctx, addr, FollowConfig{From: 50, MaxWait: time.Second})
+		done <- err
+	}()
+	time.Sleep(300 * time.Millisecond) // at the end, in a fetch held by the broker
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("err = %v, want context.Canceled", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Follow did not return after ctx ended")
+	}
+	contiguous(t, got, 50, 200)
+}
+
+// Records deleted before they were read are reported through Deleted, and
+// reading starts at the first record kept: nothing is skipped silently.
+func TestFollowReportsDeletedRecords(t *testing.T) {
+	addr := topicOf(t, 1000)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrDeleteRecordsRequest()
+	rt := kmsg.NewDeleteRecordsRequestTopic()
+	rt.Topic = "t"
+	rp := kmsg.NewDeleteRecordsRequestTopicPartition()
+	rp.Partition, rp.Offset = 0, 300
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(context.Background(), cl)
+	if err != nil || resp.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("delete records: %v %+v", err, resp)
+	}
+	var deleted [][2]int64
+	got, err := follow(t, context.Background(), addr, FollowConfig{From: 100, End: 1000,
+		Deleted: func(from, first int64) { deleted = append(deleted, [2]int64{from, first}) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(deleted) != 1 || deleted[0] != [2]int64{100, 300} {
+		t.Fatalf("Deleted told %v, want once (100, 300)", deleted)
+	}
+	contiguous(t, got, 300, 1000)
+}
+
+// An error from fn stops Follow with that error.
+func TestFollowStopsAtTheCallersError(t *testing.T) {
+	addr := topicOf(t, 100)
+	stop := errors.New("enough")
+	calls := 0
+	err := Follow(context.Background(), leader(t, addr), FollowConfig{MaxBatch: 10}, func([]kafka.Message, int64) error {
+		calls++
+		if calls == 3 {
+			return stop
+		}
+		return nil
+	})
+	if !errors.Is(err, stop) || calls != 3 {
+		t.Fatalf("err = %v after %d calls, want %v after 3", err, calls, stop)
+	}
+}
