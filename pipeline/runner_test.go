@@ -697,3 +697,58 @@ func TestKeptStateResumesOnlyWhenNothingCameBetween(t *testing.T) {
 		})
 	}
 }
+
+// blockingSink holds every write until released, counting the writes that
+// started.
+type blockingSink struct {
+	testSink
+	release chan struct{}
+	started atomic.Int64
+}
+
+func (s *blockingSink) Write(ctx context.Context, outs []Output) error {
+	s.started.Add(1)
+	<-s.release
+	return s.testSink.Write(ctx, outs)
+}
+
+// The partition loop does not wait for the broker: while the first
+// checkpoint's outputs are stuck in the sink, it goes on processing, until
+// the write-behind is writeBehindDepth checkpoints behind (backpressure
+// bounds what it holds). Once the sink answers, everything is written in
+// order: no prediction missing or repeated, states identical.
+func TestSlowSinkDoesNotStallTheLoop(t *testing.T) {
+	h := newHarness(t, 1200, 9, true)
+	sink := &blockingSink{testSink: testSink{out: h.out}, release: make(chan struct{})}
+	obs := &progress{}
+	r, err := NewRunner(RunnerConfig{Partition: 0, Pipeline: h.cfg, Store: h.store, Open: h.feed.opener(newGate(1 << 62)), Sink: sink,
+		Committer: h.com, CheckpointEvery: h.every, CheckpointInterval: time.Hour, Observer: obs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- r.Run(context.Background()) }()
+	// The first checkpoint's write is in the sink; the loop fills the queue
+	// behind it, then waits.
+	// One job in the sink, writeBehindDepth queued, and the loop waiting to
+	// hand over the next, taken after the record at this offset.
+	want := int64((writeBehindDepth+2)*h.every - 1)
+	eventually(t, "the loop to run ahead of the stuck write", func() bool { return obs.last.Load() >= want })
+	time.Sleep(50 * time.Millisecond) // room to run further, if nothing held it back
+	if got := obs.last.Load(); got != want {
+		t.Fatalf("processed through offset %d while the sink held the first write; want %d (the queue full)", got, want)
+	}
+	if n := sink.started.Load(); n != 1 {
+		t.Fatalf("%d writes started, want 1 (the first is still held)", n)
+	}
+	close(sink.release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if dups := h.check(r); dups != 0 {
+		t.Fatalf("%d duplicate predictions", dups)
+	}
+	if c := obs.checkpoints.Load(); c != 1200/int64(h.every) {
+		t.Fatalf("%d checkpoints, want %d", c, 1200/h.every)
+	}
+}
