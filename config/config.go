@@ -53,7 +53,7 @@ type Config struct {
 	PendingTTL       int64         `split_words:"true" default:"1000000" desc:"an awaited label is given up after this many later records of its partition"`
 	CheckpointStore  string        `split_words:"true" default:"kafka" desc:"kafka (changelog topic) or file (CheckpointDir, single node)"`
 	CheckpointDir    string        `split_words:"true" desc:"directory of the file checkpoint store"`
-	CheckpointEvery  int           `split_words:"true" default:"1000" desc:"checkpoint a partition every this many records"`
+	CheckpointEvery  int           `split_words:"true" default:"10000" desc:"checkpoint a partition every this many records (or CheckpointPeriod, whichever first)"`
 	CheckpointPeriod time.Duration `split_words:"true" default:"5s" desc:"and at least this often"`
 	FlushInterval    time.Duration `split_words:"true" default:"20ms" desc:"write predictions, queries and alerts this often between checkpoints (0: at checkpoints only)"`
 	MetricsAddr      string        `split_words:"true" default:":9090" desc:"address of /metrics, /healthz and /readyz"`

@@ -196,7 +196,7 @@ func TestStopUnderBacklogRepeatsNothing(t *testing.T) {
 	if _, err := New(context.Background(), cfg); err != nil {
 		t.Fatal(err)
 	}
-	ids := produce(t, addr, 12, 3000)
+	ids := produce(t, addr, 12, 12000) // a backlog that three short runs do not finish
 	for i := 0; i < 3; i++ {
 		s, stop := started(t, cfg)
 		eventually(t, 60*time.Second, func() bool { return s.Totals().Events >= 100 }, func() string { return fmt.Sprintf("%+v", s.Totals()) })

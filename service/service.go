@@ -44,6 +44,9 @@ type Topics struct {
 	Changelog string
 }
 
+// defaultCheckpointEvery is CheckpointEvery's default.
+const defaultCheckpointEvery = 10_000
+
 // Config configures a service.
 type Config struct {
 	Brokers []string
@@ -64,8 +67,9 @@ type Config struct {
 	Store checkpoint.Store
 	// Sink receives the outputs; nil means the output topics.
 	Sink pipeline.Sink
-	// CheckpointEvery checkpoints a partition after this many records, or
-	// after CheckpointInterval, whichever comes first.
+	// CheckpointEvery checkpoints a partition after this many records
+	// (default defaultCheckpointEvery), or after CheckpointInterval,
+	// whichever comes first.
 	CheckpointEvery    int
 	CheckpointInterval time.Duration
 	// FlushInterval writes outputs this often between checkpoints (0: at
@@ -150,7 +154,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.CheckpointEvery <= 0 {
-		cfg.CheckpointEvery = 1000
+		cfg.CheckpointEvery = defaultCheckpointEvery
 	}
 	if cfg.CheckpointInterval <= 0 {
 		cfg.CheckpointInterval = 5 * time.Second

@@ -141,6 +141,9 @@ func Follow(ctx context.Context, conn *kafka.Conn, cfg FollowConfig, fn func(bat
 			ferr = fn(out, hwm)
 		}
 		if err := b.Close(); err != nil && ferr == nil {
+			if errors.Is(err, kafka.RequestTimedOut) && ctx.Err() == nil {
+				continue // kafka-go's word for a fetch that found nothing new within MaxWait
+			}
 			if first, _, oerr := conn.ReadOffsets(); errors.Is(err, kafka.OffsetOutOfRange) && oerr == nil && next < first {
 				if err := seek(); err != nil { // deleted while we read
 					return err

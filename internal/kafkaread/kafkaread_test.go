@@ -120,6 +120,45 @@ func TestFollowStopsWhenCtxEnds(t *testing.T) {
 	contiguous(t, got, 50, 200)
 }
 
+// At the end of the partition, fetches that find nothing (kafka-go reports
+// them as timed out) are no error: Follow waits, and hands over what arrives
+// later.
+func TestFollowWaitsAtTheEnd(t *testing.T) {
+	addr := topicOf(t, 10)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	got := make(chan int64, 100)
+	done := make(chan error, 1)
+	go func() {
+		done <- Follow(ctx, leader(t, addr), FollowConfig{From: 0, MaxWait: 10 * time.Millisecond}, func(batch []kafka.Message, _ int64) error {
+			for _, m := range batch {
+				got <- m.Offset
+			}
+			return nil
+		})
+	}()
+	time.Sleep(200 * time.Millisecond) // twenty empty fetches
+	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "t", BatchTimeout: time.Millisecond, RequiredAcks: kafka.RequireAll}
+	defer w.Close()
+	for i := 10; i < 15; i++ {
+		if err := w.WriteMessages(context.Background(), kafka.Message{Value: fmt.Appendf(nil, "v%d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for want := int64(0); want < 15; want++ {
+		select {
+		case o := <-got:
+			if o != want {
+				t.Fatalf("offset %d, want %d", o, want)
+			}
+		case err := <-done:
+			t.Fatalf("Follow ended at offset %d: %v", want, err)
+		case <-time.After(5 * time.Second):
+			t.Fatalf("offset %d never came", want)
+		}
+	}
+}
+
 // Records deleted before they were read are reported through Deleted, and
 // reading starts at the first record kept: nothing is skipped silently.
 func TestFollowReportsDeletedRecords(t *testing.T) {
