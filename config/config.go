@@ -55,7 +55,7 @@ type Config struct {
 	CheckpointDir    string        `split_words:"true" desc:"directory of the file checkpoint store"`
 	CheckpointEvery  int           `split_words:"true" default:"10000" desc:"checkpoint a partition every this many records (or CheckpointPeriod, whichever first)"`
 	CheckpointPeriod time.Duration `split_words:"true" default:"5s" desc:"and at least this often"`
-	FlushInterval    time.Duration `split_words:"true" default:"20ms" desc:"write predictions, queries and alerts this often between checkpoints (0: at checkpoints only)"`
+	FlushInterval    time.Duration `split_words:"true" default:"5ms" desc:"write predictions, queries and alerts this often between checkpoints (0: at checkpoints only)"`
 	MetricsAddr      string        `split_words:"true" default:":9090" desc:"address of /metrics, /healthz and /readyz"`
 	Pprof            bool          `default:"false" desc:"serve /debug/pprof on the metrics address"`
 	LogLevel         string        `split_words:"true" default:"info" desc:"debug, info, warn or error"`

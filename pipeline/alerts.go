@@ -221,7 +221,7 @@ func (w *Worker) alert(r Record, key string, ks *keyState, i int, id string, ts 
 	}
 	w.stats.Alerts++
 	w.stats.AlertsBy[i]++
-	w.emit(r, OutAlert, key, msg)
+	emit(w, r, OutAlert, msg)
 	wt.since[i], wt.alerted[i] = 0, true
 	wt.labeled, wt.mistakes = 0, 0
 	ks.stats.alertDetector, ks.stats.alertOffset, ks.stats.alertTimestamp = i+1, r.Offset, 0
@@ -303,4 +303,11 @@ func decodeWatch(r *wire.Reader, wt *watch) {
 	}
 	wt.recent = binary.LittleEndian.Uint64(r.B)
 	r.B = r.B[8:]
+}
+
+// appendJSON encodes the alert with encoding/json: alerts are rare, so the
+// reflection costs nothing that matters.
+func (m alertMsg) appendJSON(b []byte) []byte {
+	j, _ := json.Marshal(m) // strings and numbers: cannot fail
+	return append(b, j...)
 }

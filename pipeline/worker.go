@@ -406,6 +406,8 @@ type Worker struct {
 	through   [2]int64 // last offset processed per topic
 	suppress  [2]int64 // outputs for offsets below these are not emitted (replay)
 	out       []Output
+	outBytes  []byte  // the chunk outputs' values are appended to (emit)
+	qprob     float64 // the query probability of the prediction being emitted
 	stats     Totals
 	last      Outcome
 }
@@ -436,10 +438,12 @@ func NewWorker(cfg Config, partition int) (*Worker, error) {
 // Keys is the number of keys held.
 func (w *Worker) Keys() int { return len(w.keys) }
 
-// TakeOutputs returns the outputs produced since the last call.
+// TakeOutputs returns the outputs produced since the last call. They are the
+// caller's: the worker never writes to them again.
 func (w *Worker) TakeOutputs() []Output {
 	out := w.out
-	w.out = nil
+	w.out = make([]Output, 0, len(out)) // about as many by the next call
+	w.outBytes = nil                    // the values taken keep their chunk
 	return out
 }
 
@@ -491,17 +495,24 @@ func (w *Worker) deadLetter(r Record, class string, err error) {
 	w.out = append(w.out, Output{Kind: OutDeadLetter, Key: r.Key, Value: value, Headers: h})
 }
 
-func (w *Worker) emit(r Record, kind string, key string, v any) {
+// outputChunk is the size of the chunks output values are encoded into: one
+// allocation per few hundred outputs instead of one each.
+const outputChunk = 32 << 10
+
+// emit encodes v as the next output of kind, keyed by the record's key, unless
+// the record's outputs were delivered before a restart. The value is
+// appended to the current chunk, which only grows until TakeOutputs hands
+// it over, so values already emitted are never written again.
+func emit[T jsonAppender](w *Worker, r Record, kind string, v T) { // generic: v is not boxed in an interface
 	if r.Offset < w.suppress[r.Topic] {
 		return // already delivered before the restart
 	}
-	var b []byte
-	if a, ok := v.(jsonAppender); ok {
-		b = a.appendJSON(make([]byte, 0, 160))
-	} else {
-		b, _ = json.Marshal(v) // plain structs of strings and numbers: cannot fail
+	if cap(w.outBytes)-len(w.outBytes) < 512 {
+		w.outBytes = make([]byte, 0, outputChunk)
 	}
-	w.out = append(w.out, Output{Kind: kind, Key: []byte(key), Value: b})
+	start := len(w.outBytes)
+	w.outBytes = v.appendJSON(w.outBytes)
+	w.out = append(w.out, Output{Kind: kind, Key: r.Key, Value: w.outBytes[start:len(w.outBytes):len(w.outBytes)]})
 }
 
 // predictionMsg and queryMsg are the DESIGN §2 output contracts.
@@ -689,7 +700,8 @@ func (w *Worker) event(r Record, key string, ks *keyState, ev topics.Event) erro
 	}
 	msg := predictionMsg{ID: ev.ID, Key: key, Label: p.Label, Score: p.Score, Learner: w.cfg.Learner, Partition: r.Partition, Offset: r.Offset}
 	if w.sampling {
-		msg.QueryProb = &qprob
+		w.qprob = qprob // encoded at once: a field, not a fresh allocation per event
+		msg.QueryProb = &w.qprob
 	}
 	w.stats.Events++
 	ks.stats.events++
@@ -697,7 +709,7 @@ func (w *Worker) event(r Record, key string, ks *keyState, ev topics.Event) erro
 	if !w.sampling || p.Query {
 		w.stats.Asked++
 	}
-	w.emit(r, OutPrediction, key, msg)
+	emit(w, r, OutPrediction, msg)
 	// The label-free signals, once the event is handled: a sampler's own
 	// query decision, or the margin rule's probability for the others.
 	if len(w.cfg.Detectors) > 0 {
@@ -728,7 +740,7 @@ func (w *Worker) event(r Record, key string, ks *keyState, ev topics.Event) erro
 	}
 	if query {
 		w.stats.Queries++
-		w.emit(r, OutQuery, key, queryMsg{ID: ev.ID, Key: key, Score: p.Score, QueryProb: qprob, Partition: r.Partition, Offset: r.Offset})
+		emit(w, r, OutQuery, queryMsg{ID: ev.ID, Key: key, Score: p.Score, QueryProb: qprob, Partition: r.Partition, Offset: r.Offset})
 	}
 	// Every unlabeled event awaits its label, asked for or not: the label,
 	// when it comes, scores this prediction, and is learned unless the
