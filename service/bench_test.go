@@ -7,6 +7,9 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
+	"os/exec"
+	"os/signal"
+	"runtime"
 	"slices"
 	"strconv"
 	"sync"
@@ -37,7 +40,11 @@ func benchEvents() int {
 // 1,000 keys on 4 partitions.
 func benchCluster(b *testing.B, n, dim int) string {
 	b.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(4, "events", "pass-through"))
+	// 4 MiB segments: kfake holds a segment in one growing buffer, and
+	// doubling a 64 MiB one stalls every produce and fetch for tens of
+	// milliseconds — the broker's latency, not the service's.
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(4, "events", "pass-through"),
+		kfake.BrokerConfigs(map[string]string{"log.segment.bytes": strconv.Itoa(4 << 20)}))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -129,22 +136,9 @@ func benchCheckpointEvery() int {
 // throughput — and a stop that waits for it to end.
 func benchService(b *testing.B, addr, run, learner string, dim, n int) (stop func(), rate float64, cpu time.Duration) {
 	b.Helper()
-	vec, _ := topics.NewVectorizer(dim, 0)
-	cfg := Config{Brokers: []string{addr}, Group: "bench-" + run, Partitions: 4, Replication: 1,
-		Topics: Topics{Events: "events", Predictions: "predictions-" + run, Queries: "label-queries-" + run, DeadLetters: "dead-letters-" + run,
-			Changelog: "changelog-" + run},
-		Pipeline: pipeline.Config{Learner: learner, Seed: 1, Vector: vec, QueryScale: 1}, CheckpointEvery: benchCheckpointEvery(),
-		CheckpointInterval: 5 * time.Second, FlushInterval: 5 * time.Millisecond}
-	if d, err := time.ParseDuration(os.Getenv("DRIFTSTREAM_BENCH_FLUSH")); err == nil {
-		cfg.FlushInterval = d
-	}
-	m, err := NewMetrics(prometheus.NewRegistry()) // as deployed
+	cfg, err := benchConfig(addr, run, learner, dim)
 	if err != nil {
 		b.Fatal(err)
-	}
-	cfg.Metrics = m
-	if os.Getenv("DRIFTSTREAM_BENCH_LOG") != "" {
-		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
 	s, err := New(context.Background(), cfg)
 	if err != nil {
@@ -168,6 +162,32 @@ func benchService(b *testing.B, addr, run, learner string, dim, n int) (stop fun
 			b.Fatal(err)
 		}
 	}, rate, cpu
+}
+
+// benchConfig is the service's configuration in the benchmarks: group and
+// output topics named for run, checkpoints every benchCheckpointEvery
+// records or 5 s, outputs flushed every 5 ms (DRIFTSTREAM_BENCH_FLUSH
+// overrides it), metrics on, as deployed.
+func benchConfig(addr, run, learner string, dim int) (Config, error) {
+	vec, err := topics.NewVectorizer(dim, 0)
+	if err != nil {
+		return Config{}, err
+	}
+	cfg := Config{Brokers: []string{addr}, Group: "bench-" + run, Partitions: 4, Replication: 1,
+		Topics: Topics{Events: "events", Predictions: "predictions-" + run, Queries: "label-queries-" + run, DeadLetters: "dead-letters-" + run,
+			Changelog: "changelog-" + run},
+		Pipeline: pipeline.Config{Learner: learner, Seed: 1, Vector: vec, QueryScale: 1}, CheckpointEvery: benchCheckpointEvery(),
+		CheckpointInterval: 5 * time.Second, FlushInterval: 5 * time.Millisecond}
+	if d, err := time.ParseDuration(os.Getenv("DRIFTSTREAM_BENCH_FLUSH")); err == nil {
+		cfg.FlushInterval = d
+	}
+	if cfg.Metrics, err = NewMetrics(prometheus.NewRegistry()); err != nil {
+		return Config{}, err
+	}
+	if os.Getenv("DRIFTSTREAM_BENCH_LOG") != "" {
+		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	return cfg, nil
 }
 
 // benchRounds is how many times the throughput benchmark alternates the
@@ -302,6 +322,107 @@ func BenchmarkRestore(b *testing.B) {
 	}
 }
 
+// splitService runs the latency benchmark's service in a process of its own
+// pinned to the last CPU (the test binary again, TestBenchServiceProcess),
+// and pins this process — broker, producer, reader — to the other CPUs: the
+// layout of a deployment, where they do not take the service's CPU. It
+// returns the service's rate on the backlog of n events, read from the
+// predictions topic's offsets, and a stop. It runs only with
+// DRIFTSTREAM_BENCH_SPLIT=1, on more than one CPU, with taskset; otherwise
+// it reports false, doing nothing. On the 2-CPU machine the README's figures
+// come from, the one CPU left to broker, producer and reader saturates
+// before the service does, so the default is one process sharing the CPUs.
+func splitService(b *testing.B, addr string, n int) (stop func(), rate float64, ok bool) {
+	b.Helper()
+	ncpu := runtime.NumCPU()
+	if os.Getenv("DRIFTSTREAM_BENCH_SPLIT") != "1" || ncpu < 2 {
+		return nil, 0, false
+	}
+	if _, err := exec.LookPath("taskset"); err != nil {
+		return nil, 0, false
+	}
+	pin := func(cpus string) {
+		if out, err := exec.Command("taskset", "-a", "-p", "-c", cpus, strconv.Itoa(os.Getpid())).CombinedOutput(); err != nil {
+			b.Fatalf("taskset: %v: %s", err, out)
+		}
+	}
+	pin(fmt.Sprintf("0-%d", ncpu-2))
+	cmd := exec.Command("taskset", "-c", strconv.Itoa(ncpu-1), os.Args[0], "-test.run=^TestBenchServiceProcess$")
+	cmd.Env = append(os.Environ(), "DRIFTSTREAM_BENCH_SERVE="+addr)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	stop = func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		if err := <-exited; err != nil {
+			b.Errorf("service process: %v", err)
+		}
+		pin(fmt.Sprintf("0-%d", ncpu-1))
+	}
+	predicted := func() int64 { // the predictions topic's end offsets, summed
+		var sum int64
+		for p := range 4 {
+			conn, err := kafka.DialLeader(context.Background(), "tcp", addr, "predictions-latency", p)
+			if err != nil {
+				return 0 // not created yet
+			}
+			end, err := conn.ReadLastOffset()
+			conn.Close()
+			if err != nil {
+				return 0
+			}
+			sum += end
+		}
+		return sum
+	}
+	wait := func(want int64) time.Time {
+		deadline := time.Now().Add(2 * time.Minute)
+		for predicted() < want {
+			select {
+			case err := <-exited:
+				b.Fatalf("service process ended: %v", err)
+			case <-time.After(2 * time.Millisecond):
+			}
+			if time.Now().After(deadline) {
+				stop()
+				b.Fatalf("service process: fewer than %d predictions after 2 min", want)
+			}
+		}
+		return time.Now()
+	}
+	from := int64(n / 10)
+	start := wait(from)
+	took := wait(int64(n)).Sub(start)
+	return stop, float64(int64(n)-from) / took.Seconds(), true
+}
+
+// TestBenchServiceProcess is BenchmarkLatency's service process, not a test
+// of its own (the os/exec helper-process pattern): the benchmark runs the
+// test binary again with DRIFTSTREAM_BENCH_SERVE set to the broker's
+// address, and this runs the service there until SIGTERM.
+func TestBenchServiceProcess(t *testing.T) {
+	addr := os.Getenv("DRIFTSTREAM_BENCH_SERVE")
+	if addr == "" {
+		t.Skip("only BenchmarkLatency's service process")
+	}
+	cfg, err := benchConfig(addr, "latency", "perceptron", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	s, err := New(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // BenchmarkLatency measures how long an event takes from its producer's
 // write call to its prediction being read from the predictions topic, with
 // outputs flushed every 5 ms: first the service's maximum rate on a backlog
@@ -318,7 +439,13 @@ func BenchmarkLatency(b *testing.B) {
 	}
 	n := benchEvents()
 	addr := benchCluster(b, n, 10)
-	stopService, maxRate, _ := benchService(b, addr, "latency", "perceptron", 10, n)
+	stopService, maxRate, split := splitService(b, addr, n)
+	if split {
+		b.Logf("service in its own process on CPU %d; broker, producer and reader on the others", runtime.NumCPU()-1)
+	} else {
+		b.Logf("service, broker, producer and reader in this process, sharing its CPUs")
+		stopService, maxRate, _ = benchService(b, addr, "latency", "perceptron", 10, n)
+	}
 	load := 0.5
 	if f, err := strconv.ParseFloat(os.Getenv("DRIFTSTREAM_BENCH_LOAD"), 64); err == nil && f > 0 {
 		load = f
