@@ -108,8 +108,12 @@ type watch struct {
 	recentN int
 }
 
-// newWatch builds a key's detectors.
+// newWatch builds a key's detectors; nil when none are configured (one
+// allocation less per key: every use checks).
 func (w *Worker) newWatch() (*watch, error) {
+	if len(w.cfg.Detectors) == 0 {
+		return nil, nil
+	}
 	wt := &watch{}
 	for _, s := range w.cfg.Detectors {
 		d, err := drift.New(s.Detector, s.Params)
@@ -159,6 +163,9 @@ func (w *Worker) outcome(r Record, key string, ks *keyState, wrong bool, id stri
 // eventSignals feeds an event's label-free signals: asked is the query
 // decision (0 or 1) or probability, score the prediction's margin.
 func (w *Worker) eventSignals(r Record, key string, ks *keyState, asked, score float64, id string, ts time.Time) {
+	if ks.watch == nil {
+		return
+	}
 	for i := range ks.watch.since {
 		ks.watch.since[i]++
 	}
@@ -246,6 +253,9 @@ func boolValue(b bool) float64 {
 
 // encodeWatch appends the watch to a key state.
 func encodeWatch(b []byte, wt *watch) ([]byte, error) {
+	if wt == nil {
+		wt = &watch{} // no detectors: written as an empty watch
+	}
 	b = binary.AppendUvarint(b, uint64(len(wt.detectors)))
 	for _, d := range wt.detectors {
 		snap, err := d.MarshalBinary()
@@ -268,6 +278,9 @@ func encodeWatch(b []byte, wt *watch) ([]byte, error) {
 // decodeWatch restores a watch written by encodeWatch into wt, whose
 // detectors the configuration built.
 func decodeWatch(r *wire.Reader, wt *watch) {
+	if wt == nil {
+		wt = &watch{} // no detectors configured: read past what was written
+	}
 	n := r.Uvarint()
 	if n > MaxDetectors {
 		r.Fail("drift detectors")
@@ -275,7 +288,7 @@ func decodeWatch(r *wire.Reader, wt *watch) {
 	}
 	same := n == uint64(len(wt.detectors))
 	for i := uint64(0); i < n && r.Err == nil; i++ {
-		snap := r.Bytes()
+		snap := r.View() // detectors decode by copy
 		if r.Err != nil || !same {
 			continue // the detectors were reconfigured: the new ones start afresh
 		}

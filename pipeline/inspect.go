@@ -116,7 +116,7 @@ func (w *Worker) Inspect(key string) (KeyInfo, bool) {
 		Events: s.events, Labeled: s.labeled, Mistakes: s.mistakes, Resets: s.resets,
 		AwaitingLabels: len(ks.pending), EarlyLabels: len(ks.early),
 		AppliedOffsets: AppliedOffsets{Events: ks.applied[EventsTopic], Labels: ks.applied[LabelsTopic]},
-		InWarning:      slices.Contains(ks.watch.warns, true)}
+		InWarning:      ks.watch != nil && slices.Contains(ks.watch.warns, true)}
 	for _, p := range ks.pending {
 		if p.queried {
 			info.PendingQueries++
@@ -167,7 +167,7 @@ func (w *Worker) Reset(key string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if slices.Contains(ks.watch.warns, true) {
+	if ks.watch != nil && slices.Contains(ks.watch.warns, true) {
 		w.stats.KeysInWarning--
 	}
 	ks.learner, ks.watch = fresh.learner, fresh.watch

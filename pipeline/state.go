@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"runtime"
 	"slices"
 	"sync"
@@ -77,8 +76,8 @@ func decodeVector(b []byte) (learners.Vector, error) {
 // decodeState rebuilds a key from its checkpointed bytes.
 func (w *Worker) decodeState(rec checkpoint.KeyRecord) (*keyState, error) {
 	r := wire.NewReader(rec.State, errState)
-	snap := r.Bytes()
-	rng := r.Bytes()
+	snap := r.View() // decoded at once, by copy: nothing keeps rec.State
+	rng := r.View()
 	if r.Err != nil {
 		return nil, r.Err
 	}
@@ -89,15 +88,14 @@ func (w *Worker) decodeState(rec checkpoint.KeyRecord) (*keyState, error) {
 	if err := ks.learner.UnmarshalBinary(snap); err != nil {
 		return nil, fmt.Errorf("learner: %w", err)
 	}
-	if err := ks.query.UnmarshalBinary(rng); err != nil {
+	if err := ks.query.UnmarshalBinary(rng); err != nil { // ks.rng draws from ks.query
 		return nil, fmt.Errorf("query rng: %v: %w", err, errState)
 	}
-	ks.rng = rand.New(&ks.query)
 	n := r.Uvarint()
 	for i := uint64(0); i < n && r.Err == nil; i++ {
-		id := string(r.Bytes())
+		id := string(r.View())
 		off := r.Varint()
-		x, err := decodeVector(r.Bytes())
+		x, err := decodeVector(r.View())
 		if err != nil {
 			return nil, fmt.Errorf("pending %q: %w", id, err)
 		}
@@ -105,7 +103,7 @@ func (w *Worker) decodeState(rec checkpoint.KeyRecord) (*keyState, error) {
 	}
 	n = r.Uvarint()
 	for i := uint64(0); i < n && r.Err == nil; i++ {
-		id := string(r.Bytes())
+		id := string(r.View())
 		label := int(r.Varint())
 		if label != 1 && label != -1 {
 			r.Fail("early label")

@@ -319,8 +319,8 @@ type early struct {
 // keyState is everything a key owns.
 type keyState struct {
 	learner learners.Learner
-	query   rand.PCG // margin-rule draws, for learners without a native rule
-	rng     *rand.Rand
+	query   rand.PCG  // margin-rule draws, for learners without a native rule
+	rng     rand.Rand // draws from query; a value, not a pointer: one allocation less per key
 	pending []pending // in offset order; add and drop through await, dropAwaited, unawait
 	// awaited counts the ids in pending, so that a new event's duplicate id
 	// and a label's event are found without a scan; nil until the first.
@@ -457,7 +457,7 @@ func (w *Worker) newKey(key string) (*keyState, error) {
 		return nil, err
 	}
 	ks := &keyState{learner: l, watch: wt, query: learners.KeyStream(w.cfg.Seed, key+"\x00query"), applied: [2]int64{checkpoint.NoOffset, checkpoint.NoOffset}}
-	ks.rng = rand.New(&ks.query)
+	ks.rng = *rand.New(&ks.query)
 	if w.cfg.Standardize {
 		if ks.std, err = learners.NewStandardizer(w.cfg.Vector.Dim); err != nil {
 			return nil, err

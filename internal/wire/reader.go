@@ -60,6 +60,20 @@ func (r *Reader) Bytes() []byte {
 	return v
 }
 
+// View reads a length-prefixed byte string without copying it: the result
+// shares the input's memory, for callers that decode it at once and keep
+// nothing of it.
+func (r *Reader) View() []byte {
+	n := r.Uvarint()
+	if r.Err != nil || n > uint64(len(r.B)) {
+		r.Fail("truncated")
+		return nil
+	}
+	v := r.B[:n:n]
+	r.B = r.B[n:]
+	return v
+}
+
 // Done fails unless everything was consumed, and returns the error.
 func (r *Reader) Done() error {
 	if r.Err == nil && len(r.B) != 0 {
