@@ -457,3 +457,61 @@ func TestHasherIsStable(t *testing.T) {
 		t.Fatalf("collisions: %v", y)
 	}
 }
+
+// A Maker builds, for any key and seed, the learner New builds: the same
+// snapshot at the start and after 300 rounds, and the same rounds. The case
+// with a slice parameter (w0) checks that learners of one Maker share none.
+func TestMakerBuildsWhatNewBuilds(t *testing.T) {
+	cases := append(allCases(), gaussCase("modified-perceptron", `{"init":"given","w0":[1,2,3,4,5,6,7,8]}`))
+	for _, c := range cases {
+		t.Run(c.String(), func(t *testing.T) {
+			m, err := NewMaker(c.name, json.RawMessage(c.params), c.dim)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := c.stream(5, 300)
+			for _, k := range []struct {
+				seed uint64
+				key  string
+			}{{1, "a"}, {1, "b"}, {7, "a"}} {
+				cfg := Config{Dim: c.dim, Seed: k.seed, Key: k.key}
+				made, err := m.New(cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				built := c.build(t, k.seed, k.key)
+				if !bytes.Equal(snapshot(t, made), snapshot(t, built)) {
+					t.Fatalf("seed %d key %s: fresh snapshots differ", k.seed, k.key)
+				}
+				sameRounds(t, "maker vs New", play(t, made, s), play(t, built, s))
+				if !bytes.Equal(snapshot(t, made), snapshot(t, built)) {
+					t.Fatalf("seed %d key %s: snapshots differ after the stream", k.seed, k.key)
+				}
+			}
+		})
+	}
+}
+
+func TestMakerRejects(t *testing.T) {
+	for _, tc := range []struct {
+		name, params string
+		dim          int
+		want         error
+	}{
+		{"no-such-learner", "", 3, ErrUnknownLearner},
+		{"perceptron", `{"nope":1}`, 3, ErrParam},
+		{"lasec", `{"b":-1}`, 3, ErrParam},
+		{"perceptron", "", 0, ErrParam},
+	} {
+		if _, err := NewMaker(tc.name, json.RawMessage(tc.params), tc.dim); !errors.Is(err, tc.want) {
+			t.Errorf("NewMaker(%s, %s, %d) = %v, want %v", tc.name, tc.params, tc.dim, err, tc.want)
+		}
+	}
+	m, err := NewMaker("perceptron", nil, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.New(Config{Dim: 4}); !errors.Is(err, ErrParam) {
+		t.Fatalf("a maker of dimension 3 built dimension 4: %v", err)
+	}
+}

@@ -32,6 +32,8 @@ type Config struct {
 	// Key identifies the entity (customer, device, ...) that owns the learner;
 	// with Seed it fixes the learner's PCG stream, so that keys are independent.
 	Key string
+
+	canonical []byte // set by a Maker: the parameters' encoding, shared
 }
 
 // KeyStream returns the PCG stream of (seed, key) that learners draw from.
@@ -81,6 +83,10 @@ func (m *meta) Name() string { return m.name }
 
 // Dim is the input dimension.
 func (m *meta) Dim() int { return m.dim }
+
+// canonicalParams is the encoding of the parameters in the snapshot header
+// (read-only: a Maker shares it between learners).
+func (m *meta) canonicalParams() []byte { return m.params }
 
 // header starts a snapshot: version, name, dimension and parameters.
 func (m *meta) header() *encoder {

@@ -398,6 +398,7 @@ func (ks *keyState) bound(max int, stats *Totals) {
 // goroutine owns it, which is what makes per-key state lock-free.
 type Worker struct {
 	cfg       Config
+	maker     *learners.Maker // the keys' learners, parameters decoded once
 	partition int
 	epoch     checkpoint.Epoch // written into every checkpoint record
 	sampling  bool
@@ -431,7 +432,11 @@ func NewWorker(cfg Config, partition int) (*Worker, error) {
 		return nil, err
 	}
 	info, _ := learners.Lookup(cfg.Learner)
-	return &Worker{cfg: cfg, partition: partition, sampling: info.Sampling, keys: map[string]*keyState{},
+	maker, err := learners.NewMaker(cfg.Learner, cfg.Params, cfg.Vector.Dim)
+	if err != nil {
+		return nil, err
+	}
+	return &Worker{cfg: cfg, maker: maker, partition: partition, sampling: info.Sampling, keys: map[string]*keyState{},
 		dirty: map[string]bool{}, through: [2]int64{-1, -1}}, nil
 }
 
@@ -468,7 +473,7 @@ func (w *Worker) newKey(key string) (*keyState, error) {
 
 // newLearner is a fresh learner for key, drawing from the key's stream.
 func (w *Worker) newLearner(key string) (learners.Learner, error) {
-	return learners.New(w.cfg.Learner, w.cfg.Params, learners.Config{Dim: w.cfg.Vector.Dim, Seed: w.cfg.Seed, Key: key})
+	return w.maker.New(learners.Config{Dim: w.cfg.Vector.Dim, Seed: w.cfg.Seed, Key: key})
 }
 
 // deadLetter emits the original bytes with the reason.
