@@ -345,7 +345,7 @@ func TestLASECConditioning(t *testing.T) {
 		}
 		checked++
 		var eig mat.EigenSym
-		if !eig.Factorize(mat.NewSymDense(d, append([]float64(nil), l.r.p...)), false) {
+		if !eig.Factorize(mat.NewSymDense(d, l.r.full()), false) {
 			t.Fatal("eigendecomposition failed")
 		}
 		vals := eig.Values(nil)

@@ -337,3 +337,14 @@ func snapshot(t testing.TB, l Learner) []byte {
 	}
 	return b
 }
+
+// full unpacks the covariance into a d×d row-major matrix.
+func (r *rls) full() []float64 {
+	out := make([]float64, r.d*r.d)
+	for i := 0; i < r.d; i++ {
+		for j := 0; j < r.d; j++ {
+			out[i*r.d+j] = r.at(i, j)
+		}
+	}
+	return out
+}

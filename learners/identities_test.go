@@ -1,9 +1,11 @@
 package learners
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"gonum.org/v1/gonum/floats"
@@ -321,7 +323,7 @@ func TestLASECMatchesLiteralForm(t *testing.T) {
 				xPx := 0.0
 				for a := 0; a < 6; a++ {
 					for b := 0; b < 6; b++ {
-						xPx += x.At(a) * r.p[a*6+b] * x.At(b)
+						xPx += x.At(a) * r.at(a, b) * x.At(b)
 					}
 				}
 				if f := dot(r.w, x) / (1 + xPx + x.SquaredNorm()/c); math.Abs(f-p.Score) > 1e-12*math.Max(1, math.Abs(f)) {
@@ -340,21 +342,102 @@ func TestLASECMatchesLiteralForm(t *testing.T) {
 	}
 }
 
-// The full covariance stays exactly symmetric (both triangles get the same
-// product), so no re-symmetrization is needed.
-func TestCovarianceStaysExactlySymmetric(t *testing.T) {
-	s := sparseStream(3, 3000, 12, 5, 300)
-	l := mustNew(t, "lasec", `{"c":10}`, Config{Dim: 12}).(*secondOrder)
-	play(t, l, s)
-	if l.r.k < 300 {
-		t.Fatalf("only %d updates", l.r.k)
+// fullRLS is the full form as it was before the packed storage: P row-major
+// d×d, both triangles updated from the same product. The packed form must
+// reproduce it bit for bit.
+type fullRLS struct {
+	d    int
+	invC float64
+	w, p []float64
+}
+
+func newFullRLS(d int, ridge, invC float64) *fullRLS {
+	r := &fullRLS{d: d, invC: invC, w: make([]float64, d), p: make([]float64, d*d)}
+	for i := 0; i < d; i++ {
+		r.p[i*d+i] = 1/ridge - invC
 	}
-	for i := 0; i < 12; i++ {
-		for j := 0; j < 12; j++ {
-			if l.r.p[i*12+j] != l.r.p[j*12+i] {
-				t.Fatalf("P[%d][%d] = %v ≠ P[%d][%d] = %v", i, j, l.r.p[i*12+j], j, i, l.r.p[j*12+i])
+	return r
+}
+
+func (r *fullRLS) quad(x Vector) float64 {
+	s, d := 0.0, r.d
+	if x.idx == nil {
+		for i, xi := range x.val {
+			if xi != 0 {
+				s += xi * floats.Dot(r.p[i*d:(i+1)*d], x.val)
 			}
 		}
+	} else {
+		for a, i := range x.idx {
+			row := r.p[int(i)*d:]
+			t := 0.0
+			for b, j := range x.idx {
+				t += row[j] * x.val[b]
+			}
+			s += x.val[a] * t
+		}
+	}
+	return s + r.invC*x.SquaredNorm()
+}
+
+func (r *fullRLS) update(x Vector, y int) {
+	d := r.d
+	wx := dot(r.w, x)
+	q := make([]float64, d)
+	if x.idx == nil {
+		for i := 0; i < d; i++ {
+			q[i] = floats.Dot(r.p[i*d:(i+1)*d], x.val)
+		}
+	} else {
+		for k, i := range x.idx {
+			floats.AddScaled(q, x.val[k], r.p[int(i)*d:(int(i)+1)*d])
+		}
+	}
+	if r.invC != 0 {
+		axpy(q, r.invC, x)
+	}
+	s := dot(q, x)
+	floats.AddScaled(r.w, (float64(y)-wx)/(1+s), q)
+	inv := 1 / (1 + s)
+	for i := 0; i < d; i++ {
+		qi := q[i]
+		row := r.p[i*d : (i+1)*d]
+		row[i] += r.invC - qi*qi*inv
+		for j := i + 1; j < d; j++ {
+			t := qi * q[j] * inv
+			row[j] -= t
+			r.p[j*d+i] -= t
+		}
+	}
+}
+
+// The packed covariance is the full one, bit for bit: every entry, the
+// weights, and every quadratic form, over dense and sparse streams, with and
+// without drift.
+func TestPackedCovarianceIsTheFullForm(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		s    stream
+		d    int
+		invC float64
+	}{
+		{"sparse-drift", sparseStream(3, 2000, 12, 5, 300), 12, 0.1},
+		{"dense", gaussStream(4, 1500, 7, 200), 7, 0},
+		{"dense-drift", gaussStream(5, 1500, 9, 200), 9, 0.05},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			packed, full := newRLS(tc.d, 1, tc.invC, false), newFullRLS(tc.d, 1, tc.invC)
+			for n, x := range tc.s.xs {
+				if a, b := packed.quad(x), full.quad(x); math.Float64bits(a) != math.Float64bits(b) {
+					t.Fatalf("round %d: xᵀPx %v, full form %v", n, a, b)
+				}
+				packed.update(x, tc.s.ys[n])
+				full.update(x, tc.s.ys[n])
+				if !slices.Equal(packed.w, full.w) || !slices.Equal(packed.full(), full.p) {
+					t.Fatalf("round %d: the packed state left the full form", n)
+				}
+			}
+		})
 	}
 }
 
@@ -573,5 +656,49 @@ func TestTrackingWinnowTransformationDrawsAreConsumedOnce(t *testing.T) {
 	}
 	if ref != l.src {
 		t.Fatal("RNG advanced by a different number of draws than the predictions used")
+	}
+}
+
+// Snapshots of format 1, which held the full covariance, restore into the
+// packed form: the learner goes on exactly as the one that wrote them, and
+// its next snapshot is the format 2 one that learner writes.
+func TestFormat1SnapshotsRestore(t *testing.T) {
+	for _, c := range []learnerCase{gaussCase("lasec-ss", `{"a":0.05}`), sparseCase("lasec", ""), gaussCase("sop", ""), gaussCase("bbq", `{"kappa":0.4}`)} {
+		t.Run(c.String(), func(t *testing.T) {
+			s := c.stream(6, 600)
+			l := c.build(t, 3, "k")
+			play(t, l, stream{xs: s.xs[:300], ys: s.ys[:300]})
+			e := &encoder{}
+			e.b = append(e.b, 1) // format 1: the same fields, the full matrix
+			var r *rls
+			switch l := l.(type) {
+			case *secondOrder:
+				e.str(l.name)
+				e.int(l.dim)
+				e.bytes(l.params)
+				e.u64(l.version)
+				e.rng(&l.src)
+				r = &l.r
+			case *bbq:
+				e.str(l.name)
+				e.int(l.dim)
+				e.bytes(l.params)
+				e.u64(l.version)
+				e.int(l.t)
+				r = &l.r
+			}
+			e.int(r.k)
+			e.f64s(r.w)
+			e.f64s(r.full())
+			restored := c.build(t, 3, "k")
+			if err := restored.UnmarshalBinary(e.b); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(snapshot(t, restored), snapshot(t, l)) {
+				t.Fatal("restored from format 1, the snapshot differs")
+			}
+			rest := stream{xs: s.xs[300:], ys: s.ys[300:]}
+			sameRounds(t, "after a format 1 restore", play(t, restored, rest), play(t, l, rest))
+		})
 	}
 }

@@ -3,6 +3,7 @@ package learners
 import (
 	"fmt"
 	"math"
+	"sync"
 
 	"gonum.org/v1/gonum/floats"
 )
@@ -14,9 +15,12 @@ import (
 // rank-one correction −q qᵀ/(1+s) with q = (P + I/c)x, s = xᵀq; c = ∞ (invC =
 // 0) gives SOP and BBQ.
 //
-// The full form stores P row-major and updates both triangles from the same
-// product qᵢqⱼ, so P stays exactly symmetric and the periodic
-// re-symmetrization of §1.4 is never needed (a test asserts it).
+// The full form stores only the upper triangle of P, packed row by row
+// (d(d+1)/2 values, half the d² of a full matrix): P is symmetric, each
+// update changes Pᵢⱼ and Pⱼᵢ by the same product qᵢqⱼ, so the re-
+// symmetrization of §1.4 is never needed. Products with P (mulDense,
+// addRow) sum in the order the full row-major form's gonum calls summed, so
+// the results are bit for bit those of the full form.
 //
 // The diagonal form keeps only pᵢ ≈ Pᵢᵢ, with the +1/c drift applied lazily as
 // pᵢ = baseᵢ + (k − stampᵢ)/c, so that it costs O(nnz) per round: an
@@ -27,18 +31,19 @@ type rls struct {
 	w    []float64
 	k    int // updates so far
 
-	p []float64 // full form: d×d row-major; nil in diagonal form
+	p []float64 // full form: P's upper triangle, packed by rows; nil in diagonal form
 
 	base  []float64 // diagonal form
 	stamp []int
-
-	q []float64 // scratch for updates, not state
 }
+
+// packedLen is the length of a packed d×d upper triangle.
+func packedLen(d int) int { return d * (d + 1) / 2 }
 
 // newRLS starts with P = (1/ridge − 1/c)·I, so that the first drift step lands
 // on I/ridge (D₁ = ridge·I + x₁x₁ᵀ as in seed 004 Lemma 1).
 func newRLS(d int, ridge, invC float64, diagonal bool) rls {
-	r := rls{d: d, invC: invC, w: make([]float64, d), q: make([]float64, d)}
+	r := rls{d: d, invC: invC, w: make([]float64, d)}
 	p0 := 1/ridge - invC
 	if diagonal {
 		r.base, r.stamp = make([]float64, d), make([]int, d)
@@ -47,19 +52,56 @@ func newRLS(d int, ridge, invC float64, diagonal bool) rls {
 		}
 		return r
 	}
-	r.p = make([]float64, d*d)
+	r.p = make([]float64, packedLen(d))
 	for i := 0; i < d; i++ {
-		r.p[i*d+i] = p0
+		r.p[r.rowStart(i)] = p0
 	}
 	return r
 }
 
 func (r *rls) diagonal() bool { return r.p == nil }
 
+// rowStart is where row i's upper part, Pᵢᵢ … Pᵢ,d−1, starts in p.
+func (r *rls) rowStart(i int) int { return i*r.d - i*(i-1)/2 }
+
+// at returns Pᵢⱼ (full form).
+func (r *rls) at(i, j int) float64 {
+	if i > j {
+		i, j = j, i
+	}
+	return r.p[r.rowStart(i)+j-i]
+}
+
+// row fills buf (length d) with row i of P (full form) and returns it.
+func (r *rls) row(i int, buf []float64) []float64 {
+	for j, at := 0, i; j < i; j++ { // Pⱼᵢ, down column i of the rows above
+		buf[j] = r.p[at]
+		at += r.d - j - 1
+	}
+	start := r.rowStart(i)
+	copy(buf[i:], r.p[start:start+r.d-i])
+	return buf
+}
+
+// scratch lends d-float buffers for the products with P: the learners of a
+// worker's keys share them rather than each holding its own.
+var scratch = sync.Pool{New: func() any { return new([]float64) }}
+
+// borrow returns a buffer of n floats from scratch; give it back with
+// scratch.Put.
+func borrow(n int) *[]float64 {
+	b := scratch.Get().(*[]float64)
+	if cap(*b) < n {
+		*b = make([]float64, n)
+	}
+	*b = (*b)[:n]
+	return b
+}
+
 // pii returns the current diagonal entry i of the diagonal form.
 func (r *rls) pii(i int) float64 { return r.base[i] + float64(r.k-r.stamp[i])*r.invC }
 
-// quad returns s = xᵀ(P + I/c)x without touching any buffer, so it is safe in
+// quad returns s = xᵀ(P + I/c)x without changing the state, so it is safe in
 // Predict: O(d·nnz) for dense x, O(nnz²) for sparse x (full form); O(nnz)
 // (diagonal form).
 func (r *rls) quad(x Vector) float64 {
@@ -68,19 +110,21 @@ func (r *rls) quad(x Vector) float64 {
 		x.Entries(func(i int, v float64) { s += (r.pii(i) + r.invC) * v * v })
 		return s
 	}
-	d := r.d
 	if x.idx == nil {
+		buf := borrow(5 * r.d)
+		q := (*buf)[:r.d]
+		r.mulDense(x.val, q, (*buf)[r.d:])
 		for i, xi := range x.val {
 			if xi != 0 {
-				s += xi * floats.Dot(r.p[i*d:(i+1)*d], x.val)
+				s += xi * q[i] // xᵢ·(row i · x)
 			}
 		}
+		scratch.Put(buf)
 	} else {
 		for a, i := range x.idx {
-			row := r.p[int(i)*d:]
 			t := 0.0
 			for b, j := range x.idx {
-				t += row[j] * x.val[b]
+				t += r.at(int(i), int(j)) * x.val[b]
 			}
 			s += x.val[a] * t
 		}
@@ -88,17 +132,15 @@ func (r *rls) quad(x Vector) float64 {
 	return s + r.invC*x.SquaredNorm()
 }
 
-// apply fills r.q with q = (P + I/c)x and returns s = x·q (full form only).
-func (r *rls) apply(x Vector) float64 {
-	d, q := r.d, r.q
+// apply fills q with q = (P + I/c)x and returns s = x·q (full form only);
+// acc is scratch of length 4d.
+func (r *rls) apply(x Vector, q, acc []float64) float64 {
 	if x.idx == nil {
-		for i := 0; i < d; i++ {
-			q[i] = floats.Dot(r.p[i*d:(i+1)*d], x.val)
-		}
+		r.mulDense(x.val, q, acc)
 	} else {
 		clear(q)
 		for k, i := range x.idx {
-			floats.AddScaled(q, x.val[k], r.p[int(i)*d:(int(i)+1)*d]) // P symmetric: column = row
+			r.addRow(q, x.val[k], int(i), acc) // P symmetric: column = row
 		}
 	}
 	if r.invC != 0 {
@@ -125,20 +167,22 @@ func (r *rls) update(x Vector, y int) {
 		r.k++
 		return
 	}
-	s := r.apply(x)
-	floats.AddScaled(r.w, (float64(y)-wx)/(1+s), r.q)
+	d := r.d
+	buf := borrow(5 * d)
+	q, acc := (*buf)[:d], (*buf)[d:]
+	s := r.apply(x, q, acc)
+	floats.AddScaled(r.w, (float64(y)-wx)/(1+s), q)
 	inv := 1 / (1 + s)
-	d, q, p := r.d, r.q, r.p
 	for i := 0; i < d; i++ {
 		qi := q[i]
-		row := p[i*d : (i+1)*d]
-		row[i] += r.invC - qi*qi*inv
+		up := r.p[r.rowStart(i) : r.rowStart(i)+d-i] // Pᵢᵢ … Pᵢ,d−1
+		up[0] += r.invC - qi*qi*inv
 		for j := i + 1; j < d; j++ {
 			t := qi * q[j] * inv
-			row[j] -= t
-			p[j*d+i] -= t
+			up[j-i] -= t
 		}
 	}
+	scratch.Put(buf)
 	r.k++
 }
 
@@ -153,9 +197,10 @@ func (r *rls) encode(e *encoder) {
 	e.f64s(r.p)
 }
 
-// decode reads a state written by encode into a copy of r's shape.
+// decode reads a state written by encode into a copy of r's shape. Format 1
+// snapshots hold the full d×d matrix: its upper triangle is kept.
 func (r *rls) decode(d *decoder) rls {
-	out := rls{d: r.d, invC: r.invC, q: r.q, k: d.int(), w: d.f64s(r.d)}
+	out := rls{d: r.d, invC: r.invC, k: d.int(), w: d.f64s(r.d)}
 	if r.diagonal() {
 		out.base, out.stamp = d.f64s(r.d), d.ints(out.k)
 		if d.err == nil && len(out.stamp) != r.d {
@@ -163,7 +208,18 @@ func (r *rls) decode(d *decoder) rls {
 		}
 		return out
 	}
-	out.p = d.f64s(r.d * r.d)
+	if d.version == 1 {
+		full := d.f64s(r.d * r.d)
+		if d.err != nil {
+			return out
+		}
+		out.p = make([]float64, packedLen(r.d))
+		for i := 0; i < r.d; i++ {
+			copy(out.p[out.rowStart(i):], full[i*r.d+i:(i+1)*r.d])
+		}
+		return out
+	}
+	out.p = d.f64s(packedLen(r.d))
 	return out
 }
 

@@ -98,13 +98,13 @@ func (p DynamicODMParams) maxWords(d int) (int64, error) {
 	return mulSat(int64(len(periods)), int64(d)+6), nil
 }
 
-// rlsWords is the second-order state: w, and the full covariance (d²) or its
-// diagonal with one stamp per coordinate.
+// rlsWords is the second-order state: w, and the covariance's packed upper
+// triangle (d(d+1)/2) or its diagonal with one stamp per coordinate.
 func rlsWords(d int, diagonal bool) int64 {
 	if diagonal {
 		return 3*int64(d) + 1
 	}
-	return int64(d)*int64(d) + int64(d) + 1
+	return int64(d)*(int64(d)+1)/2 + int64(d) + 1
 }
 
 func (p SOPParams) maxWords(d int) (int64, error)     { return rlsWords(d, p.Diagonal), nil }

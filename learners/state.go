@@ -11,8 +11,10 @@ import (
 )
 
 // FormatVersion is the version byte that starts every learner snapshot. A
-// future format bumps it and keeps reading the older ones.
-const FormatVersion = 1
+// future format bumps it and keeps reading the older ones. Version 2 stores
+// the second-order learners' covariance as a packed upper triangle (version 1
+// held the full matrix); the other learners' snapshots are unchanged.
+const FormatVersion = 2
 
 // ErrSnapshot reports a snapshot that cannot be restored: truncated, of an
 // unknown version, or taken from a different learner configuration.
@@ -109,10 +111,10 @@ func readHeader(data []byte) (snapshotHeader, *decoder, error) {
 	if len(data) == 0 {
 		return snapshotHeader{}, nil, fmt.Errorf("empty snapshot: %w", ErrSnapshot)
 	}
-	if data[0] != FormatVersion {
-		return snapshotHeader{}, nil, fmt.Errorf("snapshot format version %d, this build reads %d: %w", data[0], FormatVersion, ErrSnapshot)
+	if data[0] < 1 || data[0] > FormatVersion {
+		return snapshotHeader{}, nil, fmt.Errorf("snapshot format version %d, this build reads 1 to %d: %w", data[0], FormatVersion, ErrSnapshot)
 	}
-	d := &decoder{b: data[1:]}
+	d := &decoder{b: data[1:], version: data[0]}
 	h := snapshotHeader{name: d.str(), dim: d.int(), params: d.bytes()}
 	if d.err != nil {
 		return h, nil, d.err
@@ -189,8 +191,9 @@ func (e *encoder) rng(r *rand.PCG) {
 // decoder reads what encoder wrote. The first error sticks and every later
 // read returns a zero value, so callers check d.err once at the end.
 type decoder struct {
-	b   []byte
-	err error
+	b       []byte
+	err     error
+	version byte // the snapshot's FormatVersion
 }
 
 func (d *decoder) fail(what string) {

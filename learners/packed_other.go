@@ -1,0 +1,22 @@
+//go:build noasm || gccgo || safe || !amd64
+
+package learners
+
+import "gonum.org/v1/gonum/floats"
+
+// The products with the packed covariance where gonum runs pure Go: each row
+// is read whole into scratch and handed to floats.Dot and floats.AddScaled,
+// as the full row-major form did, so the results are bit for bit its.
+
+// mulDense sets q = P·x for dense x (full form); acc is scratch of at least d.
+func (r *rls) mulDense(x, q, acc []float64) {
+	row := acc[:r.d]
+	for i := 0; i < r.d; i++ {
+		q[i] = floats.Dot(r.row(i, row), x)
+	}
+}
+
+// addRow adds alpha times row i of P to q; buf is scratch of at least d.
+func (r *rls) addRow(q []float64, alpha float64, i int, buf []float64) {
+	floats.AddScaled(q, alpha, r.row(i, buf[:r.d]))
+}
