@@ -125,6 +125,10 @@ func Follow(ctx context.Context, conn *kafka.Conn, cfg FollowConfig, fn func(bat
 			if err != nil {
 				break
 			}
+			if cfg.End > 0 && m.Offset >= cfg.End { // past a gap (compaction) at the end of the range
+				next = cfg.End
+				break
+			}
 			next = m.Offset + 1
 			if out == nil {
 				out = make([]kafka.Message, 0, cfg.MaxBatch)
