@@ -752,3 +752,37 @@ func TestSlowSinkDoesNotStallTheLoop(t *testing.T) {
 		t.Fatalf("%d checkpoints, want %d", c, 1200/h.every)
 	}
 }
+
+// A change made through Do is acknowledged only once its checkpoint is
+// written: when the write-behind fails to write it, Do gets the partition's
+// error, the partition ends with it, and nothing of the checkpoint — no
+// output, no marker — was written.
+func TestDoGetsTheWriteBehindsFailure(t *testing.T) {
+	h := newHarness(t, 200, 5, false)
+	sink := &testSink{out: h.out}
+	sink.before.set(&fault{times: -1}) // every write fails for good
+	obs := &progress{}
+	r := h.runner(1, newGate(10), sink, obs) // 10 records, fewer than a checkpoint interval
+	done := make(chan error, 1)
+	go func() { done <- r.Run(context.Background()) }()
+	eventually(t, "the first records", func() bool { return obs.last.Load() == 9 })
+	err := r.Do(context.Background(), func(*Worker) bool { return true })
+	var pe *PartitionError
+	if !errors.As(err, &pe) || pe.Step != StepSink {
+		t.Fatalf("Do = %v, want the sink's partition error", err)
+	}
+	if err := <-done; !errors.As(err, &pe) || pe.Step != StepSink {
+		t.Fatalf("Run = %v, want the sink's partition error", err)
+	}
+	h.out.mu.Lock()
+	defer h.out.mu.Unlock()
+	if len(h.out.preds) != 0 {
+		t.Fatalf("%d predictions written", len(h.out.preds))
+	}
+	if snap, _ := h.store.Load(context.Background(), 0); snap.Marker != nil {
+		t.Fatal("a marker was written after its outputs failed")
+	}
+	if n := obs.checkpoints.Load(); n != 0 {
+		t.Fatalf("%d checkpoints reported", n)
+	}
+}
