@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/driftstream/driftstream/internal/kafkaread"
+	"github.com/driftstream/driftstream/internal/kafkasource"
 	"github.com/driftstream/driftstream/pipeline"
 	"github.com/segmentio/kafka-go"
 )
@@ -204,28 +205,17 @@ func (in *topicInput) read(ctx context.Context, ch chan<- []pipeline.Fetched, to
 		return err
 	}
 	defer conn.Close()
+	// A deletion is found before anything is read: stop there.
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	var gone error
 	deleted := func(from, first int64) {
 		gone = fmt.Errorf("offsets %d to %d of the range were deleted (retention) before the replay read them", from, first-1)
+		cancel()
 	}
-	err = kafkaread.Follow(ctx, conn, kafkaread.FollowConfig{From: start, End: end, Deleted: deleted}, func(msgs []kafka.Message, _ int64) error {
-		if gone != nil {
-			return gone
-		}
-		batch := make([]pipeline.Fetched, len(msgs))
-		for j, m := range msgs {
-			batch[j] = pipeline.Fetched{Record: pipeline.Record{Topic: topicIdx, Partition: p, Offset: m.Offset, Key: m.Key, Value: m.Value},
-				HighWatermark: end}
-		}
-		select {
-		case ch <- batch:
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	})
-	if err == nil {
-		err = gone
+	err = kafkasource.Feed(rctx, conn, kafkaread.FollowConfig{From: start, End: end, Deleted: deleted}, topicIdx, p, end, ch)
+	if gone != nil {
+		return gone
 	}
 	return err
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/driftstream/driftstream/internal/kafkaread"
+	"github.com/driftstream/driftstream/internal/kafkasource"
 	"github.com/driftstream/driftstream/pipeline"
 	"github.com/segmentio/kafka-go"
 )
@@ -69,19 +70,7 @@ func (s *Service) follow(ctx context.Context, ch chan<- []pipeline.Fetched, topi
 		s.log.Warn("records were deleted by retention before they were processed; reading from the first one kept",
 			"topic", topic, "partition", p, "from", from, "first", first, "lost", first-from)
 	}
-	return kafkaread.Follow(ctx, conn, kafkaread.FollowConfig{From: from, Deleted: deleted}, func(msgs []kafka.Message, hwm int64) error {
-		batch := make([]pipeline.Fetched, len(msgs))
-		for j, m := range msgs {
-			batch[j] = pipeline.Fetched{Record: pipeline.Record{Topic: topicIdx, Partition: p, Offset: m.Offset, Key: m.Key, Value: m.Value},
-				HighWatermark: hwm}
-		}
-		select {
-		case ch <- batch:
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	})
+	return kafkasource.Feed(ctx, conn, kafkaread.FollowConfig{From: from, Deleted: deleted}, topicIdx, p, 0, ch)
 }
 
 func (src *kafkaSource) Records() <-chan []pipeline.Fetched { return src.ch }
