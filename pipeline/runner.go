@@ -240,7 +240,9 @@ func (p *positions) Write(ctx context.Context, keys []checkpoint.KeyRecord, m ch
 // partition under a new epoch, read from the replay start, process, and
 // checkpoint — flush outputs, write key records and marker, commit offsets —
 // every CheckpointEvery records or CheckpointInterval, and once more when ctx
-// ends (revocation, shutdown) or the source is exhausted.
+// ends (revocation, shutdown) or the source is exhausted. The writes run on
+// a write-behind goroutine, in that order, while the loop goes on
+// processing; the loop waits only when it is writeBehindDepth jobs behind.
 //
 // Failure semantics:
 //   - A bad record is a dead letter, never an error.
@@ -253,9 +255,13 @@ func (p *positions) Write(ctx context.Context, keys []checkpoint.KeyRecord, m ch
 //   - A permanent error, or a retriable one still failing after
 //     Backoff.Timeout, ends Run with a *PartitionError. The Runner never
 //     restarts itself: the caller decides what ends the process.
-//   - When ctx ends, the final checkpoint runs detached from ctx for at most
-//     FinalTimeout; records fetched but not processed are left to the next
-//     owner, which resumes after the marker.
+//   - A failed write ends the partition once the loop sees it: records it
+//     processed meanwhile are not written, and replay from the last marker,
+//     as after a crash.
+//   - When ctx ends, the final checkpoint runs detached from ctx, and the
+//     write-behind gets FinalTimeout to write what it holds; records fetched
+//     but not processed are left to the next owner, which resumes after the
+//     marker.
 type Runner struct {
 	cfg     RunnerConfig
 	w       *Worker
