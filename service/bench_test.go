@@ -167,7 +167,7 @@ func benchService(b *testing.B, addr, run, learner string, dim, n int) (stop fun
 // benchConfig is the service's configuration in the benchmarks: group and
 // output topics named for run, checkpoints every benchCheckpointEvery
 // records or 5 s, outputs flushed every 5 ms (DRIFTSTREAM_BENCH_FLUSH
-// overrides it), metrics on, as deployed.
+// overrides it), metrics on, as deployed; DRIFTSTREAM_BENCH_LOG=1 logs to stderr.
 func benchConfig(addr, run, learner string, dim int) (Config, error) {
 	vec, err := topics.NewVectorizer(dim, 0)
 	if err != nil {
