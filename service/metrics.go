@@ -61,7 +61,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		keys: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "driftstream", Name: "keys",
 			Help: "Keys held by the partition's worker."}, []string{"partition"}),
 		checkpointSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "driftstream", Name: "checkpoint_duration_seconds",
-			Help: "Time to flush outputs, write a checkpoint and commit.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 16)}),
+			Help: "Time from taking a checkpoint to its commit: waiting behind earlier writes, flushing its outputs, writing it, committing (off the partition loop).", Buckets: prometheus.ExponentialBuckets(0.001, 2, 16)}),
 		checkpointBytes: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "driftstream", Name: "checkpoint_bytes",
 			Help: "Bytes of key state written per checkpoint.", Buckets: prometheus.ExponentialBuckets(256, 4, 12)}),
 		restoreSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "driftstream", Name: "restore_duration_seconds",
