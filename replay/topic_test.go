@@ -7,10 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/driftstream/driftstream/internal/kafkatest"
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
-	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // A topic range whose first records retention deletes after the range was
@@ -37,21 +36,7 @@ func TestTopicRangeRefusesDeletedRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	req := kmsg.NewPtrDeleteRecordsRequest()
-	rt := kmsg.NewDeleteRecordsRequestTopic()
-	rt.Topic = "events"
-	rp := kmsg.NewDeleteRecordsRequestTopicPartition()
-	rp.Partition, rp.Offset = 0, 50
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	if resp, err := req.RequestWith(context.Background(), cl); err != nil || resp.Topics[0].Partitions[0].ErrorCode != 0 {
-		t.Fatalf("delete records: %v %+v", err, resp)
-	}
+	kafkatest.DeleteRecords(t, addr, "events", 0, 50)
 
 	col := &collector{preds: map[string][]byte{}}
 	_, err = Run(context.Background(), Config{Name: "deleted", Pipeline: pipelineConfig(t, "perceptron", ""), Outputs: col.outputs}, in)

@@ -7,10 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/driftstream/driftstream/internal/kafkatest"
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
-	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // topicOf returns a broker holding n records (values "v0", "v1", ...) in
@@ -163,22 +162,7 @@ func TestFollowWaitsAtTheEnd(t *testing.T) {
 // reading starts at the first record kept: nothing is skipped silently.
 func TestFollowReportsDeletedRecords(t *testing.T) {
 	addr := topicOf(t, 1000)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	req := kmsg.NewPtrDeleteRecordsRequest()
-	rt := kmsg.NewDeleteRecordsRequestTopic()
-	rt.Topic = "t"
-	rp := kmsg.NewDeleteRecordsRequestTopicPartition()
-	rp.Partition, rp.Offset = 0, 300
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(context.Background(), cl)
-	if err != nil || resp.Topics[0].Partitions[0].ErrorCode != 0 {
-		t.Fatalf("delete records: %v %+v", err, resp)
-	}
+	kafkatest.DeleteRecords(t, addr, "t", 0, 300)
 	var deleted [][2]int64
 	got, err := follow(t, context.Background(), addr, FollowConfig{From: 100, End: 1000,
 		Deleted: func(from, first int64) { deleted = append(deleted, [2]int64{from, first}) }})

@@ -1,0 +1,34 @@
+// Package kafkatest holds what tests against the in-process broker share
+// and kafka-go cannot do.
+package kafkatest
+
+import (
+	"context"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// DeleteRecords deletes the records of topic/partition below offset, as
+// retention would (kafka-go has no DeleteRecords call; franz-go's client,
+// from the module the in-process broker comes from, sends the request).
+func DeleteRecords(t testing.TB, addr, topic string, partition int32, offset int64) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrDeleteRecordsRequest()
+	rt := kmsg.NewDeleteRecordsRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewDeleteRecordsRequestTopicPartition()
+	rp.Partition, rp.Offset = partition, offset
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(context.Background(), cl)
+	if err != nil || resp.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("delete records of %s/%d below %d: %v %+v", topic, partition, offset, err, resp)
+	}
+}
