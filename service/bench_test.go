@@ -1,6 +1,7 @@
 package service
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -517,8 +518,8 @@ func BenchmarkLatency(b *testing.B) {
 					if len(v) < 10 || string(v[:10]) != `{"id":"lat` {
 						continue
 					}
-					v = v[10:]
-					i, err := strconv.Atoi(string(v[:bytesIndex(v, '"')]))
+					id, _, _ := bytes.Cut(v[10:], []byte{'"'})
+					i, err := strconv.Atoi(string(id))
 					if err == nil && i < total && seen[i].CompareAndSwap(0, now) {
 						got.Add(1)
 					}
@@ -566,15 +567,6 @@ func BenchmarkLatency(b *testing.B) {
 	b.ReportMetric(q(0.5), "p50-ms")
 	b.ReportMetric(q(0.99), "p99-ms")
 	b.ReportMetric(q(1), "max-ms")
-}
-
-func bytesIndex(b []byte, c byte) int {
-	for i, x := range b {
-		if x == c {
-			return i
-		}
-	}
-	return len(b)
 }
 
 func cpuNow() time.Duration {

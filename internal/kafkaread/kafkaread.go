@@ -148,11 +148,13 @@ func Follow(ctx context.Context, conn *kafka.Conn, cfg FollowConfig, fn func(bat
 			if errors.Is(err, kafka.RequestTimedOut) && ctx.Err() == nil {
 				continue // kafka-go's word for a fetch that found nothing new within MaxWait
 			}
-			if first, _, oerr := conn.ReadOffsets(); errors.Is(err, kafka.OffsetOutOfRange) && oerr == nil && next < first {
-				if err := seek(); err != nil { // deleted while we read
-					return err
+			if errors.Is(err, kafka.OffsetOutOfRange) && ctx.Err() == nil { // deleted while we read?
+				if first, _, oerr := conn.ReadOffsets(); oerr == nil && next < first {
+					if err := seek(); err != nil {
+						return err
+					}
+					continue
 				}
-				continue
 			}
 			return orCtx(ctx, fmt.Errorf("read at offset %d: %w", next, err))
 		}
