@@ -553,8 +553,7 @@ func (r *Runner) run(ctx context.Context) error {
 func (r *Runner) final(wb *writeBehind, since int) error {
 	if since > 0 || len(r.w.out) > 0 {
 		if err := r.checkpoint(wb, nil); err != nil {
-			wb.drain(0)
-			return finalError{err}
+			return finalError{err} // run's deferred abort stops the write-behind
 		}
 	}
 	if err := wb.drain(r.cfg.FinalTimeout); err != nil {
