@@ -242,21 +242,8 @@ func predictionsByID(t *testing.T, addr string) map[string]int {
 // fail, the service logs and counts them, keeps going, and processes
 // everything once a join succeeds.
 func TestTransientGroupErrorsAreRetried(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(-1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	addr := c.ListenAddrs()[0]
-	cfg := testConfig(t, addr, "g-flaky")
-	reg := prometheus.NewRegistry()
-	if cfg.Metrics, err = NewMetrics(reg); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := New(context.Background(), cfg); err != nil {
-		t.Fatal(err)
-	}
-	ids := produce(t, addr, 13, 300)
+	c, cfg := controlledCluster(t, "g-flaky", nil)
+	ids := produce(t, cfg.Brokers[0], 13, 300)
 	var refused atomic.Int64
 	c.ControlKey(kmsg.JoinGroup.Int16(), func(req kmsg.Request) (kmsg.Response, error, bool) {
 		if refused.Add(1) > 3 {
@@ -280,21 +267,10 @@ func TestTransientGroupErrorsAreRetried(t *testing.T) {
 // after the last processed record, and every event is predicted exactly
 // once — none missing, none repeated.
 func TestFetchErrorsAreRetried(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(-1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	addr := c.ListenAddrs()[0]
-	cfg := testConfig(t, addr, "g-fetch")
-	cfg.Retry = pipeline.Backoff{Initial: time.Millisecond, Max: 10 * time.Millisecond, Timeout: 30 * time.Second}
-	reg := prometheus.NewRegistry()
-	if cfg.Metrics, err = NewMetrics(reg); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := New(context.Background(), cfg); err != nil {
-		t.Fatal(err)
-	}
+	c, cfg := controlledCluster(t, "g-fetch", func(cfg *Config) {
+		cfg.Retry = pipeline.Backoff{Initial: time.Millisecond, Max: 10 * time.Millisecond, Timeout: 30 * time.Second}
+	})
+	addr := cfg.Brokers[0]
 	ids := produce(t, addr, 17, 600)
 	var refused atomic.Int64
 	c.ControlKey(kmsg.Fetch.Int16(), func(req kmsg.Request) (kmsg.Response, error, bool) {
@@ -343,4 +319,27 @@ func TestFetchErrorsAreRetried(t *testing.T) {
 	if missing != 0 || repeated != 0 || len(preds) != len(ids) {
 		t.Fatalf("%d events: %d missing, %d repeated predictions, %d ids predicted", len(ids), missing, repeated, len(preds))
 	}
+}
+
+// controlledCluster is a broker whose requests a test can intercept
+// (kfake's ControlKey), and a configuration of group on it with metrics,
+// adjusted by tune (may be nil), whose topics are created.
+func controlledCluster(t *testing.T, group string, tune func(*Config)) (*kfake.Cluster, Config) {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(-1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	cfg := testConfig(t, c.ListenAddrs()[0], group)
+	if tune != nil {
+		tune(&cfg)
+	}
+	if cfg.Metrics, err = NewMetrics(prometheus.NewRegistry()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	return c, cfg
 }
