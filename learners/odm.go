@@ -351,7 +351,7 @@ func (l *dynamicODM) restart(i int) {
 		return
 	}
 	for j := range c.w.v {
-		c.w.v[j] = l.std * l.rng.NormFloat64()
+		c.w.v[j] = l.std * l.draws().NormFloat64()
 	}
 	c.w.fold() // recompute ‖v‖²
 }

@@ -403,7 +403,7 @@ func (l *budgetPerceptron) Learn(x Vector, y int, p Prediction) error {
 		l.xs = append(l.xs, x.clone())
 		l.ys = append(l.ys, y)
 	case l.amongAll:
-		r := l.rng.IntN(l.budget + 1)
+		r := l.draws().IntN(l.budget + 1)
 		l.evictions++
 		if r == l.budget {
 			return nil // the newcomer itself is evicted: w unchanged
@@ -411,7 +411,7 @@ func (l *budgetPerceptron) Learn(x Vector, y int, p Prediction) error {
 		l.evict(r, x, y)
 	default:
 		l.evictions++
-		l.evict(l.rng.IntN(l.budget), x, y)
+		l.evict(l.draws().IntN(l.budget), x, y)
 	}
 	axpy(l.w, float64(y), x)
 	if l.recompute > 0 && l.evictions > 0 && l.evictions%l.recompute == 0 && len(l.xs) == l.budget {

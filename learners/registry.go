@@ -154,13 +154,13 @@ func New(name string, params json.RawMessage, cfg Config) (Learner, error) {
 // New does, bit for bit, but decodes, validates and encodes the parameters
 // once rather than for every learner: a worker builds one learner per key,
 // and a restore thousands per second. The learners it builds share one
-// read-only copy of the parameters' canonical encoding. A Maker is safe for
+// read-only identity (name, dimension, encoded parameters). A Maker is safe for
 // concurrent use.
 type Maker struct {
-	name      string
-	dim       int
-	build     func(Config) (Learner, error)
-	canonical []byte // the parameters as every learner's snapshot header holds them
+	name   string
+	dim    int
+	build  func(Config) (Learner, error)
+	shared *identity // what every learner's snapshot header holds
 }
 
 // NewMaker validates name, params and dim by building one learner, and
@@ -179,8 +179,8 @@ func NewMaker(name string, params json.RawMessage, dim int) (*Maker, error) {
 			return nil, err
 		}
 		m := &Maker{name: name, dim: dim, build: build}
-		if c, ok := l.(interface{ canonicalParams() []byte }); ok {
-			m.canonical = c.canonicalParams()
+		if c, ok := l.(interface{ sharedIdentity() *identity }); ok {
+			m.shared = c.sharedIdentity()
 		}
 		return m, nil
 	}
@@ -192,7 +192,7 @@ func (m *Maker) New(cfg Config) (Learner, error) {
 	if cfg.Dim != m.dim {
 		return nil, fmt.Errorf("learner %s: dimension %d from a maker of dimension %d: %w", m.name, cfg.Dim, m.dim, ErrParam)
 	}
-	cfg.canonical = m.canonical
+	cfg.shared = m.shared
 	return m.build(cfg)
 }
 
@@ -340,14 +340,14 @@ func newMeta(name string, cfg Config, params any) (meta, error) {
 	if cfg.Dim < 1 {
 		return meta{}, fmt.Errorf("learner %s: dimension %d: must be ≥ 1: %w", name, cfg.Dim, ErrParam)
 	}
-	if cfg.canonical != nil { // a Maker's: the same parameters, already encoded
-		return meta{name: name, dim: cfg.Dim, params: cfg.canonical}, nil
+	if s := cfg.shared; s != nil && s.name == name && s.dim == cfg.Dim { // a Maker's: the same parameters, already encoded
+		return meta{s}, nil
 	}
 	b, err := json.Marshal(params)
 	if err != nil {
 		return meta{}, fmt.Errorf("learner %s: encode parameters: %w", name, err)
 	}
-	return meta{name: name, dim: cfg.Dim, params: b}, nil
+	return meta{&identity{name: name, dim: cfg.Dim, params: b}}, nil
 }
 
 // paramError reports an out-of-range parameter value.

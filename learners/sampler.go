@@ -30,7 +30,7 @@ func (s *sampler) Decide(p Prediction) Prediction {
 		p.Query = true
 		return p
 	}
-	p.Query = s.rng.Float64() < p.QueryProb
+	p.Query = s.draws().Float64() < p.QueryProb
 	return p
 }
 

@@ -291,7 +291,7 @@ func (l *trackingWinnow) Predict(x Vector) (Prediction, error) {
 // Decide consumes the transformation-2 draws the prediction used.
 func (l *trackingWinnow) Decide(p Prediction) Prediction {
 	for i := 0; i < p.draws; i++ {
-		l.rng.Float64()
+		l.draws().Float64()
 	}
 	p.Query = true
 	return p
@@ -443,7 +443,7 @@ func (l *swin) Predict(x Vector) (Prediction, error) {
 // Decide draws the randomized prediction: exactly one uniform per round.
 func (l *swin) Decide(p Prediction) Prediction {
 	if l.randomized {
-		if l.rng.Float64() < p.Prob {
+		if l.draws().Float64() < p.Prob {
 			p.Label = 1
 		} else {
 			p.Label = -1

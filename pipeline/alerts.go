@@ -231,15 +231,16 @@ func (w *Worker) alert(r Record, key string, ks *keyState, i int, id string, ts 
 	emit(w, r, OutAlert, msg)
 	wt.since[i], wt.alerted[i] = 0, true
 	wt.labeled, wt.mistakes = 0, 0
-	ks.stats.alertDetector, ks.stats.alertOffset, ks.stats.alertTimestamp = i+1, r.Offset, 0
+	rare := ks.stats.rareForUpdate()
+	rare.alertDetector, rare.alertOffset, rare.alertTimestamp = i+1, r.Offset, 0
 	if !ts.IsZero() {
-		ks.stats.alertTimestamp = ts.UnixNano()
+		rare.alertTimestamp = ts.UnixNano()
 	}
 	if w.cfg.OnDrift == OnDriftReset {
 		if l, err := w.newLearner(key); err == nil {
 			ks.learner = l
 			w.stats.Resets++
-			ks.stats.resets++
+			rare.resets++
 		}
 	}
 }

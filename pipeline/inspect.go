@@ -13,7 +13,14 @@ import (
 // keyStats are a key's own counters, kept for inspection (Worker.Inspect)
 // and checkpointed with the key, so that they survive a restore.
 type keyStats struct {
-	events, labeled, mistakes, resets int64
+	events, labeled, mistakes int64
+	more                      *keyEvents // nil until the key's first reset or alert
+}
+
+// keyEvents are the counters of what happens to few keys, apart so that
+// the others do not carry them.
+type keyEvents struct {
+	resets int64
 	// alert is the key's last drift alert; detector is its Config.Detectors
 	// index + 1 (0: none yet).
 	alertDetector  int
@@ -21,16 +28,34 @@ type keyStats struct {
 	alertTimestamp int64 // Unix nanoseconds; 0: the event had no time
 }
 
+// rare returns the key's reset and alert counters (zero when none),
+// which the caller may only read.
+func (s *keyStats) rare() keyEvents {
+	if s.more == nil {
+		return keyEvents{}
+	}
+	return *s.more
+}
+
+// rareForUpdate returns the key's reset and alert counters, made on first use.
+func (s *keyStats) rareForUpdate() *keyEvents {
+	if s.more == nil {
+		s.more = &keyEvents{}
+	}
+	return s.more
+}
+
 // encodeStats appends a key's counters to its state (after the watch, so
 // that states written before them still decode).
 func encodeStats(b []byte, s *keyStats) []byte {
-	for _, v := range []int64{s.events, s.labeled, s.mistakes, s.resets} {
+	rare := s.rare()
+	for _, v := range []int64{s.events, s.labeled, s.mistakes, rare.resets} {
 		b = binary.AppendVarint(b, v)
 	}
-	b = binary.AppendUvarint(b, uint64(s.alertDetector))
-	if s.alertDetector > 0 {
-		b = binary.AppendVarint(b, s.alertOffset)
-		b = binary.AppendVarint(b, s.alertTimestamp)
+	b = binary.AppendUvarint(b, uint64(rare.alertDetector))
+	if rare.alertDetector > 0 {
+		b = binary.AppendVarint(b, rare.alertOffset)
+		b = binary.AppendVarint(b, rare.alertTimestamp)
 	}
 	return b
 }
@@ -38,20 +63,25 @@ func encodeStats(b []byte, s *keyStats) []byte {
 // decodeStats reads what encodeStats wrote. An alert of a detector the
 // configuration no longer has is forgotten.
 func decodeStats(r *wire.Reader, s *keyStats, detectors int) {
-	s.events, s.labeled, s.mistakes, s.resets = r.Varint(), r.Varint(), r.Varint(), r.Varint()
+	var rare keyEvents
+	s.events, s.labeled, s.mistakes, rare.resets = r.Varint(), r.Varint(), r.Varint(), r.Varint()
 	d := r.Uvarint()
 	if d > MaxDetectors {
 		r.Fail("key counters")
 		return
 	}
 	if d > 0 {
-		s.alertOffset, s.alertTimestamp = r.Varint(), r.Varint()
+		rare.alertOffset, rare.alertTimestamp = r.Varint(), r.Varint()
 		if int(d) <= detectors {
-			s.alertDetector = int(d)
+			rare.alertDetector = int(d)
 		}
 	}
-	if s.events < 0 || s.labeled < 0 || s.mistakes < 0 || s.mistakes > s.labeled || s.resets < 0 {
+	if s.events < 0 || s.labeled < 0 || s.mistakes < 0 || s.mistakes > s.labeled || rare.resets < 0 {
 		r.Fail("key counters")
+	}
+	s.more = nil
+	if rare != (keyEvents{}) {
+		s.more = &rare
 	}
 }
 
@@ -113,11 +143,11 @@ func (w *Worker) Inspect(key string) (KeyInfo, bool) {
 	}
 	s := &ks.stats
 	info := KeyInfo{Key: key, Partition: w.partition, Learner: w.cfg.Learner, Params: w.params(),
-		Events: s.events, Labeled: s.labeled, Mistakes: s.mistakes, Resets: s.resets,
-		AwaitingLabels: len(ks.pending), EarlyLabels: len(ks.early),
+		Events: s.events, Labeled: s.labeled, Mistakes: s.mistakes, Resets: s.rare().resets,
+		AwaitingLabels: len(ks.pending()), EarlyLabels: len(ks.early()),
 		AppliedOffsets: AppliedOffsets{Events: ks.applied[EventsTopic], Labels: ks.applied[LabelsTopic]},
 		InWarning:      ks.watch != nil && slices.Contains(ks.watch.warns, true)}
-	for _, p := range ks.pending {
+	for _, p := range ks.pending() {
 		if p.queried {
 			info.PendingQueries++
 		}
@@ -129,11 +159,11 @@ func (w *Worker) Inspect(key string) (KeyInfo, bool) {
 	if b, err := encodeState(ks); err == nil {
 		info.StateBytes = len(b)
 	}
-	if s.alertDetector > 0 {
-		d := w.cfg.Detectors[s.alertDetector-1]
-		info.LastDriftAlert = &AlertInfo{Offset: s.alertOffset, Detector: d.Detector, Signal: d.Signal}
-		if s.alertTimestamp != 0 {
-			info.LastDriftAlert.TS = time.Unix(0, s.alertTimestamp).UTC().Format(time.RFC3339Nano)
+	if rare := s.rare(); rare.alertDetector > 0 {
+		d := w.cfg.Detectors[rare.alertDetector-1]
+		info.LastDriftAlert = &AlertInfo{Offset: rare.alertOffset, Detector: d.Detector, Signal: d.Signal}
+		if rare.alertTimestamp != 0 {
+			info.LastDriftAlert.TS = time.Unix(0, rare.alertTimestamp).UTC().Format(time.RFC3339Nano)
 		}
 	}
 	return info, true
@@ -171,8 +201,8 @@ func (w *Worker) Reset(key string) (bool, error) {
 		w.stats.KeysInWarning--
 	}
 	ks.learner, ks.watch = fresh.learner, fresh.watch
-	ks.stats.resets++
+	ks.stats.rareForUpdate().resets++
 	w.stats.Resets++
-	w.dirty[key] = true
+	w.markDirty(key, ks)
 	return true, nil
 }

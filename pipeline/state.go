@@ -88,7 +88,7 @@ func (w *Worker) decodeState(rec checkpoint.KeyRecord) (*keyState, error) {
 	if err := ks.learner.UnmarshalBinary(snap); err != nil {
 		return nil, fmt.Errorf("learner: %w", err)
 	}
-	if err := ks.query.UnmarshalBinary(rng); err != nil { // ks.rng draws from ks.query
+	if err := ks.query.UnmarshalBinary(rng); err != nil {
 		return nil, fmt.Errorf("query rng: %v: %w", err, errState)
 	}
 	n := r.Uvarint()
@@ -109,22 +109,24 @@ func (w *Worker) decodeState(rec checkpoint.KeyRecord) (*keyState, error) {
 			r.Fail("early label")
 		}
 		e := early{id: id, label: label, offset: r.Varint()}
-		ks.early = append(ks.early, e)
-		ks.held += e.size()
+		lw := ks.waiting()
+		lw.early = append(lw.early, e)
+		lw.held += e.size()
 	}
+	pend := ks.pending()
 	if len(r.B) > 0 && r.Err == nil { // the pending queries' decided predictions
-		for i := range ks.pending {
+		for i := range pend {
 			d := int(r.Varint())
 			if d != 1 && d != -1 || len(r.B) < 9 || r.B[8] > 1 {
 				r.Fail("pending prediction")
 				break
 			}
-			ks.pending[i].decided = d
-			ks.pending[i].score = math.Float64frombits(binary.LittleEndian.Uint64(r.B))
-			ks.pending[i].queried = r.B[8] == 1
+			pend[i].decided = d
+			pend[i].score = math.Float64frombits(binary.LittleEndian.Uint64(r.B))
+			pend[i].queried = r.B[8] == 1
 			r.B = r.B[9:]
 			if ts := r.Varint(); ts != 0 {
-				ks.pending[i].ts = time.Unix(0, ts).UTC()
+				pend[i].ts = time.Unix(0, ts).UTC()
 			}
 		}
 		if len(r.B) > 0 && r.Err == nil {
@@ -144,8 +146,8 @@ func (w *Worker) decodeState(rec checkpoint.KeyRecord) (*keyState, error) {
 			}
 		}
 	} else {
-		for i := range ks.pending { // written when only queries were pending
-			ks.pending[i].queried = true
+		for i := range pend { // written when only queries were pending
+			pend[i].queried = true
 		}
 	}
 	if err := r.Done(); err != nil {
@@ -168,11 +170,23 @@ func (w *Worker) Checkpoint(ctx context.Context, store checkpoint.Store) (record
 	}
 	if err := store.Write(ctx, c.Keys, c.Marker); err != nil {
 		for _, rec := range c.Keys {
-			w.dirty[rec.Key] = true
+			w.markDirty(rec.Key, w.keys[rec.Key])
 		}
 		return 0, 0, fmt.Errorf("checkpoint partition %d: %w", w.partition, err)
 	}
 	return len(c.Keys), c.Bytes, nil
+}
+
+// markDirty records that key changed since the last checkpoint; ks is the
+// key's state, nil when the worker does not hold it.
+func (w *Worker) markDirty(key string, ks *keyState) {
+	if ks != nil {
+		if ks.dirty {
+			return
+		}
+		ks.dirty = true
+	}
+	w.dirty = append(w.dirty, key)
 }
 
 // CheckpointBatch is one checkpoint of a partition, encoded and ready to write:
@@ -191,25 +205,29 @@ type CheckpointBatch struct {
 // caller must write the batch, or fail the partition (a restore then
 // starts from the last batch written).
 func (w *Worker) TakeCheckpoint() (CheckpointBatch, error) {
-	keys := make([]string, 0, len(w.dirty))
-	for k := range w.dirty {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys) // deterministic record order
+	slices.Sort(w.dirty) // deterministic record order
+	w.dirty = slices.Compact(w.dirty)
+	keys := w.dirty
 	c := CheckpointBatch{Keys: make([]checkpoint.KeyRecord, 0, len(keys)), Marker: checkpoint.Marker{Partition: w.partition, Epoch: w.epoch, Through: w.through}}
-	for _, k := range keys {
+	for i, k := range keys {
 		rec := checkpoint.KeyRecord{Partition: w.partition, Key: k, Epoch: w.epoch, AppliedThrough: [2]int64{checkpoint.NoOffset, checkpoint.NoOffset}}
 		if ks, ok := w.keys[k]; ok {
 			b, err := encodeState(ks)
 			if err != nil {
+				for _, k := range keys[:i] { // all stay dirty
+					if ks, ok := w.keys[k]; ok {
+						ks.dirty = true
+					}
+				}
 				return CheckpointBatch{}, fmt.Errorf("checkpoint partition %d, key %q: %w", w.partition, k, err)
 			}
+			ks.dirty = false
 			rec.AppliedThrough, rec.State = ks.applied, b
 		}
 		c.Bytes += len(rec.State)
 		c.Keys = append(c.Keys, rec)
 	}
-	clear(w.dirty)
+	w.dirty = keys[:0] // the records hold the strings, not the slice
 	return c, nil
 }
 
@@ -270,7 +288,7 @@ func (w *Worker) Restore(ctx context.Context, store checkpoint.Store) (Restored,
 	}
 	for _, c := range snap.Corrupt {
 		if c.Key != "" {
-			w.dirty[c.Key] = true
+			w.markDirty(c.Key, nil)
 		}
 	}
 	res.From = snap.ReplayFrom()

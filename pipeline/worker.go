@@ -316,23 +316,58 @@ type early struct {
 	offset int64 // labels-topic offset, for the TTL
 }
 
-// keyState is everything a key owns.
+// keyState is everything a key owns. It is kept small (112 bytes): what
+// only some keys use — events awaiting their labels, early labels, resets
+// and alerts — hangs off pointers that stay nil until a key needs them.
 type keyState struct {
 	learner learners.Learner
-	query   rand.PCG  // margin-rule draws, for learners without a native rule
-	rng     rand.Rand // draws from query; a value, not a pointer: one allocation less per key
-	pending []pending // in offset order; add and drop through await, dropAwaited, unawait
-	// awaited counts the ids in pending, so that a new event's duplicate id
-	// and a label's event are found without a scan; nil until the first.
-	awaited map[string]int32
-	early   []early // labels-topic labels waiting for their event, in arrival order
+	query   rand.PCG // margin-rule draws, for learners without a native rule
 	applied [2]int64
-	// held is the bytes of pending and early, bounded by MaxPendingBytes.
-	held int
+	stats   keyStats
+	// wait holds the key's events awaiting their labels and its early
+	// labels; nil until the first of either.
+	wait *labelWait
 	// watch holds the key's drift detectors.
 	watch *watch
-	stats keyStats
 	std   *learners.Standardizer // nil unless Config.Standardize
+	// dirty is set while the key is in Worker.dirty: changed since the last
+	// checkpoint.
+	dirty bool
+}
+
+// labelWait is what a key holds between an event and its label.
+type labelWait struct {
+	pending []pending // in offset order; add and drop through await, dropAwaited, unawait
+	// awaited counts the ids in pending, so that a new event's duplicate id
+	// and a label's event are found without a scan.
+	awaited map[string]int32
+	early   []early // labels-topic labels waiting for their event, in arrival order
+	// held is the bytes of pending and early, bounded by MaxPendingBytes.
+	held int
+}
+
+// waiting returns the key's label wait, made on first use.
+func (ks *keyState) waiting() *labelWait {
+	if ks.wait == nil {
+		ks.wait = &labelWait{awaited: map[string]int32{}}
+	}
+	return ks.wait
+}
+
+// pending is the key's events awaiting their labels, oldest first.
+func (ks *keyState) pending() []pending {
+	if ks.wait == nil {
+		return nil
+	}
+	return ks.wait.pending
+}
+
+// early is the key's labels waiting for their events, oldest first.
+func (ks *keyState) early() []early {
+	if ks.wait == nil {
+		return nil
+	}
+	return ks.wait.early
 }
 
 // Sizes of pending entries, as counted against MaxPendingBytes.
@@ -342,54 +377,52 @@ func (e early) size() int   { return len(e.id) + 24 }
 // await adds q to the key's events awaiting their label, the oldest dropped
 // past max entries; it returns how many it dropped.
 func (ks *keyState) await(q pending, max int) int64 {
-	if ks.awaited == nil {
-		ks.awaited = map[string]int32{}
-	}
-	ks.pending = append(ks.pending, q)
-	ks.held += q.size()
-	ks.awaited[q.id]++
-	if len(ks.pending) > max {
-		ks.dropAwaited(1)
+	lw := ks.waiting()
+	lw.pending = append(lw.pending, q)
+	lw.held += q.size()
+	lw.awaited[q.id]++
+	if len(lw.pending) > max {
+		lw.dropAwaited(1)
 		return 1
 	}
 	return 0
 }
 
 // dropAwaited drops the n oldest awaited events.
-func (ks *keyState) dropAwaited(n int) {
-	for _, p := range ks.pending[:n] {
-		ks.held -= p.size()
-		ks.forget(p.id)
+func (lw *labelWait) dropAwaited(n int) {
+	for _, p := range lw.pending[:n] {
+		lw.held -= p.size()
+		lw.forget(p.id)
 	}
-	ks.pending = ks.pending[n:]
+	lw.pending = lw.pending[n:]
 }
 
 // unawait removes awaited event i (its label came).
-func (ks *keyState) unawait(i int) {
-	ks.held -= ks.pending[i].size()
-	ks.forget(ks.pending[i].id)
-	ks.pending = slices.Delete(ks.pending, i, i+1)
+func (lw *labelWait) unawait(i int) {
+	lw.held -= lw.pending[i].size()
+	lw.forget(lw.pending[i].id)
+	lw.pending = slices.Delete(lw.pending, i, i+1)
 }
 
-func (ks *keyState) forget(id string) {
-	if ks.awaited[id]--; ks.awaited[id] <= 0 {
-		delete(ks.awaited, id)
+func (lw *labelWait) forget(id string) {
+	if lw.awaited[id]--; lw.awaited[id] <= 0 {
+		delete(lw.awaited, id)
 	}
 }
 
 // awaiting reports whether an event with id awaits its label.
-func (ks *keyState) awaiting(id string) bool { return ks.awaited[id] > 0 }
+func (ks *keyState) awaiting(id string) bool { return ks.wait != nil && ks.wait.awaited[id] > 0 }
 
 // bound drops the oldest pending queries, then the oldest early labels,
 // until the key holds at most max bytes of them.
-func (ks *keyState) bound(max int, stats *Totals) {
-	for ks.held > max && len(ks.pending) > 0 {
-		ks.dropAwaited(1)
+func (lw *labelWait) bound(max int, stats *Totals) {
+	for lw.held > max && len(lw.pending) > 0 {
+		lw.dropAwaited(1)
 		stats.LabelsExpired++
 	}
-	for ks.held > max && len(ks.early) > 0 {
-		ks.held -= ks.early[0].size()
-		ks.early = ks.early[1:]
+	for lw.held > max && len(lw.early) > 0 {
+		lw.held -= lw.early[0].size()
+		lw.early = lw.early[1:]
 		stats.LabelsUnknown++
 	}
 }
@@ -403,14 +436,17 @@ type Worker struct {
 	epoch     checkpoint.Epoch // written into every checkpoint record
 	sampling  bool
 	keys      map[string]*keyState
-	dirty     map[string]bool
-	through   [2]int64 // last offset processed per topic
-	suppress  [2]int64 // outputs for offsets below these are not emitted (replay)
-	out       []Output
-	outBytes  []byte  // the chunk outputs' values are appended to (emit)
-	qprob     float64 // the query probability of the prediction being emitted
-	stats     Totals
-	last      Outcome
+	// dirty lists the keys changed since the last checkpoint (each held
+	// key once: keyState.dirty), in any order, and keys not held whose
+	// records must be superseded.
+	dirty    []string
+	through  [2]int64 // last offset processed per topic
+	suppress [2]int64 // outputs for offsets below these are not emitted (replay)
+	out      []Output
+	outBytes []byte  // the chunk outputs' values are appended to (emit)
+	qprob    float64 // the query probability of the prediction being emitted
+	stats    Totals
+	last     Outcome
 }
 
 // Outcome is a scored prediction: when its event happened and whether it
@@ -437,7 +473,7 @@ func NewWorker(cfg Config, partition int) (*Worker, error) {
 		return nil, err
 	}
 	return &Worker{cfg: cfg, maker: maker, partition: partition, sampling: info.Sampling, keys: map[string]*keyState{},
-		dirty: map[string]bool{}, through: [2]int64{-1, -1}}, nil
+		through: [2]int64{-1, -1}}, nil
 }
 
 // Keys is the number of keys held.
@@ -464,7 +500,6 @@ func (w *Worker) newKey(key string) (*keyState, error) {
 		return nil, err
 	}
 	ks := &keyState{learner: l, watch: wt, query: learners.KeyStream(w.cfg.Seed, key+"\x00query"), applied: [2]int64{checkpoint.NoOffset, checkpoint.NoOffset}}
-	ks.rng = *rand.New(&ks.query)
 	if w.cfg.Standardize {
 		if ks.std, err = learners.NewStandardizer(w.cfg.Vector.Dim); err != nil {
 			return nil, err
@@ -605,10 +640,11 @@ func (w *Worker) Process(ctx context.Context, r Record) error {
 	}
 	var handled error
 	if ev.Kind == topics.Input && ev.Label == 0 {
-		if i := slices.IndexFunc(ks.early, func(e early) bool { return e.id == ev.ID }); i >= 0 {
-			ev.Label = ks.early[i].label // its label came first on the labels topic
-			ks.held -= ks.early[i].size()
-			ks.early = slices.Delete(ks.early, i, i+1)
+		if i := slices.IndexFunc(ks.early(), func(e early) bool { return e.id == ev.ID }); i >= 0 {
+			lw := ks.wait
+			ev.Label = lw.early[i].label // its label came first on the labels topic
+			lw.held -= lw.early[i].size()
+			lw.early = slices.Delete(lw.early, i, i+1)
 			w.stats.LabelsJoined++
 		}
 	}
@@ -629,7 +665,7 @@ func (w *Worker) Process(ctx context.Context, r Record) error {
 		w.keys[key] = ks
 	}
 	ks.applied[r.Topic] = r.Offset
-	w.dirty[key] = true
+	w.markDirty(key, ks)
 	return nil
 }
 
@@ -702,7 +738,7 @@ func (w *Worker) event(r Record, key string, ks *keyState, ev topics.Event) erro
 		qprob, query = 0, false
 		if b := w.cfg.QueryScale; b > 0 {
 			qprob = b / (b + math.Abs(p.Score))
-			query = ks.rng.Float64() < qprob
+			query = rand.New(&ks.query).Float64() < qprob
 		}
 	}
 	msg := predictionMsg{ID: ev.ID, Key: key, Label: p.Label, Score: p.Score, Learner: w.cfg.Learner, Partition: r.Partition, Offset: r.Offset}
@@ -757,7 +793,7 @@ func (w *Worker) event(r Record, key string, ks *keyState, ev topics.Event) erro
 		q.x = x
 	}
 	w.stats.LabelsExpired += ks.await(q, w.cfg.MaxPending)
-	ks.bound(w.cfg.MaxPendingBytes, &w.stats)
+	ks.wait.bound(w.cfg.MaxPendingBytes, &w.stats)
 	return nil
 }
 
@@ -779,12 +815,12 @@ func push[T sized](list []T, e T, max int, held *int) ([]T, int64) {
 
 // expire drops awaited events older than the TTL.
 func (w *Worker) expire(r Record, ks *keyState) {
-	n := 0
-	for n < len(ks.pending) && r.Offset-ks.pending[n].offset > w.cfg.PendingTTL {
+	pend, n := ks.pending(), 0
+	for n < len(pend) && r.Offset-pend[n].offset > w.cfg.PendingTTL {
 		n++
 	}
 	if n > 0 {
-		ks.dropAwaited(n)
+		ks.wait.dropAwaited(n)
 		w.stats.LabelsExpired += int64(n)
 	}
 }
@@ -794,31 +830,31 @@ func (w *Worker) label(r Record, key string, ks *keyState, ev topics.Event) erro
 	w.expire(r, ks)
 	i := -1
 	if ks.awaiting(ev.ID) {
-		i = slices.IndexFunc(ks.pending, func(p pending) bool { return p.id == ev.ID })
+		i = slices.IndexFunc(ks.wait.pending, func(p pending) bool { return p.id == ev.ID })
 	}
 	if i < 0 && r.Topic == LabelsTopic {
 		// Possibly ahead of its event on the other topic: keep it (bounded, TTL'd).
-		n := 0
-		for n < len(ks.early) && r.Offset-ks.early[n].offset > w.cfg.PendingTTL {
+		lw, n := ks.waiting(), 0
+		for n < len(lw.early) && r.Offset-lw.early[n].offset > w.cfg.PendingTTL {
 			n++
 		}
 		w.stats.LabelsUnknown += int64(n)
-		for _, e := range ks.early[:n] {
-			ks.held -= e.size()
+		for _, e := range lw.early[:n] {
+			lw.held -= e.size()
 		}
 		var dropped int64
-		ks.early, dropped = push(ks.early[n:], early{id: ev.ID, label: ev.Label, offset: r.Offset}, w.cfg.MaxPending, &ks.held)
+		lw.early, dropped = push(lw.early[n:], early{id: ev.ID, label: ev.Label, offset: r.Offset}, w.cfg.MaxPending, &lw.held)
 		w.stats.LabelsUnknown += dropped
-		ks.bound(w.cfg.MaxPendingBytes, &w.stats)
+		lw.bound(w.cfg.MaxPendingBytes, &w.stats)
 		return nil
 	}
 	if i < 0 {
 		w.stats.LabelsUnknown++ // unknown or expired id: counted, never retried
 		return nil
 	}
-	q := ks.pending[i]
+	q := ks.wait.pending[i]
 	x := q.x
-	ks.unawait(i)
+	ks.wait.unawait(i)
 	w.stats.LabelsJoined++
 	scored := q.decided != 0 // the prediction made when the event came
 	if scored {
@@ -856,8 +892,9 @@ func encodeState(ks *keyState) ([]byte, error) {
 	b = append(b, snap...)
 	b = binary.AppendUvarint(b, uint64(len(rng)))
 	b = append(b, rng...)
-	b = binary.AppendUvarint(b, uint64(len(ks.pending)))
-	for _, p := range ks.pending {
+	pend, earl := ks.pending(), ks.early()
+	b = binary.AppendUvarint(b, uint64(len(pend)))
+	for _, p := range pend {
 		b = binary.AppendUvarint(b, uint64(len(p.id)))
 		b = append(b, p.id...)
 		b = binary.AppendVarint(b, p.offset)
@@ -865,8 +902,8 @@ func encodeState(ks *keyState) ([]byte, error) {
 		b = binary.AppendUvarint(b, uint64(len(enc)))
 		b = append(b, enc...)
 	}
-	b = binary.AppendUvarint(b, uint64(len(ks.early)))
-	for _, e := range ks.early {
+	b = binary.AppendUvarint(b, uint64(len(earl)))
+	for _, e := range earl {
 		b = binary.AppendUvarint(b, uint64(len(e.id)))
 		b = append(b, e.id...)
 		b = binary.AppendVarint(b, int64(e.label))
@@ -875,7 +912,7 @@ func encodeState(ks *keyState) ([]byte, error) {
 	// Appended later, so that states written before it still decode: the
 	// decided prediction of every pending query, in order, whether it was
 	// asked for, and its event time.
-	for _, p := range ks.pending {
+	for _, p := range pend {
 		b = binary.AppendVarint(b, int64(p.decided))
 		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(p.score))
 		b = append(b, boolByte(p.queried))

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -502,7 +503,7 @@ func TestKeyStateWithoutDecidedPredictions(t *testing.T) {
 		t.Fatal(err)
 	}
 	x, _ := w.cfg.Vector.Vector(topics.Event{X: []float64{1, 2, 3, 4}})
-	ks.pending = []pending{{id: "a", offset: 3, x: x, decided: 1, score: 0.5, queried: true}, {id: "b", offset: 4, decided: -1, score: -2}}
+	ks.waiting().pending = []pending{{id: "a", offset: 3, x: x, decided: 1, score: 0.5, queried: true}, {id: "b", offset: 4, decided: -1, score: -2}}
 	b, err := encodeState(ks)
 	if err != nil {
 		t.Fatal(err)
@@ -522,8 +523,8 @@ func TestKeyStateWithoutDecidedPredictions(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
-		if len(got.pending) != 2 || got.pending[0].decided != tc.want[0] || got.pending[1].decided != tc.want[1] {
-			t.Fatalf("%s: pending %+v", tc.name, got.pending)
+		if pend := got.pending(); len(pend) != 2 || pend[0].decided != tc.want[0] || pend[1].decided != tc.want[1] {
+			t.Fatalf("%s: pending %+v", tc.name, pend)
 		}
 	}
 	if _, err := w.decodeState(checkpoint.KeyRecord{Key: "k", State: b[:len(b)-4]}); err == nil {
@@ -700,5 +701,74 @@ func TestDuplicateIDWithinAKey(t *testing.T) {
 		if o.Kind == OutDeadLetter && !strings.Contains(o.Headers["error"], `duplicate id "e1"`) {
 			t.Fatalf("dead letter without the reason: %v", o.Headers)
 		}
+	}
+}
+
+// refusingStore fails every Write while refuse is set, and records the keys
+// of the writes it takes.
+type refusingStore struct {
+	*checkpoint.MemoryStore
+	refuse  bool
+	written []string
+}
+
+func (s *refusingStore) Write(ctx context.Context, keys []checkpoint.KeyRecord, m checkpoint.Marker) error {
+	if s.refuse {
+		return errors.New("refused")
+	}
+	for _, k := range keys {
+		s.written = append(s.written, k.Key)
+	}
+	return s.MemoryStore.Write(ctx, keys, m)
+}
+
+// TestCheckpointWritesEachChangedKeyOnce checks the dirty list: a key
+// changed many times is written once, in key order; a failed write leaves
+// every key dirty for the next; a checkpoint with nothing changed writes no
+// key.
+func TestCheckpointWritesEachChangedKeyOnce(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name    string
+		events  int
+		nkeys   int
+		refused int // checkpoints refused before the one that lands
+	}{
+		{"one checkpoint", 600, 7, 0},
+		{"after one refused write", 600, 7, 1},
+		{"after three refused writes", 900, 13, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w, err := NewWorker(testConfig(t, "perceptron", ""), 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			store := &refusingStore{MemoryStore: checkpoint.NewMemoryStore(), refuse: true}
+			run(t, w, records(3, tc.events, tc.nkeys))
+			for range tc.refused {
+				if _, _, err := w.Checkpoint(ctx, store); err == nil {
+					t.Fatal("refused write: no error")
+				}
+			}
+			store.refuse = false
+			n, _, err := w.Checkpoint(ctx, store)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n != tc.nkeys || w.Keys() != tc.nkeys {
+				t.Fatalf("checkpoint wrote %d key records for %d keys held, want %d", n, w.Keys(), tc.nkeys)
+			}
+			keys := store.written
+			if !slices.IsSorted(keys) || len(slices.Compact(slices.Clone(keys))) != tc.nkeys {
+				t.Fatalf("key records %q: want %d distinct keys in order", keys, tc.nkeys)
+			}
+			if n, _, err := w.Checkpoint(ctx, store); err != nil || n != 0 {
+				t.Fatalf("checkpoint with nothing changed: %d records, %v", n, err)
+			}
+			run(t, w, []Record{{Offset: int64(tc.events), Key: []byte("k1"), Value: []byte(`{"id":"again","x":[1,2,3,4],"label":1}`)}})
+			if n, _, err := w.Checkpoint(ctx, store); err != nil || n != 1 {
+				t.Fatalf("checkpoint after one key changed: %d records, %v; want 1", n, err)
+			}
+		})
 	}
 }
