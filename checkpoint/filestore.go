@@ -136,7 +136,7 @@ func (s *FileStore) compact(ctx context.Context, p int) error {
 	}
 	for _, k := range snap.Keys {
 		if len(k.State) > 0 {
-			buf = appendEntry(buf, k.Key, EncodeKey(k))
+			buf = appendEntry(buf, k.Key, EncodeKey(*k))
 		}
 	}
 	buf = appendEntry(buf, markerKey(snap.Marker.Epoch), EncodeMarker(*snap.Marker))
@@ -202,7 +202,7 @@ func (s *FileStore) load(ctx context.Context, p int) (Snapshot, int64, error) {
 			snap.Ignored = append(snap.Ignored, Corruption{Key: key, Err: fmt.Errorf("unreadable log from byte %d on (cut before the next write): %w", good, err)})
 			return snap, good, nil
 		}
-		snap.absorb(p, key, rec)
+		snap.absorb(p, []byte(key), rec, true)
 	}
 }
 

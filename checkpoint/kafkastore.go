@@ -156,7 +156,7 @@ func (s *KafkaStore) Load(ctx context.Context, p int) (Snapshot, error) {
 	defer conn.Close()
 	err = kafkaread.Partition(ctx, conn, 0, func(msg kafka.Message) error {
 		if msg.Value != nil { // a tombstone carries nothing
-			snap.absorb(p, string(msg.Key), msg.Value)
+			snap.absorb(p, msg.Key, msg.Value, true) // kafka-go reads every message into buffers of its own
 		}
 		return nil
 	})

@@ -70,7 +70,7 @@ func (s *MemoryStore) Load(ctx context.Context, p int) (Snapshot, error) {
 		return snap, err
 	}
 	for _, e := range s.Log(p) {
-		snap.absorb(p, e.Key, e.Value)
+		snap.absorb(p, []byte(e.Key), e.Value, false)
 	}
 	return snap, nil
 }

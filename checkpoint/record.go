@@ -169,8 +169,13 @@ func EncodeOwnership(o Ownership) []byte {
 	return frame(kindOwner, b)
 }
 
-// Decode parses one record.
-func Decode(data []byte) (Record, error) {
+// Decode parses one record. The record shares no memory with data.
+func Decode(data []byte) (Record, error) { return decode(data, false) }
+
+// decode is Decode; with owned, the caller hands data over, and a key
+// record's State is a slice of it rather than a copy (a restore reads
+// every record's state once, from a buffer of its own).
+func decode(data []byte, owned bool) (Record, error) {
 	if len(data) < 6 {
 		return Record{}, fmt.Errorf("%d bytes: %w", len(data), ErrCorrupt)
 	}
@@ -193,11 +198,15 @@ func Decode(data []byte) (Record, error) {
 	case kindKey:
 		k := KeyRecord{Partition: int(r.Uvarint())}
 		k.Epoch = epoch()
-		k.Key = string(r.Bytes())
+		k.Key = string(r.View())
 		for i := range k.AppliedThrough {
 			k.AppliedThrough[i] = r.Varint()
 		}
-		k.State = r.Bytes()
+		if owned {
+			k.State = r.View()
+		} else {
+			k.State = r.Bytes()
+		}
 		return Record{Key: &k}, r.Done()
 	case kindMarker:
 		m := Marker{Partition: int(r.Uvarint())}
@@ -212,7 +221,7 @@ func Decode(data []byte) (Record, error) {
 		}
 		o := Ownership{Partition: int(r.Uvarint())}
 		o.Epoch = epoch()
-		o.Owner = string(r.Bytes())
+		o.Owner = string(r.View())
 		return Record{Owner: &o}, r.Done()
 	}
 	return Record{}, fmt.Errorf("unknown record kind %q: %w", data[1], ErrCorrupt)

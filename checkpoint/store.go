@@ -45,7 +45,7 @@ func (c Corruption) Unwrap() error { return c.Err }
 type Snapshot struct {
 	// Keys is the latest accepted record per key (a fenced record only when
 	// the key has no accepted one).
-	Keys map[string]KeyRecord
+	Keys map[string]*KeyRecord
 	// Marker is the latest accepted marker (nil before the first checkpoint).
 	Marker *Marker
 	// Corrupt lists the key records that could not be read, and the fenced
@@ -65,7 +65,7 @@ type Snapshot struct {
 	Fenced int
 }
 
-func newSnapshot() Snapshot { return Snapshot{Keys: map[string]KeyRecord{}} }
+func newSnapshot() Snapshot { return Snapshot{Keys: map[string]*KeyRecord{}} }
 
 // Reserved record keys of markers and ownership records: one key per epoch
 // for each, so that compaction, which keeps the latest record per key, never
@@ -96,10 +96,12 @@ func markerKey(e Epoch) string { return markerKeyPrefix + strconv.FormatUint(uin
 func reserved(key string) bool { return key == "" || ReservedKey(key) }
 
 // absorb adds one stored record (its store-level key and value, in log order)
-// to the snapshot of partition p, applying the fencing rule.
-func (s *Snapshot) absorb(p int, key string, value []byte) {
-	rec, err := Decode(value)
+// to the snapshot of partition p, applying the fencing rule. With owned,
+// the caller hands value over, and the snapshot may keep slices of it.
+func (s *Snapshot) absorb(p int, key []byte, value []byte, owned bool) {
+	rec, err := decode(value, owned)
 	if err != nil {
+		key := string(key)
 		if reserved(key) {
 			s.Ignored = append(s.Ignored, Corruption{Err: fmt.Errorf("%q: %w", key, err)})
 		} else {
@@ -108,6 +110,7 @@ func (s *Snapshot) absorb(p int, key string, value []byte) {
 		return
 	}
 	mismatch := func(what string, part int) {
+		key := string(key)
 		err := fmt.Errorf("%s of partition %d stored under key %q in partition %d: %w", what, part, key, p, ErrCorrupt)
 		if reserved(key) {
 			s.Ignored = append(s.Ignored, Corruption{Err: err})
@@ -122,7 +125,7 @@ func (s *Snapshot) absorb(p int, key string, value []byte) {
 	switch {
 	case rec.Owner != nil:
 		o := rec.Owner
-		if o.Partition != p || key != ownerKey(o.Epoch) {
+		if o.Partition != p || string(key) != ownerKey(o.Epoch) {
 			mismatch("ownership record", o.Partition)
 			return
 		}
@@ -134,8 +137,8 @@ func (s *Snapshot) absorb(p int, key string, value []byte) {
 		s.Owner = o
 	case rec.Marker != nil:
 		m := rec.Marker
-		legacy := m.Epoch == 0 && (key == "" || key == legacyMarkerKey)
-		if m.Partition != p || (key != markerKey(m.Epoch) && !legacy) {
+		legacy := m.Epoch == 0 && (len(key) == 0 || string(key) == legacyMarkerKey)
+		if m.Partition != p || (string(key) != markerKey(m.Epoch) && !legacy) {
 			mismatch("marker", m.Partition)
 			return
 		}
@@ -147,7 +150,7 @@ func (s *Snapshot) absorb(p int, key string, value []byte) {
 		s.Marker = m
 	default:
 		k := rec.Key
-		if k.Partition != p || k.Key != key {
+		if k.Partition != p || k.Key != string(key) {
 			mismatch(fmt.Sprintf("record of key %q", k.Key), k.Partition)
 			return
 		}
@@ -157,17 +160,17 @@ func (s *Snapshot) absorb(p int, key string, value []byte) {
 			if _, ok := s.Keys[k.Key]; ok {
 				return // the key has an accepted record: keep it
 			}
-			s.Keys[k.Key] = *k
+			s.Keys[k.Key] = k
 			s.Corrupt = append(s.Corrupt, Corruption{Key: k.Key, Err: fmt.Errorf("epoch %v < %v: %w", k.Epoch, current, ErrFenced)})
 			return
 		}
-		s.put(*k)
+		s.put(k)
 	}
 }
 
 // put records an accepted key record; it supersedes earlier corrupt or
 // fenced records of the same key, which then no longer hold replay back.
-func (s *Snapshot) put(rec KeyRecord) {
+func (s *Snapshot) put(rec *KeyRecord) {
 	s.Keys[rec.Key] = rec
 	kept := s.Corrupt[:0]
 	for _, c := range s.Corrupt {

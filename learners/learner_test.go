@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -513,5 +514,43 @@ func TestMakerRejects(t *testing.T) {
 	}
 	if _, err := m.New(Config{Dim: 4}); !errors.Is(err, ErrParam) {
 		t.Fatalf("a maker of dimension 3 built dimension 4: %v", err)
+	}
+}
+
+// TestSnapshotCarriesEveryStream checks what a restore relies on to skip
+// seeding (pipeline builds restored keys with an unseeded Config): a
+// snapshot restored into a learner built for another seed and key, or none,
+// continues exactly as the learner it was taken from — every random stream
+// a learner draws from is in its snapshot.
+func TestSnapshotCarriesEveryStream(t *testing.T) {
+	cases := append(allCases(), gaussCase("modified-perceptron", `{"init":"random"}`))
+	for _, c := range cases {
+		t.Run(c.String(), func(t *testing.T) {
+			m, err := NewMaker(c.name, json.RawMessage(c.params), c.dim)
+			if err != nil {
+				t.Fatal(err)
+			}
+			first, rest := c.stream(5, 300), c.stream(6, 300)
+			orig, err := m.New(Config{Dim: c.dim, Seed: 3, Key: "k"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			play(t, orig, first)
+			snap := snapshot(t, orig)
+			want := play(t, orig, rest)
+			for _, cfg := range []Config{{Dim: c.dim}, {Dim: c.dim, Seed: 9, Key: "other"}} {
+				restored, err := m.New(cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := restored.UnmarshalBinary(snap); err != nil {
+					t.Fatal(err)
+				}
+				sameRounds(t, fmt.Sprintf("restored into seed %d key %q", cfg.Seed, cfg.Key), play(t, restored, rest), want)
+				if !bytes.Equal(snapshot(t, restored), snapshot(t, orig)) {
+					t.Fatalf("seed %d key %q: snapshots differ after the stream", cfg.Seed, cfg.Key)
+				}
+			}
+		})
 	}
 }

@@ -121,7 +121,8 @@ func readHeader(data []byte) (snapshotHeader, *decoder, error) {
 		return snapshotHeader{}, nil, fmt.Errorf("snapshot format version %d, this build reads 1 to %d: %w", data[0], FormatVersion, ErrSnapshot)
 	}
 	d := &decoder{b: data[1:], version: data[0]}
-	h := snapshotHeader{name: d.str(), dim: d.int(), params: d.bytes()}
+	name, dim, params := d.view(), d.int(), d.view()
+	h := snapshotHeader{name: string(name), dim: dim, params: params}
 	if d.err != nil {
 		return h, nil, d.err
 	}
@@ -129,19 +130,24 @@ func readHeader(data []byte) (snapshotHeader, *decoder, error) {
 }
 
 // open checks that a snapshot belongs to a learner of this name, dimension and
-// parameters, and returns a decoder positioned at the body.
+// parameters, and returns a decoder positioned at the body. It reads the
+// header in place: a restore opens a snapshot per key.
 func (m *meta) open(data []byte) (*decoder, error) {
-	h, d, err := readHeader(data)
-	if err != nil {
+	if len(data) == 0 || data[0] < 1 || data[0] > FormatVersion {
+		_, _, err := readHeader(data) // for its error
 		return nil, err
 	}
+	d := &decoder{b: data[1:], version: data[0]}
+	name, dim, params := d.view(), d.int(), d.view()
 	switch {
-	case h.name != m.name:
-		return nil, fmt.Errorf("snapshot of learner %q restored into %q: %w", h.name, m.name, ErrSnapshot)
-	case h.dim != m.dim:
-		return nil, fmt.Errorf("snapshot of dimension %d restored into dimension %d: %w", h.dim, m.dim, ErrSnapshot)
-	case !bytes.Equal(h.params, m.params):
-		return nil, fmt.Errorf("snapshot parameters %s differ from the learner's %s (use Restore to take the snapshot's): %w", h.params, m.params, ErrSnapshot)
+	case d.err != nil:
+		return nil, d.err
+	case string(name) != m.name:
+		return nil, fmt.Errorf("snapshot of learner %q restored into %q: %w", name, m.name, ErrSnapshot)
+	case dim != m.dim:
+		return nil, fmt.Errorf("snapshot of dimension %d restored into dimension %d: %w", dim, m.dim, ErrSnapshot)
+	case !bytes.Equal(params, m.params):
+		return nil, fmt.Errorf("snapshot parameters %s differ from the learner's %s (use Restore to take the snapshot's): %w", params, m.params, ErrSnapshot)
 	}
 	return d, nil
 }
@@ -248,16 +254,22 @@ func (d *decoder) length(max int) int {
 }
 
 func (d *decoder) bytes() []byte {
+	return append([]byte(nil), d.view()...)
+}
+
+// view reads a length-prefixed byte string in place: the result shares the
+// snapshot's memory, for what is read and dropped at once.
+func (d *decoder) view() []byte {
 	n := d.length(maxSnapshotLen)
 	if d.err != nil {
 		return nil
 	}
-	v := append([]byte(nil), d.b[:n]...)
+	v := d.b[:n:n]
 	d.b = d.b[n:]
 	return v
 }
 
-func (d *decoder) str() string { return string(d.bytes()) }
+func (d *decoder) str() string { return string(d.view()) }
 
 func (d *decoder) bool() bool {
 	if d.err != nil || len(d.b) < 1 || d.b[0] > 1 {
@@ -341,7 +353,7 @@ func (d *decoder) vec(dim int) Vector {
 // rng reads a PCG state written by encoder.rng.
 func (d *decoder) rng() rand.PCG {
 	var r rand.PCG
-	b := d.bytes()
+	b := d.view()
 	if d.err != nil {
 		return r
 	}

@@ -81,7 +81,8 @@ func decodeStats(r *wire.Reader, s *keyStats, detectors int) {
 	}
 	s.more = nil
 	if rare != (keyEvents{}) {
-		s.more = &rare
+		s.more = new(keyEvents) // not &rare: that would allocate for every key
+		*s.more = rare
 	}
 }
 

@@ -81,7 +81,7 @@ func (w *Worker) decodeState(rec checkpoint.KeyRecord) (*keyState, error) {
 	if r.Err != nil {
 		return nil, r.Err
 	}
-	ks, err := w.newKey(rec.Key)
+	ks, err := w.blankKey(learners.Config{Dim: w.cfg.Vector.Dim}) // every stream comes from the record
 	if err != nil {
 		return nil, err
 	}
@@ -273,7 +273,7 @@ func (w *Worker) Restore(ctx context.Context, store checkpoint.Store) (Restored,
 			delete(snap.Keys, k) // a key recorded as holding nothing
 			continue
 		}
-		recs = append(recs, rec)
+		recs = append(recs, *rec)
 	}
 	states, errs := w.decodeStates(recs)
 	w.keys = make(map[string]*keyState, len(recs))

@@ -490,8 +490,23 @@ func (w *Worker) TakeOutputs() []Output {
 	return out
 }
 
+// newKey is the state of a key seen for the first time: its learner and
+// margin rule draw from the key's own streams.
 func (w *Worker) newKey(key string) (*keyState, error) {
-	l, err := w.newLearner(key)
+	ks, err := w.blankKey(learners.Config{Dim: w.cfg.Vector.Dim, Seed: w.cfg.Seed, Key: key})
+	if err != nil {
+		return nil, err
+	}
+	ks.query = learners.KeyStream(w.cfg.Seed, key+"\x00query")
+	return ks, nil
+}
+
+// blankKey is a key's state with its learner built for lcfg and no margin
+// stream. A restore fills every stream from the key's record (the learners'
+// snapshots carry theirs: TestSnapshotCarriesEveryStream), so it builds
+// unseeded: hashing each key twice was a fifth of decoding it.
+func (w *Worker) blankKey(lcfg learners.Config) (*keyState, error) {
+	l, err := w.maker.New(lcfg)
 	if err != nil {
 		return nil, err
 	}
@@ -499,7 +514,7 @@ func (w *Worker) newKey(key string) (*keyState, error) {
 	if err != nil {
 		return nil, err
 	}
-	ks := &keyState{learner: l, watch: wt, query: learners.KeyStream(w.cfg.Seed, key+"\x00query"), applied: [2]int64{checkpoint.NoOffset, checkpoint.NoOffset}}
+	ks := &keyState{learner: l, watch: wt, applied: [2]int64{checkpoint.NoOffset, checkpoint.NoOffset}}
 	if w.cfg.Standardize {
 		if ks.std, err = learners.NewStandardizer(w.cfg.Vector.Dim); err != nil {
 			return nil, err

@@ -1,0 +1,43 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/driftstream/driftstream/checkpoint"
+)
+
+// BenchmarkDecodeKeyState measures rebuilding one key from its checkpoint
+// record, the per-key CPU of a restore (BenchmarkRestore in service times
+// whole restores, broker included).
+//
+//	go test -run '^$' -bench DecodeKeyState -benchmem ./pipeline
+func BenchmarkDecodeKeyState(b *testing.B) {
+	for _, name := range []string{"perceptron", "lasec-ss"} {
+		b.Run(name, func(b *testing.B) {
+			w, err := NewWorker(testConfig(b, name, ""), 0)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for i := range 20 {
+				if err := w.Process(context.Background(), Record{Offset: int64(i), Key: []byte("customer-0000001"),
+					Value: fmt.Appendf(nil, `{"id":"e%d","x":[0.5,-1.25,%d,0.125],"label":%d}`, i, i%3, 1-2*(i%2))}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			state, err := encodeState(w.keys["customer-0000001"])
+			if err != nil {
+				b.Fatal(err)
+			}
+			rec := checkpoint.KeyRecord{Key: "customer-0000001", AppliedThrough: [2]int64{19, checkpoint.NoOffset}, State: state}
+			b.SetBytes(int64(len(state)))
+			b.ReportAllocs()
+			for range b.N {
+				if _, err := w.decodeState(rec); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
