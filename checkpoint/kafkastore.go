@@ -154,6 +154,12 @@ func (s *KafkaStore) Load(ctx context.Context, p int) (Snapshot, error) {
 		return snap, err
 	}
 	defer conn.Close()
+	// Size the key map for the log up front: growing a map of a million
+	// keys rehashes it twenty times. A compacted changelog holds about one
+	// record per key; the hint is capped for logs that are not.
+	if first, last, err := conn.ReadOffsets(); err == nil {
+		snap.Keys = make(map[string]*KeyRecord, min(last-first, maxKeyHint))
+	}
 	err = kafkaread.Partition(ctx, conn, 0, func(msg kafka.Message) error {
 		if msg.Value != nil { // a tombstone carries nothing
 			snap.absorb(p, msg.Key, msg.Value, true) // kafka-go reads every message into buffers of its own
@@ -165,6 +171,9 @@ func (s *KafkaStore) Load(ctx context.Context, p int) (Snapshot, error) {
 	}
 	return snap, nil
 }
+
+// maxKeyHint caps the key map's initial size (about 40 MB of map).
+const maxKeyHint = 1 << 20
 
 // Close closes the cached connections.
 func (s *KafkaStore) Close() error {
