@@ -187,7 +187,8 @@ func (l *weightedMajority) MarshalBinary() ([]byte, error) {
 }
 
 func (l *weightedMajority) UnmarshalBinary(data []byte) error {
-	d, err := l.open(data)
+	var dv decoder
+	d, err := l.open(&dv, data)
 	if err != nil {
 		return err
 	}

@@ -206,7 +206,8 @@ func (l *odm) MarshalBinary() ([]byte, error) {
 }
 
 func (l *odm) UnmarshalBinary(data []byte) error {
-	d, err := l.open(data)
+	var dv decoder
+	d, err := l.open(&dv, data)
 	if err != nil {
 		return err
 	}
@@ -447,7 +448,8 @@ func (l *dynamicODM) MarshalBinary() ([]byte, error) {
 }
 
 func (l *dynamicODM) UnmarshalBinary(data []byte) error {
-	d, err := l.open(data)
+	var dv decoder
+	d, err := l.open(&dv, data)
 	if err != nil {
 		return err
 	}

@@ -87,7 +87,8 @@ func (l *perceptron) MarshalBinary() ([]byte, error) {
 }
 
 func (l *perceptron) UnmarshalBinary(data []byte) error {
-	d, err := l.open(data)
+	var dv decoder
+	d, err := l.open(&dv, data)
 	if err != nil {
 		return err
 	}
@@ -248,7 +249,8 @@ func (l *modifiedPerceptron) MarshalBinary() ([]byte, error) {
 }
 
 func (l *modifiedPerceptron) UnmarshalBinary(data []byte) error {
-	d, err := l.open(data)
+	var dv decoder
+	d, err := l.open(&dv, data)
 	if err != nil {
 		return err
 	}
@@ -324,7 +326,8 @@ func (l *shiftingPerceptron) MarshalBinary() ([]byte, error) {
 }
 
 func (l *shiftingPerceptron) UnmarshalBinary(data []byte) error {
-	d, err := l.open(data)
+	var dv decoder
+	d, err := l.open(&dv, data)
 	if err != nil {
 		return err
 	}
@@ -449,7 +452,8 @@ func (l *budgetPerceptron) MarshalBinary() ([]byte, error) {
 }
 
 func (l *budgetPerceptron) UnmarshalBinary(data []byte) error {
-	d, err := l.open(data)
+	var dv decoder
+	d, err := l.open(&dv, data)
 	if err != nil {
 		return err
 	}

@@ -357,7 +357,8 @@ func (l *secondOrder) MarshalBinary() ([]byte, error) {
 }
 
 func (l *secondOrder) UnmarshalBinary(data []byte) error {
-	d, err := l.open(data)
+	var dv decoder
+	d, err := l.open(&dv, data)
 	if err != nil {
 		return err
 	}
@@ -455,7 +456,8 @@ func (l *bbq) MarshalBinary() ([]byte, error) {
 }
 
 func (l *bbq) UnmarshalBinary(data []byte) error {
-	d, err := l.open(data)
+	var dv decoder
+	d, err := l.open(&dv, data)
 	if err != nil {
 		return err
 	}

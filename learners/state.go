@@ -132,12 +132,13 @@ func readHeader(data []byte) (snapshotHeader, *decoder, error) {
 // open checks that a snapshot belongs to a learner of this name, dimension and
 // parameters, and returns a decoder positioned at the body. It reads the
 // header in place: a restore opens a snapshot per key.
-func (m *meta) open(data []byte) (*decoder, error) {
+// The decoder is d, the caller's, so that it can live on the caller's stack.
+func (m *meta) open(d *decoder, data []byte) (*decoder, error) {
 	if len(data) == 0 || data[0] < 1 || data[0] > FormatVersion {
 		_, _, err := readHeader(data) // for its error
 		return nil, err
 	}
-	d := &decoder{b: data[1:], version: data[0]}
+	*d = decoder{b: data[1:], version: data[0]}
 	name, dim, params := d.view(), d.int(), d.view()
 	switch {
 	case d.err != nil:

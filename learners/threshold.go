@@ -116,7 +116,8 @@ func (l *thresholdTracker) MarshalBinary() ([]byte, error) {
 }
 
 func (l *thresholdTracker) UnmarshalBinary(data []byte) error {
-	d, err := l.open(data)
+	var dv decoder
+	d, err := l.open(&dv, data)
 	if err != nil {
 		return err
 	}

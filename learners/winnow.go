@@ -141,7 +141,8 @@ func (l *winnow2) MarshalBinary() ([]byte, error) {
 }
 
 func (l *winnow2) UnmarshalBinary(data []byte) error {
-	d, err := l.open(data)
+	var dv decoder
+	d, err := l.open(&dv, data)
 	if err != nil {
 		return err
 	}
@@ -331,7 +332,8 @@ func (l *trackingWinnow) MarshalBinary() ([]byte, error) {
 }
 
 func (l *trackingWinnow) UnmarshalBinary(data []byte) error {
-	d, err := l.open(data)
+	var dv decoder
+	d, err := l.open(&dv, data)
 	if err != nil {
 		return err
 	}
@@ -475,7 +477,8 @@ func (l *swin) MarshalBinary() ([]byte, error) {
 }
 
 func (l *swin) UnmarshalBinary(data []byte) error {
-	d, err := l.open(data)
+	var dv decoder
+	d, err := l.open(&dv, data)
 	if err != nil {
 		return err
 	}
