@@ -174,7 +174,9 @@ type RunnerConfig struct {
 	// between checkpoints, so that a prediction is readable within about
 	// this long instead of at the next checkpoint. The protocol only needs
 	// outputs written before the marker, so this changes no guarantee: a
-	// crash still repeats at most one checkpoint interval of outputs.
+	// crash repeats at most two checkpoint intervals of outputs (the
+	// write-behind's outputs run at most one checkpoint ahead of the marker
+	// being written).
 	FlushInterval time.Duration
 	// FinalTimeout bounds the checkpoint written when the partition is
 	// revoked or the service stops.

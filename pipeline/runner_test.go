@@ -453,7 +453,9 @@ func TestTransientFailuresRetriedInPlace(t *testing.T) {
 // A permanent error, or a transient one that outlasts the retry bound, ends
 // the partition with a PartitionError naming the step; outputs are written
 // at most once before it, and a restart with the fault gone loses nothing
-// and repeats at most one checkpoint interval.
+// and repeats at most two checkpoint intervals (the write-behind writes the
+// outputs of the interval after a checkpoint while the checkpoint's own
+// records are written).
 func TestPersistentFailureEndsThePartition(t *testing.T) {
 	cases := []struct {
 		name string
@@ -475,15 +477,15 @@ func TestPersistentFailureEndsThePartition(t *testing.T) {
 			if !errors.As(err, &pe) || pe.Step != c.step {
 				t.Fatalf("err = %v, want a partition error at %s", err, c.step)
 			}
-			if n := len(h.out.preds); n > h.every {
-				t.Fatalf("%d predictions written before the failure, more than one interval (%d)", n, h.every)
+			if n := len(h.out.preds); n > 2*h.every {
+				t.Fatalf("%d predictions written before the failure, more than two intervals (%d)", n, 2*h.every)
 			}
 			h.store.write.set(nil)
 			sink.before.set(nil)
 			h.com.fault.set(nil)
 			final := h.finish(2)
-			if dups := h.check(final); dups > h.every {
-				t.Fatalf("%d duplicates after the restart, more than one interval", dups)
+			if dups := h.check(final); dups > 2*h.every {
+				t.Fatalf("%d duplicates after the restart, more than two intervals", dups)
 			}
 		})
 	}
@@ -742,6 +744,74 @@ func TestSlowSinkDoesNotStallTheLoop(t *testing.T) {
 		t.Fatalf("%d writes started, want 1 (the first is still held)", n)
 	}
 	close(sink.release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if dups := h.check(r); dups != 0 {
+		t.Fatalf("%d duplicate predictions", dups)
+	}
+	if c := obs.checkpoints.Load(); c != 1200/int64(h.every) {
+		t.Fatalf("%d checkpoints, want %d", c, 1200/h.every)
+	}
+}
+
+// heldStore holds its first checkpoint write until release is closed.
+type heldStore struct {
+	*testStore
+	release chan struct{}
+	started atomic.Int64
+}
+
+func (s *heldStore) WriteAt(ctx context.Context, keys []KeyRecordAlias, m checkpoint.Marker) (int64, error) {
+	if s.started.Add(1) == 1 {
+		<-s.release
+	}
+	return s.testStore.WriteAt(ctx, keys, m)
+}
+
+// Outputs do not wait behind a checkpoint's key records: while the first
+// checkpoint's write is held in the store, the next interval's outputs are
+// written — and no more, so that a crash repeats at most two intervals —
+// no marker is written, and the loop runs on until the write-behind is
+// full. Once the store answers, everything is written in order.
+func TestSlowStoreDoesNotHoldOutputs(t *testing.T) {
+	h := newHarness(t, 1200, 9, true)
+	store := &heldStore{testStore: h.store, release: make(chan struct{})}
+	sink, obs := &testSink{out: h.out}, &progress{}
+	r, err := NewRunner(RunnerConfig{Partition: 0, Pipeline: h.cfg, Store: store, Open: h.feed.opener(newGate(1 << 62)), Sink: sink,
+		Committer: h.com, CheckpointEvery: h.every, CheckpointInterval: time.Hour, Observer: obs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- r.Run(context.Background()) }()
+	// Checkpoint 1 in the store, checkpoint 2's outputs written and the job
+	// waiting for the store, writeBehindDepth jobs queued, and the loop
+	// waiting to hand over the next, taken after the record at this offset.
+	want := int64((writeBehindDepth+3)*h.every - 1)
+	eventually(t, "the loop to run ahead of the stuck checkpoint", func() bool { return obs.last.Load() >= want })
+	time.Sleep(50 * time.Millisecond) // room to run further, if nothing held it back
+	if got := obs.last.Load(); got != want {
+		t.Fatalf("processed through offset %d while the store held the first checkpoint; want %d", got, want)
+	}
+	h.out.mu.Lock()
+	written := len(h.out.preds)
+	h.out.mu.Unlock()
+	ref, err := NewWorker(h.cfg, 0) // the predictions of the first two intervals
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, ref, h.feed.recs[:2*h.every])
+	if want := int(ref.Totals().Predictions); written != want {
+		t.Fatalf("%d predictions written while the first checkpoint was held; want %d (its own interval's and the next's)", written, want)
+	}
+	if snap, _ := h.store.Load(context.Background(), 0); snap.Marker != nil {
+		t.Fatalf("marker %+v written while the first checkpoint was held", snap.Marker)
+	}
+	if n := store.started.Load(); n != 1 {
+		t.Fatalf("%d checkpoint writes started, want 1", n)
+	}
+	close(store.release)
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
