@@ -714,6 +714,42 @@ func (s *blockingSink) Write(ctx context.Context, outs []Output) error {
 	return s.testSink.Write(ctx, outs)
 }
 
+// heldRun is a Runner over a 1,200-record harness whose sink or store holds
+// a write: it runs until the loop has processed through offset want, checks
+// that it stays there (the write-behind full), and returns release, which
+// closes held to let the write go, waits for the run to finish and checks
+// that everything was written in order — no prediction missing or repeated,
+// one checkpoint per interval.
+func heldRun(t *testing.T, h *harness, sink Sink, store checkpoint.Store, want int64) (release func(held chan struct{})) {
+	t.Helper()
+	obs := &progress{}
+	r, err := NewRunner(RunnerConfig{Partition: 0, Pipeline: h.cfg, Store: store, Open: h.feed.opener(newGate(1 << 62)), Sink: sink,
+		Committer: h.com, CheckpointEvery: h.every, CheckpointInterval: time.Hour, Observer: obs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- r.Run(context.Background()) }()
+	eventually(t, "the loop to run ahead of the held write", func() bool { return obs.last.Load() >= want })
+	time.Sleep(50 * time.Millisecond) // room to run further, if nothing held it back
+	if got := obs.last.Load(); got != want {
+		t.Fatalf("processed through offset %d while a write was held; want %d (the write-behind full)", got, want)
+	}
+	return func(held chan struct{}) {
+		t.Helper()
+		close(held)
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if dups := h.check(r); dups != 0 {
+			t.Fatalf("%d duplicate predictions", dups)
+		}
+		if c := obs.checkpoints.Load(); c != int64(len(h.feed.recs)/h.every) {
+			t.Fatalf("%d checkpoints, want %d", c, len(h.feed.recs)/h.every)
+		}
+	}
+}
+
 // The partition loop does not wait for the broker: while the first
 // checkpoint's outputs are stuck in the sink, it goes on processing, until
 // the write-behind is writeBehindDepth checkpoints behind (backpressure
@@ -722,37 +758,13 @@ func (s *blockingSink) Write(ctx context.Context, outs []Output) error {
 func TestSlowSinkDoesNotStallTheLoop(t *testing.T) {
 	h := newHarness(t, 1200, 9, true)
 	sink := &blockingSink{testSink: testSink{out: h.out}, release: make(chan struct{})}
-	obs := &progress{}
-	r, err := NewRunner(RunnerConfig{Partition: 0, Pipeline: h.cfg, Store: h.store, Open: h.feed.opener(newGate(1 << 62)), Sink: sink,
-		Committer: h.com, CheckpointEvery: h.every, CheckpointInterval: time.Hour, Observer: obs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- r.Run(context.Background()) }()
-	// The first checkpoint's write is in the sink; the loop fills the queue
-	// behind it, then waits.
 	// One job in the sink, writeBehindDepth queued, and the loop waiting to
 	// hand over the next, taken after the record at this offset.
-	want := int64((writeBehindDepth+2)*h.every - 1)
-	eventually(t, "the loop to run ahead of the stuck write", func() bool { return obs.last.Load() >= want })
-	time.Sleep(50 * time.Millisecond) // room to run further, if nothing held it back
-	if got := obs.last.Load(); got != want {
-		t.Fatalf("processed through offset %d while the sink held the first write; want %d (the queue full)", got, want)
-	}
+	release := heldRun(t, h, sink, h.store, int64((writeBehindDepth+2)*h.every-1))
 	if n := sink.started.Load(); n != 1 {
 		t.Fatalf("%d writes started, want 1 (the first is still held)", n)
 	}
-	close(sink.release)
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	if dups := h.check(r); dups != 0 {
-		t.Fatalf("%d duplicate predictions", dups)
-	}
-	if c := obs.checkpoints.Load(); c != 1200/int64(h.every) {
-		t.Fatalf("%d checkpoints, want %d", c, 1200/h.every)
-	}
+	release(sink.release)
 }
 
 // heldStore holds its first checkpoint write until release is closed.
@@ -777,23 +789,10 @@ func (s *heldStore) WriteAt(ctx context.Context, keys []KeyRecordAlias, m checkp
 func TestSlowStoreDoesNotHoldOutputs(t *testing.T) {
 	h := newHarness(t, 1200, 9, true)
 	store := &heldStore{testStore: h.store, release: make(chan struct{})}
-	sink, obs := &testSink{out: h.out}, &progress{}
-	r, err := NewRunner(RunnerConfig{Partition: 0, Pipeline: h.cfg, Store: store, Open: h.feed.opener(newGate(1 << 62)), Sink: sink,
-		Committer: h.com, CheckpointEvery: h.every, CheckpointInterval: time.Hour, Observer: obs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- r.Run(context.Background()) }()
 	// Checkpoint 1 in the store, checkpoint 2's outputs written and the job
 	// waiting for the store, writeBehindDepth jobs queued, and the loop
 	// waiting to hand over the next, taken after the record at this offset.
-	want := int64((writeBehindDepth+3)*h.every - 1)
-	eventually(t, "the loop to run ahead of the stuck checkpoint", func() bool { return obs.last.Load() >= want })
-	time.Sleep(50 * time.Millisecond) // room to run further, if nothing held it back
-	if got := obs.last.Load(); got != want {
-		t.Fatalf("processed through offset %d while the store held the first checkpoint; want %d", got, want)
-	}
+	release := heldRun(t, h, &testSink{out: h.out}, store, int64((writeBehindDepth+3)*h.every-1))
 	h.out.mu.Lock()
 	written := len(h.out.preds)
 	h.out.mu.Unlock()
@@ -811,16 +810,7 @@ func TestSlowStoreDoesNotHoldOutputs(t *testing.T) {
 	if n := store.started.Load(); n != 1 {
 		t.Fatalf("%d checkpoint writes started, want 1", n)
 	}
-	close(store.release)
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	if dups := h.check(r); dups != 0 {
-		t.Fatalf("%d duplicate predictions", dups)
-	}
-	if c := obs.checkpoints.Load(); c != 1200/int64(h.every) {
-		t.Fatalf("%d checkpoints, want %d", c, 1200/h.every)
-	}
+	release(store.release)
 }
 
 // A change made through Do is acknowledged only once its checkpoint is
