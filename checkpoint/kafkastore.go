@@ -154,13 +154,15 @@ func (s *KafkaStore) Load(ctx context.Context, p int) (Snapshot, error) {
 		return snap, err
 	}
 	defer conn.Close()
+	first, last, err := conn.ReadOffsets()
+	if err != nil {
+		return snap, fmt.Errorf("changelog %s partition %d: offsets: %w", s.topic, p, err)
+	}
 	// Size the key map for the log up front: growing a map of a million
 	// keys rehashes it twenty times. A compacted changelog holds about one
 	// record per key; the hint is capped for logs that are not.
-	if first, last, err := conn.ReadOffsets(); err == nil {
-		snap.Keys = make(map[string]*KeyRecord, min(last-first, maxKeyHint))
-	}
-	err = kafkaread.Partition(ctx, conn, 0, func(msg kafka.Message) error {
+	snap.Keys = make(map[string]*KeyRecord, min(last-first, maxKeyHint))
+	err = kafkaread.Range(ctx, conn, first, last, func(msg kafka.Message) error {
 		if msg.Value != nil { // a tombstone carries nothing
 			snap.absorb(p, msg.Key, msg.Value, true) // kafka-go reads every message into buffers of its own
 		}

@@ -187,15 +187,14 @@ func (l *weightedMajority) MarshalBinary() ([]byte, error) {
 }
 
 func (l *weightedMajority) UnmarshalBinary(data []byte) error {
-	var dv decoder
-	d, err := l.open(&dv, data)
+	d, err := l.open(data)
 	if err != nil {
 		return err
 	}
 	version, v := d.u64(), d.f64s(len(l.members))
 	snaps := make([][]byte, len(l.members))
 	for j := range snaps {
-		snaps[j] = d.bytes()
+		snaps[j] = d.view() // the members decode their snapshots at once, by copy
 	}
 	if err := d.end(); err != nil {
 		return err

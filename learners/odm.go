@@ -206,13 +206,12 @@ func (l *odm) MarshalBinary() ([]byte, error) {
 }
 
 func (l *odm) UnmarshalBinary(data []byte) error {
-	var dv decoder
-	d, err := l.open(&dv, data)
+	d, err := l.open(data)
 	if err != nil {
 		return err
 	}
 	version := d.u64()
-	c := l.c.decode(d, l.dim)
+	c := l.c.decode(&d, l.dim)
 	if err := d.end(); err != nil {
 		return err
 	}
@@ -448,8 +447,7 @@ func (l *dynamicODM) MarshalBinary() ([]byte, error) {
 }
 
 func (l *dynamicODM) UnmarshalBinary(data []byte) error {
-	var dv decoder
-	d, err := l.open(&dv, data)
+	d, err := l.open(data)
 	if err != nil {
 		return err
 	}
@@ -457,7 +455,7 @@ func (l *dynamicODM) UnmarshalBinary(data []byte) error {
 	logBeta := d.f64s(len(l.cands))
 	cands := make([]odmLearner, len(l.cands))
 	for i := range cands {
-		cands[i] = l.cands[i].decode(d, l.dim)
+		cands[i] = l.cands[i].decode(&d, l.dim)
 	}
 	if err := d.end(); err != nil {
 		return err

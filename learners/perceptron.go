@@ -87,8 +87,7 @@ func (l *perceptron) MarshalBinary() ([]byte, error) {
 }
 
 func (l *perceptron) UnmarshalBinary(data []byte) error {
-	var dv decoder
-	d, err := l.open(&dv, data)
+	d, err := l.open(data)
 	if err != nil {
 		return err
 	}
@@ -249,13 +248,12 @@ func (l *modifiedPerceptron) MarshalBinary() ([]byte, error) {
 }
 
 func (l *modifiedPerceptron) UnmarshalBinary(data []byte) error {
-	var dv decoder
-	d, err := l.open(&dv, data)
+	d, err := l.open(data)
 	if err != nil {
 		return err
 	}
 	version, started, since := d.u64(), d.bool(), d.int()
-	w := l.w.decode(d, l.dim)
+	w := l.w.decode(&d, l.dim)
 	if err := d.end(); err != nil {
 		return err
 	}
@@ -326,13 +324,12 @@ func (l *shiftingPerceptron) MarshalBinary() ([]byte, error) {
 }
 
 func (l *shiftingPerceptron) UnmarshalBinary(data []byte) error {
-	var dv decoder
-	d, err := l.open(&dv, data)
+	d, err := l.open(data)
 	if err != nil {
 		return err
 	}
 	version, k := d.u64(), d.int()
-	w := l.w.decode(d, l.dim)
+	w := l.w.decode(&d, l.dim)
 	if err := d.end(); err != nil {
 		return err
 	}
@@ -452,8 +449,7 @@ func (l *budgetPerceptron) MarshalBinary() ([]byte, error) {
 }
 
 func (l *budgetPerceptron) UnmarshalBinary(data []byte) error {
-	var dv decoder
-	d, err := l.open(&dv, data)
+	d, err := l.open(data)
 	if err != nil {
 		return err
 	}

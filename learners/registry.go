@@ -233,19 +233,20 @@ func RestoreWithin(snapshot []byte, maxBytes int64) (Learner, error) {
 	if err != nil {
 		return nil, err
 	}
-	size, err := StateBytes(h.name, h.params, h.dim)
+	name := string(h.name)
+	size, err := StateBytes(name, h.params, h.dim)
 	if err != nil {
-		return nil, fmt.Errorf("restore %s: %w", h.name, err)
+		return nil, fmt.Errorf("restore %s: %w", name, err)
 	}
 	if size > maxBytes {
-		return nil, fmt.Errorf("restore %s: dimension %d needs up to %d bytes of state, more than the limit of %d: %w", h.name, h.dim, size, maxBytes, ErrSnapshot)
+		return nil, fmt.Errorf("restore %s: dimension %d needs up to %d bytes of state, more than the limit of %d: %w", name, h.dim, size, maxBytes, ErrSnapshot)
 	}
-	l, err := New(h.name, h.params, Config{Dim: h.dim})
+	l, err := New(name, h.params, Config{Dim: h.dim})
 	if err != nil {
-		return nil, fmt.Errorf("restore %s: %w", h.name, err)
+		return nil, fmt.Errorf("restore %s: %w", name, err)
 	}
 	if err := l.UnmarshalBinary(snapshot); err != nil {
-		return nil, fmt.Errorf("restore %s: %w", h.name, err)
+		return nil, fmt.Errorf("restore %s: %w", name, err)
 	}
 	return l, nil
 }

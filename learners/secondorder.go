@@ -357,13 +357,12 @@ func (l *secondOrder) MarshalBinary() ([]byte, error) {
 }
 
 func (l *secondOrder) UnmarshalBinary(data []byte) error {
-	var dv decoder
-	d, err := l.open(&dv, data)
+	d, err := l.open(data)
 	if err != nil {
 		return err
 	}
 	version, src := d.u64(), d.rng()
-	r := l.r.decode(d)
+	r := l.r.decode(&d)
 	if err := d.end(); err != nil {
 		return err
 	}
@@ -456,13 +455,12 @@ func (l *bbq) MarshalBinary() ([]byte, error) {
 }
 
 func (l *bbq) UnmarshalBinary(data []byte) error {
-	var dv decoder
-	d, err := l.open(&dv, data)
+	d, err := l.open(data)
 	if err != nil {
 		return err
 	}
 	version, t := d.u64(), d.int()
-	r := l.r.decode(d)
+	r := l.r.decode(&d)
 	if err := d.end(); err != nil {
 		return err
 	}

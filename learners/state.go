@@ -106,49 +106,42 @@ func (m *meta) header() *encoder {
 	return e
 }
 
-// snapshotHeader is the identity part of a snapshot.
+// snapshotHeader is the identity part of a snapshot, read in place: name
+// and params share the snapshot's memory.
 type snapshotHeader struct {
-	name   string
+	name   []byte
 	dim    int
 	params []byte
 }
 
-func readHeader(data []byte) (snapshotHeader, *decoder, error) {
+// readHeader checks a snapshot's format version and reads its header, and
+// returns a decoder positioned at the body. Nothing is copied: a restore
+// opens a snapshot per key.
+func readHeader(data []byte) (snapshotHeader, decoder, error) {
 	if len(data) == 0 {
-		return snapshotHeader{}, nil, fmt.Errorf("empty snapshot: %w", ErrSnapshot)
+		return snapshotHeader{}, decoder{}, fmt.Errorf("empty snapshot: %w", ErrSnapshot)
 	}
 	if data[0] < 1 || data[0] > FormatVersion {
-		return snapshotHeader{}, nil, fmt.Errorf("snapshot format version %d, this build reads 1 to %d: %w", data[0], FormatVersion, ErrSnapshot)
+		return snapshotHeader{}, decoder{}, fmt.Errorf("snapshot format version %d, this build reads 1 to %d: %w", data[0], FormatVersion, ErrSnapshot)
 	}
-	d := &decoder{b: data[1:], version: data[0]}
-	name, dim, params := d.view(), d.int(), d.view()
-	h := snapshotHeader{name: string(name), dim: dim, params: params}
-	if d.err != nil {
-		return h, nil, d.err
-	}
-	return h, d, nil
+	d := decoder{b: data[1:], version: data[0]}
+	h := snapshotHeader{name: d.view(), dim: d.int(), params: d.view()}
+	return h, d, d.err
 }
 
 // open checks that a snapshot belongs to a learner of this name, dimension and
-// parameters, and returns a decoder positioned at the body. It reads the
-// header in place: a restore opens a snapshot per key.
-// The decoder is d, the caller's, so that it can live on the caller's stack.
-func (m *meta) open(d *decoder, data []byte) (*decoder, error) {
-	if len(data) == 0 || data[0] < 1 || data[0] > FormatVersion {
-		_, _, err := readHeader(data) // for its error
-		return nil, err
-	}
-	*d = decoder{b: data[1:], version: data[0]}
-	name, dim, params := d.view(), d.int(), d.view()
+// parameters, and returns a decoder positioned at the body.
+func (m *meta) open(data []byte) (decoder, error) {
+	h, d, err := readHeader(data)
 	switch {
-	case d.err != nil:
-		return nil, d.err
-	case string(name) != m.name:
-		return nil, fmt.Errorf("snapshot of learner %q restored into %q: %w", name, m.name, ErrSnapshot)
-	case dim != m.dim:
-		return nil, fmt.Errorf("snapshot of dimension %d restored into dimension %d: %w", dim, m.dim, ErrSnapshot)
-	case !bytes.Equal(params, m.params):
-		return nil, fmt.Errorf("snapshot parameters %s differ from the learner's %s (use Restore to take the snapshot's): %w", params, m.params, ErrSnapshot)
+	case err != nil:
+		return d, err
+	case string(h.name) != m.name:
+		return d, fmt.Errorf("snapshot of learner %q restored into %q: %w", h.name, m.name, ErrSnapshot)
+	case h.dim != m.dim:
+		return d, fmt.Errorf("snapshot of dimension %d restored into dimension %d: %w", h.dim, m.dim, ErrSnapshot)
+	case !bytes.Equal(h.params, m.params):
+		return d, fmt.Errorf("snapshot parameters %s differ from the learner's %s (use Restore to take the snapshot's): %w", h.params, m.params, ErrSnapshot)
 	}
 	return d, nil
 }
@@ -254,10 +247,6 @@ func (d *decoder) length(max int) int {
 	return n
 }
 
-func (d *decoder) bytes() []byte {
-	return append([]byte(nil), d.view()...)
-}
-
 // view reads a length-prefixed byte string in place: the result shares the
 // snapshot's memory, for what is read and dropped at once.
 func (d *decoder) view() []byte {
@@ -269,8 +258,6 @@ func (d *decoder) view() []byte {
 	d.b = d.b[n:]
 	return v
 }
-
-func (d *decoder) str() string { return string(d.view()) }
 
 func (d *decoder) bool() bool {
 	if d.err != nil || len(d.b) < 1 || d.b[0] > 1 {

@@ -116,8 +116,7 @@ func (l *thresholdTracker) MarshalBinary() ([]byte, error) {
 }
 
 func (l *thresholdTracker) UnmarshalBinary(data []byte) error {
-	var dv decoder
-	d, err := l.open(&dv, data)
+	d, err := l.open(data)
 	if err != nil {
 		return err
 	}

@@ -141,8 +141,7 @@ func (l *winnow2) MarshalBinary() ([]byte, error) {
 }
 
 func (l *winnow2) UnmarshalBinary(data []byte) error {
-	var dv decoder
-	d, err := l.open(&dv, data)
+	d, err := l.open(data)
 	if err != nil {
 		return err
 	}
@@ -332,8 +331,7 @@ func (l *trackingWinnow) MarshalBinary() ([]byte, error) {
 }
 
 func (l *trackingWinnow) UnmarshalBinary(data []byte) error {
-	var dv decoder
-	d, err := l.open(&dv, data)
+	d, err := l.open(data)
 	if err != nil {
 		return err
 	}
@@ -477,8 +475,7 @@ func (l *swin) MarshalBinary() ([]byte, error) {
 }
 
 func (l *swin) UnmarshalBinary(data []byte) error {
-	var dv decoder
-	d, err := l.open(&dv, data)
+	d, err := l.open(data)
 	if err != nil {
 		return err
 	}

@@ -34,7 +34,7 @@ func BenchmarkDecodeKeyState(b *testing.B) {
 			b.SetBytes(int64(len(state)))
 			b.ReportAllocs()
 			for range b.N {
-				if _, err := w.decodeState(rec); err != nil {
+				if _, err := w.decodeState(&rec); err != nil {
 					b.Fatal(err)
 				}
 			}

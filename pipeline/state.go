@@ -74,7 +74,7 @@ func decodeVector(b []byte) (learners.Vector, error) {
 }
 
 // decodeState rebuilds a key from its checkpointed bytes.
-func (w *Worker) decodeState(rec checkpoint.KeyRecord) (*keyState, error) {
+func (w *Worker) decodeState(rec *checkpoint.KeyRecord) (*keyState, error) {
 	r := wire.NewReader(rec.State, errState)
 	snap := r.View() // decoded at once, by copy: nothing keeps rec.State
 	rng := r.View()
@@ -99,7 +99,7 @@ func (w *Worker) decodeState(rec checkpoint.KeyRecord) (*keyState, error) {
 		if err != nil {
 			return nil, fmt.Errorf("pending %q: %w", id, err)
 		}
-		ks.await(pending{id: id, offset: off, x: x}, math.MaxInt) // as checkpointed: within the bounds then
+		ks.waiting().await(pending{id: id, offset: off, x: x}, math.MaxInt) // as checkpointed: within the bounds then
 	}
 	n = r.Uvarint()
 	for i := uint64(0); i < n && r.Err == nil; i++ {
@@ -267,13 +267,13 @@ func (w *Worker) Restore(ctx context.Context, store checkpoint.Store) (Restored,
 	for _, c := range snap.Corrupt {
 		res.Problems = append(res.Problems, c)
 	}
-	recs := make([]checkpoint.KeyRecord, 0, len(snap.Keys))
+	recs := make([]*checkpoint.KeyRecord, 0, len(snap.Keys))
 	for k, rec := range snap.Keys {
 		if len(rec.State) == 0 {
 			delete(snap.Keys, k) // a key recorded as holding nothing
 			continue
 		}
-		recs = append(recs, *rec)
+		recs = append(recs, rec)
 	}
 	states, errs := w.decodeStates(recs)
 	w.keys = make(map[string]*keyState, len(recs))
@@ -300,7 +300,7 @@ func (w *Worker) Restore(ctx context.Context, store checkpoint.Store) (Restored,
 
 // decodeStates decodes key records on every CPU: decoding, not reading,
 // bounds a restore (BenchmarkRestore).
-func (w *Worker) decodeStates(recs []checkpoint.KeyRecord) ([]*keyState, []error) {
+func (w *Worker) decodeStates(recs []*checkpoint.KeyRecord) ([]*keyState, []error) {
 	states, errs := make([]*keyState, len(recs)), make([]error, len(recs))
 	workers := min(runtime.GOMAXPROCS(0), max(1, len(recs)/1024))
 	var wg sync.WaitGroup

@@ -376,8 +376,7 @@ func (e early) size() int   { return len(e.id) + 24 }
 
 // await adds q to the key's events awaiting their label, the oldest dropped
 // past max entries; it returns how many it dropped.
-func (ks *keyState) await(q pending, max int) int64 {
-	lw := ks.waiting()
+func (lw *labelWait) await(q pending, max int) int64 {
 	lw.pending = append(lw.pending, q)
 	lw.held += q.size()
 	lw.awaited[q.id]++
@@ -807,8 +806,9 @@ func (w *Worker) event(r Record, key string, ks *keyState, ev topics.Event) erro
 	if !w.sampling || query {
 		q.x = x
 	}
-	w.stats.LabelsExpired += ks.await(q, w.cfg.MaxPending)
-	ks.wait.bound(w.cfg.MaxPendingBytes, &w.stats)
+	lw := ks.waiting()
+	w.stats.LabelsExpired += lw.await(q, w.cfg.MaxPending)
+	lw.bound(w.cfg.MaxPendingBytes, &w.stats)
 	return nil
 }
 

@@ -519,7 +519,7 @@ func TestKeyStateWithoutDecidedPredictions(t *testing.T) {
 		{"before key counters", b[:len(b)-statsLen], []int{1, -1}},
 		{"older", b[:len(b)-statsLen-watchLen-2*11], []int{0, 0}},
 	} {
-		got, err := w.decodeState(checkpoint.KeyRecord{Key: "k", State: tc.state})
+		got, err := w.decodeState(&checkpoint.KeyRecord{Key: "k", State: tc.state})
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
@@ -527,7 +527,7 @@ func TestKeyStateWithoutDecidedPredictions(t *testing.T) {
 			t.Fatalf("%s: pending %+v", tc.name, pend)
 		}
 	}
-	if _, err := w.decodeState(checkpoint.KeyRecord{Key: "k", State: b[:len(b)-4]}); err == nil {
+	if _, err := w.decodeState(&checkpoint.KeyRecord{Key: "k", State: b[:len(b)-4]}); err == nil {
 		t.Fatal("a cut extension decoded")
 	}
 }

@@ -21,7 +21,14 @@ func Partition(ctx context.Context, conn *kafka.Conn, from int64, fn func(kafka.
 	if err != nil {
 		return fmt.Errorf("offsets: %w", err)
 	}
-	next := max(from, first)
+	return Range(ctx, conn, max(from, first), last, fn)
+}
+
+// Range calls fn for every record of the partition behind conn from offset
+// next up to (not including) last, in order, for a caller that has read the
+// partition's offsets itself (conn.ReadOffsets). It stops at the first error
+// fn returns.
+func Range(ctx context.Context, conn *kafka.Conn, next, last int64, fn func(kafka.Message) error) error {
 	if next >= last {
 		return nil
 	}
