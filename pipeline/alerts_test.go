@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/driftstream/driftstream/checkpoint"
 	"github.com/driftstream/driftstream/drift"
 )
 
@@ -83,7 +82,6 @@ func TestDriftAlert(t *testing.T) {
 // Detectors are part of the key's checkpoint: a restore in the middle gives
 // the same alerts, byte for byte, as an uninterrupted run.
 func TestDriftAlertsReplayAfterRestore(t *testing.T) {
-	ctx := context.Background()
 	cfg := testConfig(t, "lasec", "")
 	cfg.Detectors = []DetectorSpec{{Detector: "adwin", Signal: SignalMistakes}, {Detector: "page-hinkley", Signal: SignalScore, Params: json.RawMessage(`{"threshold":5}`)},
 		{Detector: "ddm", Signal: SignalMistakes}}
@@ -92,15 +90,7 @@ func TestDriftAlertsReplayAfterRestore(t *testing.T) {
 	want := run(t, whole, recs)
 	first, _ := NewWorker(cfg, 0)
 	got := run(t, first, recs[:1700])
-	store := checkpoint.NewMemoryStore()
-	if _, _, err := first.Checkpoint(ctx, store); err != nil {
-		t.Fatal(err)
-	}
-	second, _ := NewWorker(cfg, 0)
-	if _, err := second.Restore(ctx, store); err != nil {
-		t.Fatal(err)
-	}
-	got = append(got, run(t, second, recs[1700:])...)
+	got = append(got, run(t, restarted(t, first), recs[1700:])...)
 	wa, ga := alertsOf(want), alertsOf(got)
 	if len(wa) == 0 || len(wa) != len(ga) {
 		t.Fatalf("%d alerts uninterrupted, %d across a restore", len(wa), len(ga))

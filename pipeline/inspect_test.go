@@ -6,8 +6,6 @@ import (
 	"errors"
 	"reflect"
 	"testing"
-
-	"github.com/driftstream/driftstream/checkpoint"
 )
 
 // A key's counters add up to the worker's, its last drift alert is the last
@@ -58,14 +56,7 @@ func TestKeyInfoAddsUpAndSurvivesRestore(t *testing.T) {
 		t.Fatal("Inspect of an unknown key found it")
 	}
 
-	store := checkpoint.NewMemoryStore()
-	if _, _, err := w.Checkpoint(context.Background(), store); err != nil {
-		t.Fatal(err)
-	}
-	r, _ := NewWorker(cfg, 0)
-	if _, err := r.Restore(context.Background(), store); err != nil {
-		t.Fatal(err)
-	}
+	r := restarted(t, w)
 	for key := range w.keys {
 		want, _ := w.Inspect(key)
 		got, _ := r.Inspect(key)

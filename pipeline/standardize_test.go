@@ -2,14 +2,12 @@ package pipeline
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
 
-	"github.com/driftstream/driftstream/checkpoint"
 	"github.com/driftstream/driftstream/topics"
 )
 
@@ -59,14 +57,7 @@ func TestStandardizedKeysLearnAtAnyScale(t *testing.T) {
 
 	a, _ := NewWorker(cfg, 0)
 	got := run(t, a, recs[:777])
-	store := checkpoint.NewMemoryStore()
-	if _, _, err := a.Checkpoint(context.Background(), store); err != nil {
-		t.Fatal(err)
-	}
-	b, _ := NewWorker(cfg, 0)
-	if _, err := b.Restore(context.Background(), store); err != nil {
-		t.Fatal(err)
-	}
+	b := restarted(t, a)
 	got = append(got, run(t, b, recs[777:])...)
 	differing := 0
 	for i := range want {

@@ -85,6 +85,24 @@ func run(t *testing.T, w *Worker, recs []Record) []Output {
 	return w.TakeOutputs()
 }
 
+// restarted checkpoints w into a fresh memory store and returns a new
+// worker of the same configuration restored from it: a restart.
+func restarted(t *testing.T, w *Worker) *Worker {
+	t.Helper()
+	store := checkpoint.NewMemoryStore()
+	if _, _, err := w.Checkpoint(context.Background(), store); err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewWorker(w.cfg, w.partition)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Restore(context.Background(), store); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
 // states returns every key's encoded state.
 func states(t *testing.T, w *Worker) map[string][]byte {
 	t.Helper()
@@ -465,17 +483,7 @@ func TestDelayedLabelsAreScored(t *testing.T) {
 	if len(queried) < 20 {
 		t.Fatalf("only %d queries", len(queried))
 	}
-	store := checkpoint.NewMemoryStore()
-	if _, _, err := w.Checkpoint(ctx, store); err != nil {
-		t.Fatal(err)
-	}
-	w2, err := NewWorker(cfg, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := w2.Restore(ctx, store); err != nil {
-		t.Fatal(err)
-	}
+	w2 := restarted(t, w)
 	wantMistakes := 0
 	for i, id := range queried {
 		if decided[id] != truth[id] {
@@ -599,14 +607,7 @@ func TestDelayedOutcomeKeepsItsEventTime(t *testing.T) {
 	if err := w.Process(ctx, Record{Offset: 0, Key: []byte("k"), Value: []byte(`{"id":"a","ts":"2026-11-20T10:00:00+02:00","x":[1,0,0,1]}`)}); err != nil {
 		t.Fatal(err)
 	}
-	store := checkpoint.NewMemoryStore()
-	if _, _, err := w.Checkpoint(ctx, store); err != nil {
-		t.Fatal(err)
-	}
-	w2, _ := NewWorker(cfg, 0)
-	if _, err := w2.Restore(ctx, store); err != nil {
-		t.Fatal(err)
-	}
+	w2 := restarted(t, w)
 	if err := w2.Process(ctx, Record{Offset: 1, Key: []byte("k"), Value: []byte(`{"id":"a","label":1}`)}); err != nil {
 		t.Fatal(err)
 	}
