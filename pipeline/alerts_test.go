@@ -202,18 +202,7 @@ func BenchmarkProcess(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			b.ReportAllocs()
-			i := 0
-			for b.Loop() {
-				r := recs[i%len(recs)]
-				r.Offset = int64(i)
-				if err := w.Process(context.Background(), r); err != nil {
-					b.Fatal(err)
-				}
-				if i++; i%1024 == 0 {
-					w.TakeOutputs()
-				}
-			}
+			processLoop(b, w, recs, 0)
 		})
 	}
 	// Unlabeled events whose labels never come: the key holds MaxPending
@@ -236,17 +225,23 @@ func BenchmarkProcess(b *testing.B) {
 			r.Offset = int64(i)
 			w.Process(context.Background(), r)
 		}
-		b.ReportAllocs()
-		i := 1000
-		for b.Loop() {
-			r := unlabeled[i%len(unlabeled)]
-			r.Offset = int64(i)
-			if err := w.Process(context.Background(), r); err != nil {
-				b.Fatal(err)
-			}
-			if i++; i%1024 == 0 {
-				w.TakeOutputs()
-			}
-		}
+		processLoop(b, w, unlabeled, 1000)
 	})
+}
+
+// processLoop feeds w the records round and round, at offsets from first
+// on, taking the outputs every 1,024 records, for b.Loop's iterations.
+func processLoop(b *testing.B, w *Worker, recs []Record, first int) {
+	b.ReportAllocs()
+	i := first
+	for b.Loop() {
+		r := recs[i%len(recs)]
+		r.Offset = int64(i)
+		if err := w.Process(context.Background(), r); err != nil {
+			b.Fatal(err)
+		}
+		if i++; i%1024 == 0 {
+			w.TakeOutputs()
+		}
+	}
 }
