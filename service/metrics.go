@@ -167,7 +167,6 @@ func (o *partitionObserver) Restored(res pipeline.Restored, keys int, took time.
 }
 
 func (o *partitionObserver) Processed(f *pipeline.Fetched, before, after *pipeline.Totals) {
-	o.s.count(before, after)
 	if f.Topic == pipeline.EventsTopic {
 		lag := max(0, f.HighWatermark-f.Offset-1)
 		o.st.lag.Store(lag)
@@ -179,6 +178,9 @@ func (o *partitionObserver) Processed(f *pipeline.Fetched, before, after *pipeli
 	if after.KeysInWarning != before.KeysInWarning {
 		o.gauges.keysInWarning.Set(float64(after.KeysInWarning))
 	}
+	// Counters last: a scrape that sees a labeled event counted also sees
+	// the window accuracy it moved.
+	o.s.count(before, after)
 }
 
 func (o *partitionObserver) Checkpointed(_, bytes, keys int, took time.Duration) {

@@ -49,7 +49,9 @@ func TestEmbeddedDemo(t *testing.T) {
 			t.Fatalf("exited (%d) before /metrics showed events: %s", code, errb.String())
 		case <-time.After(5 * time.Millisecond):
 		}
-		if status, body := get("/metrics"); status == 200 && strings.Contains(body, "driftstream_events_total") && !strings.Contains(body, "driftstream_events_total 0\n") {
+		// Scraped once a labeled event is counted: the window accuracy
+		// exists from a partition's first one.
+		if status, body := get("/metrics"); status == 200 && strings.Contains(body, "driftstream_labeled_total") && !strings.Contains(body, "driftstream_labeled_total 0\n") {
 			for _, name := range []string{"driftstream_predictions_total", "driftstream_labeled_total", "driftstream_consumer_lag{partition=", "driftstream_window_accuracy{partition=",
 				"driftstream_checkpoint_duration_seconds_bucket", "driftstream_keys{partition=", "go_goroutines", "process_cpu_seconds_total",
 				`driftstream_build_info{commit="unknown",goversion="go`} {
