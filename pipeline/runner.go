@@ -143,7 +143,7 @@ var DefaultBackoff = Backoff{Initial: 100 * time.Millisecond, Max: 5 * time.Seco
 type Observer interface {
 	Restored(res Restored, keys int, took time.Duration)
 	// Processed follows every record; before and after are the worker's
-	// counters around it.
+	// counters around it, valid only during the call.
 	Processed(f *Fetched, before, after *Totals)
 	Checkpointed(records, bytes, keys int, took time.Duration)
 	Retrying(step Step, err error, attempt int, wait time.Duration)
@@ -272,6 +272,10 @@ type Runner struct {
 	kept    *Kept      // set by a clean stop
 	reqs    chan request
 	stopped chan struct{} // closed when Run returns
+	// around holds the worker's counters before and after the record being
+	// processed, for the Observer: fields, not locals, so that handing them
+	// to the Observer by pointer allocates nothing per record.
+	around [2]Totals
 }
 
 // request is work for the partition's goroutine (Runner.Do).
@@ -509,12 +513,12 @@ func (r *Runner) run(ctx context.Context) error {
 					return r.final(wb, since)
 				}
 				failingSince = time.Time{}
-				before := r.w.Totals()
+				r.around[0] = r.w.Totals()
 				if err := r.w.Process(pctx, f.Record); err != nil {
 					return &PartitionError{Partition: r.cfg.Partition, Step: StepProcess, Err: err}
 				}
-				after := r.w.Totals()
-				r.cfg.Observer.Processed(f, &before, &after)
+				r.around[1] = r.w.Totals()
+				r.cfg.Observer.Processed(f, &r.around[0], &r.around[1])
 				if since++; since >= r.cfg.CheckpointEvery {
 					if err := r.checkpoint(wb, nil); err != nil {
 						return err

@@ -200,17 +200,25 @@ func (o *partitionObserver) Retrying(step pipeline.Step, _ error, _ int, _ time.
 // forget drops the partition's series when it is revoked.
 func (o *partitionObserver) forget() { o.s.cfg.Metrics.forget(o.p) }
 
+// add adds d to c unless it is 0: most records move few of the counters,
+// and an Add is an atomic operation on a shared cache line.
+func add(c prometheus.Counter, d int64) {
+	if d != 0 {
+		c.Add(float64(d))
+	}
+}
+
 func (s *Service) count(before, after *pipeline.Totals) {
 	if m := s.cfg.Metrics; m != nil {
-		m.events.Add(float64(after.Events - before.Events))
-		m.predictions.Add(float64(after.Predictions - before.Predictions))
-		m.labeled.Add(float64(after.Labeled - before.Labeled))
-		m.mistakes.Add(float64(after.Mistakes - before.Mistakes))
-		m.queries.Add(float64(after.Queries - before.Queries))
-		m.labelsJoined.Add(float64(after.LabelsJoined - before.LabelsJoined))
-		m.labelsUnknown.Add(float64(after.LabelsUnknown - before.LabelsUnknown))
-		m.labelsNoKey.Add(float64(after.LabelsNoKey - before.LabelsNoKey))
-		m.labelsExpired.Add(float64(after.LabelsExpired - before.LabelsExpired))
+		add(m.events, after.Events-before.Events)
+		add(m.predictions, after.Predictions-before.Predictions)
+		add(m.labeled, after.Labeled-before.Labeled)
+		add(m.mistakes, after.Mistakes-before.Mistakes)
+		add(m.queries, after.Queries-before.Queries)
+		add(m.labelsJoined, after.LabelsJoined-before.LabelsJoined)
+		add(m.labelsUnknown, after.LabelsUnknown-before.LabelsUnknown)
+		add(m.labelsNoKey, after.LabelsNoKey-before.LabelsNoKey)
+		add(m.labelsExpired, after.LabelsExpired-before.LabelsExpired)
 		if after.Alerts > before.Alerts {
 			for i, spec := range s.cfg.Pipeline.Detectors {
 				if d := after.AlertsBy[i] - before.AlertsBy[i]; d > 0 {
