@@ -191,7 +191,7 @@ func TestHelmChartRendersValidManifests(t *testing.T) {
 				if cm.Data["DRIFTSTREAM_SASL_PASSWORD_FILE"] == "" || cm.Data["DRIFTSTREAM_TLS_CERT_FILE"] == "" {
 					t.Errorf("security settings missing from the ConfigMap: %v", cm.Data)
 				}
-				if len(c.Env) != 1 || c.Env[0].Name != "DRIFTSTREAM_ADMIN_TOKEN" || c.Env[0].ValueFrom.SecretKeyRef.Name != "driftstream-admin" {
+				if len(c.Env) != 2 || c.Env[0].Name != "DRIFTSTREAM_ADMIN_TOKEN" || c.Env[0].ValueFrom.SecretKeyRef.Name != "driftstream-admin" {
 					t.Errorf("the admin token is not taken from its Secret: %+v", c.Env)
 				}
 				vols := fmt.Sprint(d.Spec.Template.Spec.Volumes)
@@ -213,6 +213,41 @@ func TestHelmChartRendersValidManifests(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "sasl.username is required") {
 		t.Fatalf("missing SASL username was accepted: %s", out)
+	}
+}
+
+// The chart sets GOMEMLIMIT to 90% of the container's memory limit, or to
+// what goMemLimit says, and refuses a limit it cannot read.
+func TestHelmChartSetsGoMemLimit(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		sets []string
+		want string // "" for no GOMEMLIMIT
+	}{
+		{"default 2Gi limit", nil, "1932735283"},
+		{"512Mi", []string{"resources.limits.memory=512Mi"}, "483183820"},
+		{"decimal unit", []string{"resources.limits.memory=3G"}, "2700000000"},
+		{"plain bytes", []string{"resources.limits.memory=1073741824"}, "966367641"},
+		{"explicit", []string{"goMemLimit=1500MiB"}, "1500MiB"},
+		{"off", []string{"goMemLimit=off"}, ""},
+		{"no memory limit", []string{"resources.limits=null"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := decodeStrict(t, render(t, tc.sets...))["Deployment"].(*appsv1.Deployment)
+			got, n := "", 0
+			for _, e := range d.Spec.Template.Spec.Containers[0].Env {
+				if e.Name == "GOMEMLIMIT" {
+					got, n = e.Value, n+1
+				}
+			}
+			if got != tc.want || n > 1 {
+				t.Fatalf("GOMEMLIMIT %q (%d entries), want %q", got, n, tc.want)
+			}
+		})
+	}
+	cmd := exec.Command(helm(t), "template", "rel", filepath.Join("..", "helm", "driftstream"), "--set", "resources.limits.memory=1.5Gi")
+	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), `resources.limits.memory "1.5Gi": write a whole number with a unit`) {
+		t.Fatalf("a memory limit the chart cannot read was accepted: %s", out)
 	}
 }
 
