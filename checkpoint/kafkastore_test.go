@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/driftstream/driftstream/internal/kafkatest"
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -113,19 +114,7 @@ func TestKafkaStoreLoadFailsOnFetchError(t *testing.T) {
 	c.ControlKey(kmsg.Fetch.Int16(), func(req kmsg.Request) (kmsg.Response, error, bool) {
 		c.KeepControl()
 		refused.Add(1)
-		fr := req.(*kmsg.FetchRequest)
-		resp := req.ResponseKind().(*kmsg.FetchResponse)
-		for _, rt := range fr.Topics {
-			t := kmsg.NewFetchResponseTopic()
-			t.Topic = rt.Topic
-			for _, rp := range rt.Partitions {
-				p := kmsg.NewFetchResponseTopicPartition()
-				p.Partition, p.ErrorCode = rp.Partition, kerr.NotLeaderForPartition.Code
-				t.Partitions = append(t.Partitions, p)
-			}
-			resp.Topics = append(resp.Topics, t)
-		}
-		return resp, nil, true
+		return kafkatest.FetchRefused(req.(*kmsg.FetchRequest), kerr.NotLeaderForPartition.Code), nil, true
 	})
 	snap, err := s.Load(ctx, 1)
 	if err == nil || !strings.Contains(err.Error(), "changelog changelog partition 1") || !strings.Contains(err.Error(), "Not Leader") {

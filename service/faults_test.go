@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/driftstream/driftstream/checkpoint"
+	"github.com/driftstream/driftstream/internal/kafkatest"
 	"github.com/driftstream/driftstream/pipeline"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -280,18 +281,7 @@ func TestFetchErrorsAreRetried(t *testing.T) {
 		if len(fr.Topics) != 1 || fr.Topics[0].Topic != "events" || refused.Load() >= 6 || refused.Add(1) > 6 {
 			return nil, nil, false
 		}
-		resp := req.ResponseKind().(*kmsg.FetchResponse)
-		for _, rt := range fr.Topics {
-			t := kmsg.NewFetchResponseTopic()
-			t.Topic = rt.Topic
-			for _, rp := range rt.Partitions {
-				p := kmsg.NewFetchResponseTopicPartition()
-				p.Partition, p.ErrorCode = rp.Partition, kerr.NotLeaderForPartition.Code
-				t.Partitions = append(t.Partitions, p)
-			}
-			resp.Topics = append(resp.Topics, t)
-		}
-		return resp, nil, true
+		return kafkatest.FetchRefused(fr, kerr.NotLeaderForPartition.Code), nil, true
 	})
 	s, stop := started(t, cfg)
 	eventually(t, 60*time.Second, func() bool { return s.Totals().Events >= int64(len(ids)) }, func() string { return fmt.Sprintf("%+v", s.Totals()) })

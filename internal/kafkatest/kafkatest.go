@@ -32,3 +32,21 @@ func DeleteRecords(t testing.TB, addr, topic string, partition int32, offset int
 		t.Fatalf("delete records of %s/%d below %d: %v %+v", topic, partition, offset, err, resp)
 	}
 }
+
+// FetchRefused is the broker's answer to a fetch request that refuses every
+// partition it asks for with the error code: what a kfake ControlKey
+// function returns to inject a fetch failure.
+func FetchRefused(req *kmsg.FetchRequest, code int16) *kmsg.FetchResponse {
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	for _, rt := range req.Topics {
+		t := kmsg.NewFetchResponseTopic()
+		t.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			p := kmsg.NewFetchResponseTopicPartition()
+			p.Partition, p.ErrorCode = rp.Partition, code
+			t.Partitions = append(t.Partitions, p)
+		}
+		resp.Topics = append(resp.Topics, t)
+	}
+	return resp
+}
