@@ -43,7 +43,8 @@ type Config struct {
 	Progress      io.Writer
 	ProgressEvery time.Duration
 	// Observe, when set, follows every record of every partition with the
-	// worker's counters around it, from the partition's goroutine (curves).
+	// worker's counters around it, from the partition's goroutine (curves);
+	// before and after are valid only during the call.
 	Observe func(partition int, f *pipeline.Fetched, before, after *pipeline.Totals)
 }
 
