@@ -229,6 +229,7 @@ func TestStopUnderBacklogRepeatsNothing(t *testing.T) {
 	}
 }
 
+// predictionsByID counts the predictions on the broker at addr per event id.
 func predictionsByID(t *testing.T, addr string) map[string]int {
 	t.Helper()
 	preds := map[string]int{}
@@ -292,12 +293,7 @@ func TestFetchErrorsAreRetried(t *testing.T) {
 	if got := testutil.ToFloat64(cfg.Metrics.retries.WithLabelValues(string(pipeline.StepSource))); got != 6 {
 		t.Fatalf("retries_total{step=source} = %v, want 6 (one per refused fetch)", got)
 	}
-	preds := map[string]int{}
-	for _, m := range readAll(t, addr, "predictions") {
-		var p struct{ ID string }
-		json.Unmarshal(m.Value, &p)
-		preds[p.ID]++
-	}
+	preds := predictionsByID(t, addr)
 	missing, repeated := 0, 0
 	for _, id := range ids {
 		switch n := preds[id]; {

@@ -165,12 +165,7 @@ func TestServiceOverTCP(t *testing.T) {
 	ids = append(ids, produce(t, addr, 2, 600)...)
 	runUntil(t, cfg, 600) // a new instance resumes from the checkpoints
 
-	preds := map[string]int{}
-	for _, m := range readAll(t, addr, "predictions") {
-		var p struct{ ID string }
-		json.Unmarshal(m.Value, &p)
-		preds[p.ID]++
-	}
+	preds := predictionsByID(t, addr)
 	for _, id := range ids {
 		if preds[id] != 1 {
 			t.Fatalf("event %s has %d predictions", id, preds[id])
@@ -274,12 +269,7 @@ func TestRebalanceMovesPartitionsAndState(t *testing.T) {
 	if busy < 2 {
 		t.Fatalf("only %d of 3 consumers processed events: no partition moved", busy)
 	}
-	preds := map[string]int{}
-	for _, m := range readAll(t, addr, "predictions") {
-		var p struct{ ID string }
-		json.Unmarshal(m.Value, &p)
-		preds[p.ID]++
-	}
+	preds := predictionsByID(t, addr)
 	for _, id := range ids {
 		if preds[id] < 1 {
 			t.Fatalf("event %s was never predicted", id)
