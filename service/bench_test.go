@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"runtime"
+	"runtime/metrics"
 	"slices"
 	"strconv"
 	"sync"
@@ -328,15 +329,17 @@ func BenchmarkRestore(b *testing.B) {
 		store checkpoint.Store
 	}{{"kafka", kstore}, {"memory", mem}} {
 		b.Run(tc.name, func(b *testing.B) {
-			var took []float64
+			var took, peaks []float64
 			for range b.N {
 				fresh, _ := pipeline.NewWorker(cfg, 0)
 				runtime.GC()
 				start := time.Now()
+				peak := heapPeak()
 				if _, err := fresh.Restore(ctx, tc.store); err != nil {
 					b.Fatal(err)
 				}
 				took = append(took, time.Since(start).Seconds())
+				peaks = append(peaks, peak())
 				if fresh.Keys() != nkeys {
 					b.Fatalf("restored %d keys of %d", fresh.Keys(), nkeys)
 				}
@@ -345,7 +348,40 @@ func BenchmarkRestore(b *testing.B) {
 			b.ReportMetric(med, "s/restore")
 			b.ReportMetric(float64(nkeys)/med, "keys/s")
 			b.ReportMetric(float64(changelog)/med/1e6, "MB/s")
+			b.ReportMetric(median(peaks)/1e6, "peak-heap-MB")
 		})
+	}
+}
+
+// heapPeak samples the bytes of heap objects (live, and dead but not yet
+// collected) every millisecond until the returned function is called,
+// which returns the largest sample less the first: what a restore adds to
+// the heap at its peak, which a pod's memory limit must hold.
+func heapPeak() func() float64 {
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	read := func() float64 {
+		metrics.Read(sample)
+		return float64(sample[0].Value.Uint64())
+	}
+	done, result := make(chan struct{}), make(chan float64)
+	base := read()
+	go func() {
+		peak := base
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				result <- max(peak, read()) - base
+				return
+			case <-tick.C:
+				peak = max(peak, read())
+			}
+		}
+	}()
+	return func() float64 {
+		close(done)
+		return <-result
 	}
 }
 
