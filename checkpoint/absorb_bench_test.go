@@ -33,7 +33,7 @@ func BenchmarkAbsorb(b *testing.B) {
 			fresh[i] = append([]byte(nil), v...)
 		}
 		b.StartTimer()
-		snap := newSnapshot()
+		snap := newSnapshot(nil)
 		for i := range keys {
 			snap.absorb(0, keys[i], fresh[i], true)
 		}

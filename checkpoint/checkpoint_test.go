@@ -131,7 +131,7 @@ var conformance = []struct {
 	run  func(t *testing.T, s Store)
 }{
 	{"empty", func(t *testing.T, s Store) {
-		snap, err := s.Load(context.Background(), 1)
+		snap, err := s.Load(context.Background(), 1, nil)
 		if err != nil || snap.Marker != nil || len(snap.Keys) != 0 || snap.Owner != nil || snap.ReplayFrom() != [2]int64{0, 0} {
 			t.Fatalf("empty store: %+v %v", snap, err)
 		}
@@ -142,7 +142,7 @@ var conformance = []struct {
 		must(t, s.Claim(ctx, Ownership{Partition: 1, Epoch: e, Owner: "m"}))
 		must(t, s.Write(ctx, at(e, key(1, "a", 10, "a1"), key(1, "b", 12, "b1")), marker(1, e, 12)))
 		must(t, s.Write(ctx, at(e, key(1, "a", 20, "a2")), marker(1, e, 25)))
-		snap, err := s.Load(ctx, 1)
+		snap, err := s.Load(ctx, 1, nil)
 		must(t, err)
 		if string(snap.Keys["a"].State) != "a2" || string(snap.Keys["b"].State) != "b1" || len(snap.Keys) != 2 || len(snap.Corrupt) != 0 || snap.Fenced != 0 {
 			t.Fatalf("%+v", snap)
@@ -150,7 +150,7 @@ var conformance = []struct {
 		if snap.ReplayFrom() != [2]int64{26, 0} || snap.Owner == nil || snap.Owner.Epoch != e || snap.MaxEpoch != e {
 			t.Fatalf("replay from %v, owner %+v", snap.ReplayFrom(), snap.Owner)
 		}
-		if other, _ := s.Load(ctx, 0); len(other.Keys) != 0 {
+		if other, _ := s.Load(ctx, 0, nil); len(other.Keys) != 0 {
 			t.Fatalf("partition 0 sees %d keys of partition 1", len(other.Keys))
 		}
 	}},
@@ -168,14 +168,14 @@ var conformance = []struct {
 		old := NextEpoch(0, 3)
 		must(t, s.Claim(ctx, Ownership{Partition: 1, Epoch: old, Owner: "first"}))
 		must(t, s.Write(ctx, at(old, key(1, "a", 10, "a@10"), key(1, "b", 11, "b@11")), marker(1, old, 11)))
-		snap, _ := s.Load(ctx, 1)
+		snap, _ := s.Load(ctx, 1, nil)
 		cur := NextEpoch(snap.MaxEpoch, 4)
 		must(t, s.Claim(ctx, Ownership{Partition: 1, Epoch: cur, Owner: "second"}))
 		must(t, s.Write(ctx, at(cur, key(1, "a", 30, "a@30")), marker(1, cur, 40)))
 		// The first owner wakes up: its later records must not count.
 		must(t, s.Write(ctx, at(old, key(1, "a", 20, "a@20"), key(1, "c", 25, "c@25")), marker(1, old, 45)))
 		must(t, s.Claim(ctx, Ownership{Partition: 1, Epoch: old, Owner: "first, again"}))
-		snap, err := s.Load(ctx, 1)
+		snap, err := s.Load(ctx, 1, nil)
 		must(t, err)
 		if string(snap.Keys["a"].State) != "a@30" || string(snap.Keys["b"].State) != "b@11" || snap.Marker.Through[0] != 40 || snap.Owner.Epoch != cur {
 			t.Fatalf("a=%s b=%s marker=%+v owner=%+v", snap.Keys["a"].State, snap.Keys["b"].State, snap.Marker, snap.Owner)
@@ -190,7 +190,7 @@ var conformance = []struct {
 		}
 		// The current owner rewrites c: the stand-in no longer holds replay back.
 		must(t, s.Write(ctx, at(cur, key(1, "c", 50, "c@50")), marker(1, cur, 60)))
-		snap, _ = s.Load(ctx, 1)
+		snap, _ = s.Load(ctx, 1, nil)
 		if len(snap.Corrupt) != 0 || snap.ReplayFrom() != [2]int64{61, 0} {
 			t.Fatalf("corrupt=%v replay=%v", snap.Corrupt, snap.ReplayFrom())
 		}
@@ -200,7 +200,7 @@ var conformance = []struct {
 		e := NextEpoch(0, 0)
 		must(t, s.Write(ctx, at(e, key(1, "a", 10, "a1")), marker(1, e, 10)))
 		must(t, s.Write(ctx, at(e, KeyRecord{Partition: 1, Key: "a", AppliedThrough: [2]int64{NoOffset, NoOffset}}), marker(1, e, 12)))
-		snap, _ := s.Load(ctx, 1)
+		snap, _ := s.Load(ctx, 1, nil)
 		if rec, ok := snap.Keys["a"]; !ok || len(rec.State) != 0 {
 			t.Fatalf("%+v", snap.Keys)
 		}
@@ -221,7 +221,7 @@ func TestFileStoreCorruption(t *testing.T) {
 	bad := bytes.Clone(orig)
 	bad[i] ^= 0x20
 	os.WriteFile(path, bad, 0o644)
-	snap, _ := s.Load(ctx, 0)
+	snap, _ := s.Load(ctx, 0, nil)
 	if len(snap.Corrupt) != 1 || snap.Corrupt[0].Key != "a" || string(snap.Keys["a"].State) != "a-old" {
 		t.Fatalf("fallback: %+v", snap)
 	}
@@ -231,7 +231,7 @@ func TestFileStoreCorruption(t *testing.T) {
 
 	// A later good record of "a" supersedes the corrupt one.
 	must(t, s.Write(ctx, []KeyRecord{key(0, "a", 45, "a-newer")}, Marker{Partition: 0, Through: [2]int64{50, NoOffset}}))
-	snap, _ = s.Load(ctx, 0)
+	snap, _ = s.Load(ctx, 0, nil)
 	if len(snap.Corrupt) != 0 || string(snap.Keys["a"].State) != "a-newer" || snap.ReplayFrom() != [2]int64{51, 0} {
 		t.Fatalf("superseded corruption still counted: %+v", snap.Corrupt)
 	}
@@ -242,7 +242,7 @@ func TestFileStoreCorruption(t *testing.T) {
 	j := bytes.LastIndex(bad, m)
 	bad[j+len(m)-1] ^= 1
 	os.WriteFile(path, bad, 0o644)
-	snap, _ = s.Load(ctx, 0)
+	snap, _ = s.Load(ctx, 0, nil)
 	if len(snap.Corrupt) != 0 || len(snap.Ignored) != 1 || snap.ReplayFrom() != [2]int64{13, 0} {
 		t.Fatalf("corrupt marker: corrupt %v ignored %v replay %v", snap.Corrupt, snap.Ignored, snap.ReplayFrom())
 	}
@@ -259,12 +259,12 @@ func TestFileStoreTornTail(t *testing.T) {
 	orig, _ := os.ReadFile(s.path(0))
 	os.WriteFile(s.path(0), orig[:len(orig)-4], 0o644)
 	s2, _ := NewFileStore(dir, 0) // a restarted process
-	snap, _ := s2.Load(ctx, 0)
+	snap, _ := s2.Load(ctx, 0, nil)
 	if len(snap.Ignored) != 1 || snap.Marker == nil || snap.Marker.Through[0] != 12 || string(snap.Keys["a"].State) != "a2" || snap.ReplayFrom() != [2]int64{13, 0} {
 		t.Fatalf("torn tail: %+v", snap)
 	}
 	must(t, s2.Write(ctx, []KeyRecord{key(0, "a", 50, "a3")}, Marker{Partition: 0, Through: [2]int64{55, NoOffset}}))
-	snap, _ = s2.Load(ctx, 0)
+	snap, _ = s2.Load(ctx, 0, nil)
 	if len(snap.Ignored) != 0 || string(snap.Keys["a"].State) != "a3" || snap.Marker.Through[0] != 55 {
 		t.Fatalf("after the cut: %+v", snap)
 	}
@@ -286,7 +286,7 @@ func TestFileStoreCompaction(t *testing.T) {
 	if st.Size() > 2500 {
 		t.Fatalf("log is %d bytes: never compacted", st.Size())
 	}
-	snap, _ := s.Load(ctx, 0)
+	snap, _ := s.Load(ctx, 0, nil)
 	if len(snap.Keys) != 5 || string(snap.Keys["k3"].State) != "state 3/199" || snap.Marker.Through[0] != 1999 || snap.Owner == nil || snap.Owner.Epoch != e {
 		t.Fatalf("%+v", snap)
 	}
@@ -317,7 +317,7 @@ func TestFencingSurvivesCompaction(t *testing.T) {
 		}
 	}
 	s.SetLog(0, compacted)
-	snap, _ := s.Load(ctx, 0)
+	snap, _ := s.Load(ctx, 0, nil)
 	if string(snap.Keys["a"].State) != "a@20" || snap.Marker == nil || snap.Marker.Epoch != e2 || snap.ReplayFrom() != [2]int64{21, 0} {
 		t.Fatalf("a=%s marker=%+v replay=%v", snap.Keys["a"].State, snap.Marker, snap.ReplayFrom())
 	}

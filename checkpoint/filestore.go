@@ -88,7 +88,7 @@ func (s *FileStore) append(ctx context.Context, p int, buf []byte) error {
 	if !s.checked[p] {
 		// Cut an unreadable tail left by a torn write, or the new records
 		// would sit behind it where no reader reaches them.
-		_, good, err := s.load(ctx, p)
+		_, good, err := s.load(ctx, p, nil)
 		if err != nil {
 			return err
 		}
@@ -126,7 +126,7 @@ func (s *FileStore) append(ctx context.Context, p int, buf []byte) error {
 // mu). It never compacts away evidence: a log with corrupt, fenced or
 // ignored records is left as it is.
 func (s *FileStore) compact(ctx context.Context, p int) error {
-	snap, _, err := s.load(ctx, p)
+	snap, _, err := s.load(ctx, p, nil)
 	if err != nil || len(snap.Corrupt) > 0 || len(snap.Ignored) > 0 || snap.Fenced > 0 || snap.Marker == nil {
 		return err
 	}
@@ -167,17 +167,17 @@ func writeSynced(path string, b []byte) error {
 }
 
 // Load reads a partition's log. A missing log is an empty snapshot.
-func (s *FileStore) Load(ctx context.Context, p int) (Snapshot, error) {
+func (s *FileStore) Load(ctx context.Context, p int, sink KeySink) (Snapshot, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	snap, _, err := s.load(ctx, p)
+	snap, _, err := s.load(ctx, p, sink)
 	return snap, err
 }
 
 // load reads the log and returns the snapshot and the length of its readable
 // prefix.
-func (s *FileStore) load(ctx context.Context, p int) (Snapshot, int64, error) {
-	snap := newSnapshot()
+func (s *FileStore) load(ctx context.Context, p int, sink KeySink) (Snapshot, int64, error) {
+	snap := newSnapshot(sink)
 	f, err := os.Open(s.path(p))
 	if errors.Is(err, os.ErrNotExist) {
 		return snap, 0, nil

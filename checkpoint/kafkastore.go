@@ -147,8 +147,8 @@ func (s *KafkaStore) WriteAt(ctx context.Context, keys []KeyRecord, m Marker) (i
 }
 
 // Load reads partition p of the changelog from its first to its last offset.
-func (s *KafkaStore) Load(ctx context.Context, p int) (Snapshot, error) {
-	snap := newSnapshot()
+func (s *KafkaStore) Load(ctx context.Context, p int, sink KeySink) (Snapshot, error) {
+	snap := newSnapshot(sink)
 	conn, err := s.leader(ctx, p)
 	if err != nil {
 		return snap, err
@@ -158,10 +158,7 @@ func (s *KafkaStore) Load(ctx context.Context, p int) (Snapshot, error) {
 	if err != nil {
 		return snap, fmt.Errorf("changelog %s partition %d: offsets: %w", s.topic, p, err)
 	}
-	// Size the key map for the log up front: growing a map of a million
-	// keys rehashes it twenty times. A compacted changelog holds about one
-	// record per key; the hint is capped for logs that are not.
-	snap.Keys = make(map[string]*KeyRecord, min(last-first, maxKeyHint))
+	snap.reserve(int(last - first)) // a compacted changelog holds about one record per key
 	// The records are absorbed on this goroutine while the next ones are
 	// read on another: reading (kafka-go parsing the fetch responses) and
 	// absorbing (CRC, decode, fencing, the key map) overlap on two CPUs
@@ -201,9 +198,6 @@ func (s *KafkaStore) Load(ctx context.Context, p int) (Snapshot, error) {
 
 // loadChunk is how many records Load's reader hands over at once.
 const loadChunk = 1024
-
-// maxKeyHint caps the key map's initial size (about 40 MB of map).
-const maxKeyHint = 1 << 20
 
 // Close closes the cached connections.
 func (s *KafkaStore) Close() error {

@@ -49,7 +49,7 @@ func TestKafkaStoreBatchesAndCorruption(t *testing.T) {
 	must(t, s.Write(ctx, []KeyRecord{key(1, "a", 10, "a1"), key(1, "b", 11, "b1")}, Marker{Partition: 1, Through: [2]int64{11, NoOffset}}))
 	big := make([]byte, 300<<10) // forces more than one produce request
 	must(t, s.Write(ctx, []KeyRecord{key(1, "a", 20, "a2"), {Partition: 1, Key: "c", State: big}, {Partition: 1, Key: "d", State: big}}, Marker{Partition: 1, Through: [2]int64{25, NoOffset}}))
-	snap, err := s.Load(ctx, 1)
+	snap, err := s.Load(ctx, 1, nil)
 	must(t, err)
 	if string(snap.Keys["a"].State) != "a2" || len(snap.Keys["c"].State) != len(big) || len(snap.Keys) != 4 || snap.Marker.Through[0] != 25 || len(snap.Corrupt) != 0 {
 		t.Fatalf("%d keys, marker %+v, corrupt %v", len(snap.Keys), snap.Marker, snap.Corrupt)
@@ -57,7 +57,7 @@ func TestKafkaStoreBatchesAndCorruption(t *testing.T) {
 	w, _ := kafka.DialLeader(ctx, "tcp", s.brokers[0], "changelog", 1)
 	w.WriteMessages(kafka.Message{Key: []byte("a"), Value: []byte("garbage")})
 	w.Close()
-	snap, _ = s.Load(ctx, 1)
+	snap, _ = s.Load(ctx, 1, nil)
 	if len(snap.Corrupt) != 1 || snap.Corrupt[0].Key != "a" || string(snap.Keys["a"].State) != "a2" || snap.ReplayFrom()[0] != 21 {
 		t.Fatalf("corrupt: %+v, replay %v", snap.Corrupt, snap.ReplayFrom())
 	}
@@ -80,7 +80,7 @@ func TestKafkaStoreLoadsAcrossChunks(t *testing.T) {
 	}
 	must(t, s.Write(ctx, first, Marker{Partition: 0, Through: [2]int64{int64(n - 1), NoOffset}}))
 	must(t, s.Write(ctx, second, Marker{Partition: 0, Through: [2]int64{int64(2*n - 1), NoOffset}}))
-	snap, err := s.Load(ctx, 0)
+	snap, err := s.Load(ctx, 0, nil)
 	must(t, err)
 	if len(snap.Keys) != n || len(snap.Corrupt) != 0 || len(snap.Ignored) != 0 || snap.Marker.Through[0] != int64(2*n-1) {
 		t.Fatalf("%d keys of %d, %d corrupt, %d ignored, marker %+v", len(snap.Keys), n, len(snap.Corrupt), len(snap.Ignored), snap.Marker)
@@ -116,7 +116,7 @@ func TestKafkaStoreLoadFailsOnFetchError(t *testing.T) {
 		refused.Add(1)
 		return kafkatest.FetchRefused(req.(*kmsg.FetchRequest), kerr.NotLeaderForPartition.Code), nil, true
 	})
-	snap, err := s.Load(ctx, 1)
+	snap, err := s.Load(ctx, 1, nil)
 	if err == nil || !strings.Contains(err.Error(), "changelog changelog partition 1") || !strings.Contains(err.Error(), "Not Leader") {
 		t.Fatalf("Load: err %v with %d keys, want a refused fetch of partition 1", err, len(snap.Keys))
 	}

@@ -64,12 +64,14 @@ func (s *MemoryStore) WriteAt(ctx context.Context, keys []KeyRecord, m Marker) (
 }
 
 // Load replays the partition's log.
-func (s *MemoryStore) Load(ctx context.Context, p int) (Snapshot, error) {
-	snap := newSnapshot()
+func (s *MemoryStore) Load(ctx context.Context, p int, sink KeySink) (Snapshot, error) {
+	snap := newSnapshot(sink)
 	if err := ctx.Err(); err != nil {
 		return snap, err
 	}
-	for _, e := range s.Log(p) {
+	log := s.Log(p)
+	snap.reserve(len(log))
+	for _, e := range log {
 		snap.absorb(p, []byte(e.Key), e.Value, false)
 	}
 	return snap, nil

@@ -18,10 +18,30 @@ type Store interface {
 	// Write appends one checkpoint of a partition — key records, then the
 	// marker — and returns once it is durable.
 	Write(ctx context.Context, keys []KeyRecord, m Marker) error
-	// Load returns what the store holds for a partition.
-	Load(ctx context.Context, partition int) (Snapshot, error)
+	// Load returns what the store holds for a partition. With a nil sink
+	// the key records are collected in Snapshot.Keys; otherwise they are
+	// handed to sink as they are read, in log order, and Snapshot.Keys
+	// stays nil.
+	Load(ctx context.Context, partition int, sink KeySink) (Snapshot, error)
 	// Close releases the store.
 	Close() error
+}
+
+// KeySink receives a partition's key records while a Store's Load reads
+// them, in place of Snapshot.Keys: a restore builds each key as its record
+// arrives and keeps no record longer than that, where collecting them first
+// would hold the whole changelog (hundreds of MB for a million keys) beside
+// the keys built from it. Load calls it from one goroutine at a time.
+type KeySink interface {
+	// Reserve says how many keys to expect at most (the log's length, capped),
+	// so that the sink can size its map once.
+	Reserve(n int)
+	// Put makes rec the key's record, superseding any earlier one. The sink
+	// may keep rec and the slices it holds.
+	Put(rec *KeyRecord)
+	// Has reports whether the key has a record, usable or not: the fencing
+	// rule keeps a former owner's record only for a key that has none.
+	Has(key string) bool
 }
 
 // Corruption is a record that could not be used. Key is empty when the
@@ -44,7 +64,7 @@ func (c Corruption) Unwrap() error { return c.Err }
 // fencing rule of the package doc.
 type Snapshot struct {
 	// Keys is the latest accepted record per key (a fenced record only when
-	// the key has no accepted one).
+	// the key has no accepted one); nil when Load was given a KeySink.
 	Keys map[string]*KeyRecord
 	// Marker is the latest accepted marker (nil before the first checkpoint).
 	Marker *Marker
@@ -63,9 +83,52 @@ type Snapshot struct {
 	MaxEpoch Epoch
 	// Fenced counts records ignored or demoted by the fencing rule.
 	Fenced int
+	// sink receives the key records when the caller of Load gave one.
+	sink KeySink
 }
 
-func newSnapshot() Snapshot { return Snapshot{Keys: map[string]*KeyRecord{}} }
+// newSnapshot starts a snapshot that collects key records in Keys, or hands
+// them to sink.
+func newSnapshot(sink KeySink) Snapshot {
+	if sink != nil {
+		return Snapshot{sink: sink}
+	}
+	return Snapshot{Keys: map[string]*KeyRecord{}}
+}
+
+// reserve sizes the key map, or the sink's, for about n keys: growing a map
+// of a million keys rehashes it twenty times.
+func (s *Snapshot) reserve(n int) {
+	n = min(n, maxKeyHint)
+	switch {
+	case s.sink != nil:
+		s.sink.Reserve(n)
+	case len(s.Keys) == 0:
+		s.Keys = make(map[string]*KeyRecord, n)
+	}
+}
+
+// maxKeyHint caps the key map's initial size (about 40 MB of map), for logs
+// that are not compacted down to about one record per key.
+const maxKeyHint = 1 << 20
+
+// has reports whether the key has a record.
+func (s *Snapshot) has(key string) bool {
+	if s.sink != nil {
+		return s.sink.Has(key)
+	}
+	_, ok := s.Keys[key]
+	return ok
+}
+
+// keep makes rec the key's record.
+func (s *Snapshot) keep(rec *KeyRecord) {
+	if s.sink != nil {
+		s.sink.Put(rec)
+		return
+	}
+	s.Keys[rec.Key] = rec
+}
 
 // Reserved record keys of markers and ownership records: one key per epoch
 // for each, so that compaction, which keeps the latest record per key, never
@@ -157,10 +220,10 @@ func (s *Snapshot) absorb(p int, key []byte, value []byte, owned bool) {
 		s.MaxEpoch = max(s.MaxEpoch, k.Epoch)
 		if k.Epoch < current {
 			s.Fenced++
-			if _, ok := s.Keys[k.Key]; ok {
+			if s.has(k.Key) {
 				return // the key has an accepted record: keep it
 			}
-			s.Keys[k.Key] = k
+			s.keep(k)
 			s.Corrupt = append(s.Corrupt, Corruption{Key: k.Key, Err: fmt.Errorf("epoch %v < %v: %w", k.Epoch, current, ErrFenced)})
 			return
 		}
@@ -171,7 +234,7 @@ func (s *Snapshot) absorb(p int, key []byte, value []byte, owned bool) {
 // put records an accepted key record; it supersedes earlier corrupt or
 // fenced records of the same key, which then no longer hold replay back.
 func (s *Snapshot) put(rec *KeyRecord) {
-	s.Keys[rec.Key] = rec
+	s.keep(rec)
 	kept := s.Corrupt[:0]
 	for _, c := range s.Corrupt {
 		if c.Key != rec.Key {
@@ -188,18 +251,30 @@ func (s *Snapshot) put(rec *KeyRecord) {
 // A corrupt or fenced record of a key lowers it to the AppliedThrough + 1 of
 // the record the key falls back to (0 when it has none).
 func (s Snapshot) ReplayFrom() [2]int64 {
+	return s.ReplayFromKeys(func(key string) ([2]int64, bool) {
+		rec, ok := s.Keys[key]
+		if !ok {
+			return [2]int64{}, false
+		}
+		return rec.AppliedThrough, true
+	})
+}
+
+// ReplayFromKeys is ReplayFrom for a snapshot loaded into a KeySink: applied
+// returns the AppliedThrough of the record a key fell back to, if it has one.
+func (s Snapshot) ReplayFromKeys(applied func(key string) ([2]int64, bool)) [2]int64 {
 	from := [2]int64{0, 0}
 	if s.Marker != nil {
 		from = [2]int64{s.Marker.Through[0] + 1, s.Marker.Through[1] + 1}
 	}
 	for _, c := range s.Corrupt {
-		prev, ok := s.Keys[c.Key]
+		through, ok := applied(c.Key)
 		for i := range from {
 			switch {
 			case c.Key == "" || !ok:
 				from[i] = 0
 			default:
-				from[i] = min(from[i], prev.AppliedThrough[i]+1)
+				from[i] = min(from[i], through[i]+1)
 			}
 		}
 	}

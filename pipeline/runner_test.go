@@ -177,9 +177,9 @@ type testStore struct {
 	loads   atomic.Int64
 }
 
-func (s *testStore) Load(ctx context.Context, p int) (checkpoint.Snapshot, error) {
+func (s *testStore) Load(ctx context.Context, p int, sink checkpoint.KeySink) (checkpoint.Snapshot, error) {
 	s.loads.Add(1)
-	return s.MemoryStore.Load(ctx, p)
+	return s.MemoryStore.Load(ctx, p, sink)
 }
 
 func (s *testStore) Write(ctx context.Context, keys []KeyRecordAlias, m checkpoint.Marker) error {
@@ -538,7 +538,7 @@ func TestZombieWriterIsFenced(t *testing.T) {
 	if err := <-doneB; err != nil {
 		t.Fatal(err)
 	}
-	snap, _ := h.store.Load(ctx, 0)
+	snap, _ := h.store.Load(ctx, 0, nil)
 	if snap.Fenced == 0 {
 		t.Fatal("the stale writes were not fenced")
 	}
@@ -571,7 +571,7 @@ func (c endedCtx) Err() error {
 // that does not answer would.
 type blockingStore struct{ *checkpoint.MemoryStore }
 
-func (blockingStore) Load(ctx context.Context, _ int) (checkpoint.Snapshot, error) {
+func (blockingStore) Load(ctx context.Context, _ int, _ checkpoint.KeySink) (checkpoint.Snapshot, error) {
 	<-ctx.Done()
 	return checkpoint.Snapshot{}, fmt.Errorf("failed to dial: %w", ctx.Err())
 }
@@ -620,7 +620,7 @@ func TestFlushBetweenCheckpoints(t *testing.T) {
 		}
 	}
 	eventually(t, "predictions written before any checkpoint", func() bool { return predicted() == events })
-	if snap, _ := h.store.Load(context.Background(), 0); snap.Marker != nil {
+	if snap, _ := h.store.Load(context.Background(), 0, nil); snap.Marker != nil {
 		t.Fatal("a checkpoint was written: the flush interval is not what wrote the outputs")
 	}
 	cancel()
@@ -634,7 +634,7 @@ func TestFlushBetweenCheckpoints(t *testing.T) {
 			t.Fatalf("event %s predicted %d times", id, len(ps))
 		}
 	}
-	if snap, _ := h.store.Load(context.Background(), 0); snap.Marker == nil {
+	if snap, _ := h.store.Load(context.Background(), 0, nil); snap.Marker == nil {
 		t.Fatal("no marker after the stop")
 	}
 }
@@ -804,7 +804,7 @@ func TestSlowStoreDoesNotHoldOutputs(t *testing.T) {
 	if want := int(ref.Totals().Predictions); written != want {
 		t.Fatalf("%d predictions written while the first checkpoint was held; want %d (its own interval's and the next's)", written, want)
 	}
-	if snap, _ := h.store.Load(context.Background(), 0); snap.Marker != nil {
+	if snap, _ := h.store.Load(context.Background(), 0, nil); snap.Marker != nil {
 		t.Fatalf("marker %+v written while the first checkpoint was held", snap.Marker)
 	}
 	if n := store.started.Load(); n != 1 {
@@ -839,7 +839,7 @@ func TestDoGetsTheWriteBehindsFailure(t *testing.T) {
 	if len(h.out.preds) != 0 {
 		t.Fatalf("%d predictions written", len(h.out.preds))
 	}
-	if snap, _ := h.store.Load(context.Background(), 0); snap.Marker != nil {
+	if snap, _ := h.store.Load(context.Background(), 0, nil); snap.Marker != nil {
 		t.Fatal("a marker was written after its outputs failed")
 	}
 	if n := obs.checkpoints.Load(); n != 0 {

@@ -5,10 +5,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
-	"runtime"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/driftstream/driftstream/checkpoint"
@@ -251,13 +250,17 @@ type Restored struct {
 // Restore loads the partition's checkpoint into an empty worker. A key whose
 // record cannot be decoded, or stands in for a fenced write, is reported,
 // replayed from further back (see checkpoint.Snapshot.ReplayFrom) and marked
-// dirty, so that the next checkpoint supersedes its record.
+// dirty, so that the next checkpoint supersedes its record. Keys are built
+// while the store reads their records, so no more than one record is held
+// beside the keys; on error the worker is left empty.
 func (w *Worker) Restore(ctx context.Context, store checkpoint.Store) (Restored, error) {
 	if len(w.keys) != 0 {
 		return Restored{}, fmt.Errorf("restore partition %d: worker already holds %d keys", w.partition, len(w.keys))
 	}
-	snap, err := store.Load(ctx, w.partition)
+	sink := &restoring{w: w}
+	snap, err := store.Load(ctx, w.partition, sink)
 	if err != nil {
+		w.keys = map[string]*keyState{}
 		return Restored{}, fmt.Errorf("restore partition %d: %w", w.partition, err)
 	}
 	res := Restored{MaxEpoch: snap.MaxEpoch, Fenced: snap.Fenced}
@@ -267,52 +270,69 @@ func (w *Worker) Restore(ctx context.Context, store checkpoint.Store) (Restored,
 	for _, c := range snap.Corrupt {
 		res.Problems = append(res.Problems, c)
 	}
-	recs := make([]*checkpoint.KeyRecord, 0, len(snap.Keys))
-	for k, rec := range snap.Keys {
-		if len(rec.State) == 0 {
-			delete(snap.Keys, k) // a key recorded as holding nothing
-			continue
+	for _, key := range slices.Sorted(maps.Keys(sink.unheld)) {
+		if err := sink.unheld[key]; err != nil {
+			res.Problems = append(res.Problems, fmt.Errorf("key %q: %w", key, err))
+			snap.Corrupt = append(snap.Corrupt, checkpoint.Corruption{Key: key, Err: err})
 		}
-		recs = append(recs, rec)
-	}
-	states, errs := w.decodeStates(recs)
-	w.keys = make(map[string]*keyState, len(recs))
-	for i, rec := range recs {
-		if err := errs[i]; err != nil {
-			res.Problems = append(res.Problems, fmt.Errorf("key %q: %w", rec.Key, err))
-			snap.Corrupt = append(snap.Corrupt, checkpoint.Corruption{Key: rec.Key, Err: err})
-			delete(snap.Keys, rec.Key)
-			continue
-		}
-		w.keys[rec.Key] = states[i]
 	}
 	for _, c := range snap.Corrupt {
 		if c.Key != "" {
 			w.markDirty(c.Key, nil)
 		}
 	}
-	res.From = snap.ReplayFrom()
+	res.From = snap.ReplayFromKeys(func(key string) ([2]int64, bool) {
+		ks, ok := w.keys[key]
+		if !ok {
+			return [2]int64{}, false
+		}
+		return ks.applied, true
+	})
 	// The next marker may only claim what this worker has processed: a key
 	// rebuilt from further back is written at its actual progress.
 	w.through = [2]int64{res.From[0] - 1, res.From[1] - 1}
 	return res, nil
 }
 
-// decodeStates decodes key records on every CPU: decoding, not reading,
-// bounds a restore (BenchmarkRestore).
-func (w *Worker) decodeStates(recs []*checkpoint.KeyRecord) ([]*keyState, []error) {
-	states, errs := make([]*keyState, len(recs)), make([]error, len(recs))
-	workers := min(runtime.GOMAXPROCS(0), max(1, len(recs)/1024))
-	var wg sync.WaitGroup
-	for g := range workers {
-		wg.Go(func() {
-			for i := g; i < len(recs); i += workers {
-				states[i], errs[i] = w.decodeState(recs[i])
-			}
-		})
+// restoring is the checkpoint.KeySink a restore loads into: each record is
+// decoded into the worker's key as it arrives, replacing the key's earlier
+// record, and then dropped.
+type restoring struct {
+	w *Worker
+	// unheld holds the keys whose latest record gave no key state: nil for
+	// a key recorded as holding nothing, the decoding error otherwise.
+	unheld map[string]error
+}
+
+func (r *restoring) Reserve(n int) {
+	if len(r.w.keys) == 0 {
+		r.w.keys = make(map[string]*keyState, n)
 	}
-	wg.Wait()
-	return states, errs
+}
+
+func (r *restoring) Has(key string) bool {
+	if _, ok := r.w.keys[key]; ok {
+		return true
+	}
+	_, ok := r.unheld[key]
+	return ok
+}
+
+func (r *restoring) Put(rec *checkpoint.KeyRecord) {
+	delete(r.unheld, rec.Key)
+	var err error
+	if len(rec.State) != 0 {
+		var ks *keyState
+		if ks, err = r.w.decodeState(rec); err == nil {
+			r.w.keys[rec.Key] = ks
+			return
+		}
+	}
+	delete(r.w.keys, rec.Key)
+	if r.unheld == nil {
+		r.unheld = map[string]error{}
+	}
+	r.unheld[rec.Key] = err
 }
 
 // Through returns the last offset processed per input topic (−1 for none).

@@ -311,7 +311,7 @@ func BenchmarkRestore(b *testing.B) {
 		for range b.N {
 			runtime.GC()
 			start := time.Now()
-			snap, err := kstore.Load(ctx, 0)
+			snap, err := kstore.Load(ctx, 0, nil)
 			if err != nil {
 				b.Fatal(err)
 			}

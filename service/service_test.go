@@ -123,7 +123,7 @@ func referenceStates(t *testing.T, addr string, cfg Config) map[string][]byte {
 			}
 		}
 		w.Checkpoint(context.Background(), store)
-		snap, _ := store.Load(context.Background(), p)
+		snap, _ := store.Load(context.Background(), p, nil)
 		for k, rec := range snap.Keys {
 			out[k] = rec.State
 		}
@@ -136,7 +136,7 @@ func changelogStates(t *testing.T, addr string) map[string][]byte {
 	s, _ := checkpoint.NewKafkaStore(&kafka.Dialer{}, []string{addr}, "changelog")
 	out := map[string][]byte{}
 	for p := 0; p < partitions; p++ {
-		snap, err := s.Load(context.Background(), p)
+		snap, err := s.Load(context.Background(), p, nil)
 		if err != nil || len(snap.Corrupt) > 0 {
 			t.Fatal(err, snap.Corrupt)
 		}

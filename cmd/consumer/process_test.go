@@ -326,12 +326,12 @@ func (b *blackBox) verify(ids []string) (dups, fenced int) {
 	defer store.Close()
 	keys, wrong := 0, 0
 	for p := 0; p < blackBoxPartitions; p++ {
-		snap, err := store.Load(context.Background(), p)
+		snap, err := store.Load(context.Background(), p, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		fenced += snap.Fenced
-		rsnap, _ := ref.Load(context.Background(), p)
+		rsnap, _ := ref.Load(context.Background(), p, nil)
 		for k, r := range rsnap.Keys {
 			keys++
 			if !bytes.Equal(snap.Keys[k].State, r.State) {
