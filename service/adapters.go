@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/driftstream/driftstream/internal/kafkaread"
 	"github.com/driftstream/driftstream/internal/kafkasource"
@@ -84,12 +83,12 @@ func (src *kafkaSource) Close() error {
 // kafkaSink writes outputs to the output topics, keyed by entity so that a
 // key's outputs stay in order on one partition.
 type kafkaSink struct {
-	writers   map[string]*kafka.Writer
+	producers map[string]*OutputProducer
 	transport *kafka.Transport
 }
 
 func newKafkaSink(cfg Config) *kafkaSink {
-	// The writers get a transport of their own, never kafka-go's shared
+	// The producers get a transport of their own, never kafka-go's shared
 	// DefaultTransport: its metadata cache (6 s) may predate the topics
 	// New just created, and writes to them would fail as unknown topics for
 	// seconds (seen as processing stalls in the throughput benchmark).
@@ -97,36 +96,15 @@ func newKafkaSink(cfg Config) *kafkaSink {
 	if transport == nil {
 		transport = &kafka.Transport{}
 	}
-	s := &kafkaSink{writers: map[string]*kafka.Writer{}, transport: transport}
+	s := &kafkaSink{producers: map[string]*OutputProducer{}, transport: transport}
 	for kind, topic := range map[string]string{pipeline.OutPrediction: cfg.Topics.Predictions, pipeline.OutQuery: cfg.Topics.Queries,
 		pipeline.OutDeadLetter: cfg.Topics.DeadLetters, pipeline.OutAlert: cfg.Topics.Alerts} {
 		if topic == "" {
 			continue
 		}
-		s.writers[kind] = OutputWriter(cfg.Brokers, topic, transport)
+		s.producers[kind] = NewOutputProducer(cfg.Brokers, topic, transport)
 	}
 	return s
-}
-
-// Output writer batching. The Runner hands the sink a flush interval's
-// outputs in one call and waits for it (on its write-behind goroutine, not
-// the partition loop), so a batch should go out as soon as the call has
-// added its records: kafka-go has no flush call, and a sync write waits for
-// its last, partial batch's BatchTimeout, and sends a partition's batches
-// one at a time. Hence a short timeout and batches as large as the broker
-// takes (1 MiB by default, message.max.bytes).
-const (
-	outputBatchSize    = 4096
-	outputBatchBytes   = 1 << 20
-	outputBatchTimeout = 200 * time.Microsecond
-)
-
-// OutputWriter is the kafka-go writer the service writes an output topic
-// with (acks = all, keyed by entity, batched as above); the throughput
-// benchmark's pass-through baseline writes with the same one.
-func OutputWriter(brokers []string, topic string, transport *kafka.Transport) *kafka.Writer {
-	return &kafka.Writer{Addr: kafka.TCP(brokers...), Topic: topic, Balancer: &kafka.Hash{}, BatchSize: outputBatchSize,
-		BatchBytes: outputBatchBytes, BatchTimeout: outputBatchTimeout, RequiredAcks: kafka.RequireAll, Transport: transport}
 }
 
 // Write writes every output, grouped by topic. After a partial failure the
@@ -142,40 +120,21 @@ func (s *kafkaSink) Write(ctx context.Context, outs []pipeline.Output) error {
 		byKind[o.Kind] = append(byKind[o.Kind], m)
 	}
 	for kind, msgs := range byKind {
-		w, ok := s.writers[kind]
+		p, ok := s.producers[kind]
 		if !ok {
 			return fmt.Errorf("no topic for outputs of kind %q", kind)
 		}
-		if err := w.WriteMessages(ctx, msgs...); err != nil {
-			return fmt.Errorf("write %d %s outputs to %s: %w", len(msgs), kind, w.Topic, firstWriteError(err))
+		if err := p.Write(ctx, msgs); err != nil {
+			return fmt.Errorf("write %d %s outputs to %s: %w", len(msgs), kind, p.Topic(), err)
 		}
 	}
 	return nil
 }
 
+// Close closes the producers' idle connections.
 func (s *kafkaSink) Close() error {
-	var errs []error
-	for _, w := range s.writers {
-		errs = append(errs, w.Close())
-	}
 	s.transport.CloseIdleConnections()
-	return errors.Join(errs...)
-}
-
-// firstWriteError unpacks kafka-go's per-message WriteErrors, which hide
-// their causes from errors.As, into the first failure, which the retry
-// policy can classify.
-func firstWriteError(err error) error {
-	var we kafka.WriteErrors
-	if !errors.As(err, &we) {
-		return err
-	}
-	for _, e := range we {
-		if e != nil {
-			return fmt.Errorf("%d of %d messages failed, first: %w", we.Count(), len(we), e)
-		}
-	}
-	return err
+	return nil
 }
 
 // groupCommitter commits a partition's offsets in its consumer-group

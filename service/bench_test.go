@@ -82,7 +82,7 @@ func benchCluster(b *testing.B, n, dim int) string {
 
 // passThrough is the baseline: kafka-go alone, reading every partition of
 // the events topic and writing one small record per event to another topic
-// with the service's own output writer (OutputWriter), flushed every 1,000
+// with the service's own output producer (OutputProducer), flushed every 1,000
 // records. It returns its rate and the process's CPU time per event.
 func passThrough(b *testing.B, addr string, n int) (rate float64, cpu time.Duration) {
 	start, c0 := time.Now(), cpuNow()
@@ -93,8 +93,7 @@ func passThrough(b *testing.B, addr string, n int) (rate float64, cpu time.Durat
 			defer wg.Done()
 			r := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{addr}, Topic: "events", Partition: p, MinBytes: 1, MaxBytes: 16 << 20, MaxWait: 50 * time.Millisecond})
 			defer r.Close()
-			w := OutputWriter([]string{addr}, "pass-through", &kafka.Transport{})
-			defer w.Close()
+			w := NewOutputProducer([]string{addr}, "pass-through", &kafka.Transport{})
 			conn, _ := kafka.DialLeader(context.Background(), "tcp", addr, "events", p)
 			_, end, _ := conn.ReadOffsets()
 			conn.Close()
@@ -107,7 +106,7 @@ func passThrough(b *testing.B, addr string, n int) (rate float64, cpu time.Durat
 				}
 				out = append(out, kafka.Message{Key: m.Key, Value: []byte(`{"id":"x","label":1}`)})
 				if len(out) == 1000 || done == end-1 {
-					if err := w.WriteMessages(context.Background(), out...); err != nil {
+					if err := w.Write(context.Background(), out); err != nil {
 						b.Error(err)
 						return
 					}

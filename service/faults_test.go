@@ -330,3 +330,45 @@ func controlledCluster(t *testing.T, group string, tune func(*Config)) (*kfake.C
 	}
 	return c, cfg
 }
+
+// The broker refuses the first six writes of predictions (a leader change):
+// each fails its flush, which the Runner writes again, and every event's
+// prediction is on the topic once. One partition, so that a refused write
+// is the whole flush's predictions and the counts are exact.
+func TestOutputWriteErrorsAreRetried(t *testing.T) {
+	c, cfg := controlledCluster(t, "g-produce", func(cfg *Config) {
+		cfg.Partitions = 1
+		cfg.Retry = pipeline.Backoff{Initial: time.Millisecond, Max: 10 * time.Millisecond, Timeout: 30 * time.Second}
+	})
+	addr := cfg.Brokers[0]
+	ids := produce(t, addr, 19, 600)
+	var refused atomic.Int64
+	c.ControlKey(kmsg.Produce.Int16(), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		pr := req.(*kmsg.ProduceRequest)
+		if len(pr.Topics) != 1 || pr.Topics[0].Topic != "predictions" || refused.Load() >= 6 || refused.Add(1) > 6 {
+			return nil, nil, false
+		}
+		return kafkatest.ProduceRefused(pr, kerr.NotLeaderForPartition.Code), nil, true
+	})
+	s, stop := started(t, cfg)
+	eventually(t, 60*time.Second, func() bool { return s.Totals().Events >= int64(len(ids)) },
+		func() string { return fmt.Sprintf("%+v, %d refused", s.Totals(), refused.Load()) })
+	stop() // flushes what is left
+	if got := testutil.ToFloat64(cfg.Metrics.retries.WithLabelValues(string(pipeline.StepSink))); refused.Load() != 6 || got != 6 {
+		t.Fatalf("%d writes refused, retries_total{step=sink} = %v; want 6 and 6", refused.Load(), got)
+	}
+	preds := predictionsByID(t, addr)
+	missing, repeated := 0, 0
+	for _, id := range ids {
+		switch n := preds[id]; {
+		case n == 0:
+			missing++
+		case n > 1:
+			repeated += n - 1
+		}
+	}
+	if missing != 0 || repeated != 0 || len(preds) != len(ids) {
+		t.Fatalf("%d events: %d missing, %d repeated predictions, %d ids predicted", len(ids), missing, repeated, len(preds))
+	}
+}

@@ -87,7 +87,16 @@ func runUntil(t *testing.T, cfg Config, want int64) Totals {
 func readAll(t *testing.T, addr, topic string) []kafka.Message {
 	t.Helper()
 	var out []kafka.Message
-	for p := 0; p < partitions; p++ {
+	conn, err := kafka.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts, err := conn.ReadPartitions(topic)
+	conn.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p := range len(parts) {
 		conn, err := kafka.DialLeader(context.Background(), "tcp", addr, topic, p)
 		if err != nil {
 			t.Fatal(err)

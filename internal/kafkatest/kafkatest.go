@@ -50,3 +50,21 @@ func FetchRefused(req *kmsg.FetchRequest, code int16) *kmsg.FetchResponse {
 	}
 	return resp
 }
+
+// ProduceRefused is the broker's answer to a produce request that refuses
+// every partition it writes with the error code: what a kfake ControlKey
+// function returns to inject a produce failure.
+func ProduceRefused(req *kmsg.ProduceRequest, code int16) *kmsg.ProduceResponse {
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	for _, rt := range req.Topics {
+		t := kmsg.NewProduceResponseTopic()
+		t.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			p := kmsg.NewProduceResponseTopicPartition()
+			p.Partition, p.ErrorCode = rp.Partition, code
+			t.Partitions = append(t.Partitions, p)
+		}
+		resp.Topics = append(resp.Topics, t)
+	}
+	return resp
+}

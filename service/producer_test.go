@@ -1,0 +1,261 @@
+package service
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/driftstream/driftstream/internal/kafkatest"
+	"github.com/driftstream/driftstream/pipeline"
+	"github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// BenchmarkOutputProducer writes flushes of 2,000 small outputs over four
+// partitions with OutputProducer and with the kafka-go Writer the service
+// used before (batches of up to 4,096 messages or 1 MiB, a 200 µs batch
+// timeout, acks = all), alternating them, and reports each one's rate and
+// the process's CPU time per record (the in-process broker included).
+//
+//	go test -run '^$' -bench OutputProducer -benchtime 1x ./service
+func BenchmarkOutputProducer(b *testing.B) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(4, "out"), // 4 MiB segments, as benchCluster's
+		kfake.BrokerConfigs(map[string]string{"log.segment.bytes": strconv.Itoa(4 << 20)}))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	addrs := c.ListenAddrs()
+	ctx := context.Background()
+	const flushes, per = 50, 2000
+	flush := func(f int) []kafka.Message {
+		m := make([]kafka.Message, per)
+		for i := range m {
+			m[i] = kafka.Message{Key: fmt.Appendf(nil, "k%d", (f*per+i)%1000),
+				Value: fmt.Appendf(nil, `{"id":"e%d","key":"k","label":1,"score":0.123456789,"learner":"perceptron","partition":0,"offset":%d}`, i, i)}
+		}
+		return m
+	}
+	writers := map[string]func(tr *kafka.Transport) (write func([]kafka.Message) error, close func()){
+		"producer": func(tr *kafka.Transport) (func([]kafka.Message) error, func()) {
+			p := NewOutputProducer(addrs, "out", tr)
+			return func(ms []kafka.Message) error { return p.Write(ctx, ms) }, func() {}
+		},
+		"kafka-go-writer": func(tr *kafka.Transport) (func([]kafka.Message) error, func()) {
+			w := &kafka.Writer{Addr: kafka.TCP(addrs...), Topic: "out", Balancer: &kafka.Hash{}, BatchSize: 4096,
+				BatchBytes: 1 << 20, BatchTimeout: 200 * time.Microsecond, RequiredAcks: kafka.RequireAll, Transport: tr}
+			return func(ms []kafka.Message) error { return w.WriteMessages(ctx, ms...) }, func() { w.Close() }
+		},
+	}
+	for round := range 3 {
+		for _, name := range []string{"kafka-go-writer", "producer"} {
+			b.Run(fmt.Sprintf("%s/round-%d", name, round), func(b *testing.B) {
+				tr := &kafka.Transport{}
+				defer tr.CloseIdleConnections()
+				write, closeW := writers[name](tr)
+				defer closeW()
+				if err := write(flush(0)); err != nil { // metadata and connections
+					b.Fatal(err)
+				}
+				cpu0, start := cpuNow(), time.Now()
+				for f := range flushes {
+					if err := write(flush(f)); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(flushes*per)/time.Since(start).Seconds(), "records/s")
+				b.ReportMetric((cpuNow()-cpu0).Seconds()/float64(flushes*per)*1e6, "cpu-µs/record")
+			})
+		}
+	}
+}
+
+// producerCluster is a broker with topics "a" and "b" of the test
+// partition count, and a request counter for topic a's produce requests:
+// each request's record count, and whether it was refused by refuse
+// (which sees the request's partition and number; nil refuses none).
+func producerCluster(t *testing.T, refuse func(partition int32, n int) bool) (addr string, requests func() (n, records int, sizes []int)) {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(partitions, "a", "b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	var mu sync.Mutex
+	var count, recs int
+	var sizes []int
+	c.ControlKey(kmsg.Produce.Int16(), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		pr := req.(*kmsg.ProduceRequest)
+		if len(pr.Topics) != 1 || pr.Topics[0].Topic != "a" || len(pr.Topics[0].Partitions) != 1 {
+			return nil, nil, false
+		}
+		part := pr.Topics[0].Partitions[0]
+		var batch kmsg.RecordBatch
+		if err := batch.ReadFrom(part.Records); err != nil {
+			t.Errorf("produce request: %v", err)
+		}
+		mu.Lock()
+		count++
+		n := count
+		recs += int(batch.NumRecords)
+		sizes = append(sizes, len(part.Records))
+		mu.Unlock()
+		if refuse != nil && refuse(part.Partition, n) {
+			return kafkatest.ProduceRefused(pr, kerr.NotLeaderForPartition.Code), nil, true
+		}
+		return nil, nil, false
+	})
+	return c.ListenAddrs()[0], func() (int, int, []int) {
+		mu.Lock()
+		defer mu.Unlock()
+		return count, recs, slices.Clone(sizes)
+	}
+}
+
+// outputs are n records over 100 keys, each value naming its place.
+func outputs(n, valueBytes int) []kafka.Message {
+	msgs := make([]kafka.Message, n)
+	for i := range msgs {
+		v := fmt.Appendf(nil, "out-%06d-", i)
+		v = append(v, bytes.Repeat([]byte{'x'}, max(0, valueBytes-len(v)))...)
+		msgs[i] = kafka.Message{Key: fmt.Appendf(nil, "key-%d", i%100), Value: v}
+	}
+	return msgs
+}
+
+// The producer puts each record on the partition kafka-go's Writer with
+// the Hash balancer put it on (the service's outputs before), in the order
+// given: consumers see the same partitioning.
+func TestOutputProducerPartitionsAsTheWriterDid(t *testing.T) {
+	addr, _ := producerCluster(t, nil)
+	msgs := outputs(600, 20)
+	if err := NewOutputProducer([]string{addr}, "a", nil).Write(context.Background(), msgs); err != nil {
+		t.Fatal(err)
+	}
+	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "b", Balancer: &kafka.Hash{}, BatchTimeout: time.Millisecond, RequiredAcks: kafka.RequireAll}
+	if err := w.WriteMessages(context.Background(), msgs...); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	place := func(topic string) map[int][]string {
+		out := map[int][]string{}
+		for _, m := range readAll(t, addr, topic) {
+			out[m.Partition] = append(out[m.Partition], string(m.Key)+"="+string(m.Value))
+		}
+		return out
+	}
+	got, want := place("a"), place("b")
+	differing := 0
+	for p := range partitions {
+		if !slices.Equal(got[p], want[p]) {
+			differing++
+		}
+	}
+	if n := len(readAll(t, addr, "a")); n != len(msgs) || differing != 0 {
+		t.Fatalf("%d records written of %d; %d of %d partitions differ from the Writer's", n, len(msgs), differing, partitions)
+	}
+}
+
+// A call of more than a request's worth of records is sent in several
+// requests, each under the broker's 1 MiB, every record once and in order.
+func TestOutputProducerSplitsLargeCalls(t *testing.T) {
+	addr, requests := producerCluster(t, nil)
+	msgs := outputs(3000, 1024) // about 3.2 MB
+	if err := NewOutputProducer([]string{addr}, "a", nil).Write(context.Background(), msgs); err != nil {
+		t.Fatal(err)
+	}
+	n, recs, sizes := requests()
+	for _, s := range sizes {
+		if s > 1<<20 {
+			t.Errorf("a produce request of %d bytes of records, over 1 MiB", s)
+		}
+	}
+	if n < 4 || recs != len(msgs) {
+		t.Fatalf("%d requests carried %d records, want at least 4 requests and %d records", n, recs, len(msgs))
+	}
+	seen := map[string]int{}
+	outOfOrder := 0
+	last := map[int]string{}
+	for _, m := range readAll(t, addr, "a") {
+		seen[string(m.Value)]++
+		if v := string(m.Value); v < last[m.Partition] {
+			outOfOrder++
+		}
+		last[m.Partition] = string(m.Value)
+	}
+	missing, repeated := 0, 0
+	for _, m := range msgs {
+		switch c := seen[string(m.Value)]; {
+		case c == 0:
+			missing++
+		case c > 1:
+			repeated += c - 1
+		}
+	}
+	if missing != 0 || repeated != 0 || outOfOrder != 0 {
+		t.Fatalf("%d missing, %d repeated, %d out of order", missing, repeated, outOfOrder)
+	}
+}
+
+// A record no request can carry is refused before anything is sent, with
+// kafka-go's MessageSizeTooLarge, which the Runner does not retry.
+func TestOutputProducerRefusesOversizedRecords(t *testing.T) {
+	addr, requests := producerCluster(t, nil)
+	msgs := append(outputs(10, 20), outputs(1, 2<<20)...)
+	err := NewOutputProducer([]string{addr}, "a", nil).Write(context.Background(), msgs)
+	if !errors.Is(err, kafka.MessageSizeTooLarge) || pipeline.IsRetriable(err) {
+		t.Fatalf("error %v, want a permanent MessageSizeTooLarge", err)
+	}
+	if n, _, _ := requests(); n != 0 {
+		t.Fatalf("%d produce requests sent, want 0", n)
+	}
+}
+
+// A partition the broker refuses fails the call with a retriable error that
+// names it; the other partitions' records are written, so the caller's
+// retry repeats exactly those, and writes the refused ones once.
+func TestOutputProducerReportsRefusedPartitions(t *testing.T) {
+	addr, requests := producerCluster(t, func(p int32, n int) bool { return p == 1 && n <= partitions })
+	msgs := outputs(300, 20)
+	prod := NewOutputProducer([]string{addr}, "a", nil)
+	err := prod.Write(context.Background(), msgs)
+	if err == nil || !pipeline.IsRetriable(err) || !strings.Contains(err.Error(), "1 of 3 partitions of a failed, first: partition 1: ") {
+		t.Fatalf("error %v, want partition 1 refused, retriable", err)
+	}
+	if err := prod.Write(context.Background(), msgs); err != nil {
+		t.Fatal(err)
+	}
+	inRefused := 0
+	for _, m := range readAll(t, addr, "a") {
+		if m.Partition == 1 {
+			inRefused++
+		}
+	}
+	seen := map[string]int{}
+	for _, m := range readAll(t, addr, "a") {
+		seen[string(m.Value)]++
+	}
+	missing, repeated := 0, 0
+	for _, m := range msgs {
+		switch c := seen[string(m.Value)]; {
+		case c == 0:
+			missing++
+		case c > 1:
+			repeated += c - 1
+		}
+	}
+	if n, _, _ := requests(); missing != 0 || repeated != len(msgs)-inRefused || n != 2*partitions {
+		t.Fatalf("%d missing, %d repeated (want %d: the records of the partitions that were written), %d requests (want %d)",
+			missing, repeated, len(msgs)-inRefused, n, 2*partitions)
+	}
+}
