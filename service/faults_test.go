@@ -241,6 +241,20 @@ func predictionsByID(t *testing.T, addr string) map[string]int {
 	return preds
 }
 
+// deliveries counts the wanted items that were delivered 0 times
+// (missing), and the deliveries beyond the first (repeated).
+func deliveries(want []string, delivered map[string]int) (missing, repeated int) {
+	for _, w := range want {
+		switch n := delivered[w]; {
+		case n == 0:
+			missing++
+		case n > 1:
+			repeated += n - 1
+		}
+	}
+	return missing, repeated
+}
+
 // Consumer-group errors are kafka-go's to retry: the first join attempts
 // fail, the service logs and counts them, keeps going, and processes
 // everything once a join succeeds.
@@ -294,15 +308,7 @@ func TestFetchErrorsAreRetried(t *testing.T) {
 		t.Fatalf("retries_total{step=source} = %v, want 6 (one per refused fetch)", got)
 	}
 	preds := predictionsByID(t, addr)
-	missing, repeated := 0, 0
-	for _, id := range ids {
-		switch n := preds[id]; {
-		case n == 0:
-			missing++
-		case n > 1:
-			repeated += n - 1
-		}
-	}
+	missing, repeated := deliveries(ids, preds)
 	if missing != 0 || repeated != 0 || len(preds) != len(ids) {
 		t.Fatalf("%d events: %d missing, %d repeated predictions, %d ids predicted", len(ids), missing, repeated, len(preds))
 	}
@@ -359,15 +365,7 @@ func TestOutputWriteErrorsAreRetried(t *testing.T) {
 		t.Fatalf("%d writes refused, retries_total{step=sink} = %v; want 6 and 6", refused.Load(), got)
 	}
 	preds := predictionsByID(t, addr)
-	missing, repeated := 0, 0
-	for _, id := range ids {
-		switch n := preds[id]; {
-		case n == 0:
-			missing++
-		case n > 1:
-			repeated += n - 1
-		}
-	}
+	missing, repeated := deliveries(ids, preds)
 	if missing != 0 || repeated != 0 || len(preds) != len(ids) {
 		t.Fatalf("%d events: %d missing, %d repeated predictions, %d ids predicted", len(ids), missing, repeated, len(preds))
 	}

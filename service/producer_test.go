@@ -133,6 +133,15 @@ func outputs(n, valueBytes int) []kafka.Message {
 	return msgs
 }
 
+// values are the messages' values, as strings.
+func values(msgs []kafka.Message) []string {
+	out := make([]string, len(msgs))
+	for i, m := range msgs {
+		out[i] = string(m.Value)
+	}
+	return out
+}
+
 // The producer puts each record on the partition kafka-go's Writer with
 // the Hash balancer put it on (the service's outputs before), in the order
 // given: consumers see the same partitioning.
@@ -193,15 +202,7 @@ func TestOutputProducerSplitsLargeCalls(t *testing.T) {
 		}
 		last[m.Partition] = string(m.Value)
 	}
-	missing, repeated := 0, 0
-	for _, m := range msgs {
-		switch c := seen[string(m.Value)]; {
-		case c == 0:
-			missing++
-		case c > 1:
-			repeated += c - 1
-		}
-	}
+	missing, repeated := deliveries(values(msgs), seen)
 	if missing != 0 || repeated != 0 || outOfOrder != 0 {
 		t.Fatalf("%d missing, %d repeated, %d out of order", missing, repeated, outOfOrder)
 	}
@@ -245,15 +246,7 @@ func TestOutputProducerReportsRefusedPartitions(t *testing.T) {
 	for _, m := range readAll(t, addr, "a") {
 		seen[string(m.Value)]++
 	}
-	missing, repeated := 0, 0
-	for _, m := range msgs {
-		switch c := seen[string(m.Value)]; {
-		case c == 0:
-			missing++
-		case c > 1:
-			repeated += c - 1
-		}
-	}
+	missing, repeated := deliveries(values(msgs), seen)
 	if n, _, _ := requests(); missing != 0 || repeated != len(msgs)-inRefused || n != 2*partitions {
 		t.Fatalf("%d missing, %d repeated (want %d: the records of the partitions that were written), %d requests (want %d)",
 			missing, repeated, len(msgs)-inRefused, n, 2*partitions)
