@@ -279,38 +279,69 @@ func TestTransientGroupErrorsAreRetried(t *testing.T) {
 	}
 }
 
-// Fetches of the events topic that the broker answers with a retriable
-// error (not the partition's leader) are retried: the source reconnects
-// after the last processed record, and every event is predicted exactly
-// once — none missing, none repeated.
-func TestFetchErrorsAreRetried(t *testing.T) {
-	c, cfg := controlledCluster(t, "g-fetch", func(cfg *Config) {
-		cfg.Retry = pipeline.Backoff{Initial: time.Millisecond, Max: 10 * time.Millisecond, Timeout: 30 * time.Second}
-	})
-	addr := cfg.Brokers[0]
-	ids := produce(t, addr, 17, 600)
-	var refused atomic.Int64
-	c.ControlKey(kmsg.Fetch.Int16(), func(req kmsg.Request) (kmsg.Response, error, bool) {
-		c.KeepControl()
-		fr := req.(*kmsg.FetchRequest)
-		if len(fr.Topics) != 1 || fr.Topics[0].Topic != "events" || refused.Load() >= 6 || refused.Add(1) > 6 {
-			return nil, nil, false
-		}
-		return kafkatest.FetchRefused(fr, kerr.NotLeaderForPartition.Code), nil, true
-	})
-	s, stop := started(t, cfg)
-	eventually(t, 60*time.Second, func() bool { return s.Totals().Events >= int64(len(ids)) }, func() string { return fmt.Sprintf("%+v", s.Totals()) })
-	stop()
-	if n := refused.Load(); n < 6 {
-		t.Fatalf("%d fetches refused, want 6", n)
-	}
-	if got := testutil.ToFloat64(cfg.Metrics.retries.WithLabelValues(string(pipeline.StepSource))); got != 6 {
-		t.Fatalf("retries_total{step=source} = %v, want 6 (one per refused fetch)", got)
-	}
-	preds := predictionsByID(t, addr)
-	missing, repeated := deliveries(ids, preds)
-	if missing != 0 || repeated != 0 || len(preds) != len(ids) {
-		t.Fatalf("%d events: %d missing, %d repeated predictions, %d ids predicted", len(ids), missing, repeated, len(preds))
+// The broker answers six requests with a retriable error (not the
+// partition's leader), and the service retries each in place: fetches of
+// the events topic (the source reconnects after the last processed record)
+// and writes of predictions (the flush is written again). Every event is
+// predicted exactly once, none missing, none repeated, with one retry per
+// refusal. The produce case runs one partition, so that a refused write is
+// the whole flush's predictions and the counts are exact.
+func TestKafkaErrorsAreRetried(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		partitions int
+		key        kmsg.Key
+		step       pipeline.Step
+		// refusal answers a request of the case's topic, and only those.
+		refusal func(kmsg.Request) (kmsg.Response, bool)
+	}{
+		{"fetch", partitions, kmsg.Fetch, pipeline.StepSource, func(req kmsg.Request) (kmsg.Response, bool) {
+			fr := req.(*kmsg.FetchRequest)
+			if len(fr.Topics) != 1 || fr.Topics[0].Topic != "events" {
+				return nil, false
+			}
+			return kafkatest.FetchRefused(fr, kerr.NotLeaderForPartition.Code), true
+		}},
+		{"produce", 1, kmsg.Produce, pipeline.StepSink, func(req kmsg.Request) (kmsg.Response, bool) {
+			pr := req.(*kmsg.ProduceRequest)
+			if len(pr.Topics) != 1 || pr.Topics[0].Topic != "predictions" {
+				return nil, false
+			}
+			return kafkatest.ProduceRefused(pr, kerr.NotLeaderForPartition.Code), true
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, cfg := controlledCluster(t, "g-"+tc.name, func(cfg *Config) {
+				cfg.Partitions = tc.partitions
+				cfg.Retry = pipeline.Backoff{Initial: time.Millisecond, Max: 10 * time.Millisecond, Timeout: 30 * time.Second}
+			})
+			addr := cfg.Brokers[0]
+			ids := produce(t, addr, 17, 600)
+			var refused atomic.Int64
+			c.ControlKey(tc.key.Int16(), func(req kmsg.Request) (kmsg.Response, error, bool) {
+				c.KeepControl()
+				if refused.Load() >= 6 {
+					return nil, nil, false
+				}
+				resp, ok := tc.refusal(req)
+				if !ok || refused.Add(1) > 6 {
+					return nil, nil, false
+				}
+				return resp, nil, true
+			})
+			s, stop := started(t, cfg)
+			eventually(t, 60*time.Second, func() bool { return s.Totals().Events >= int64(len(ids)) },
+				func() string { return fmt.Sprintf("%+v, %d refused", s.Totals(), refused.Load()) })
+			stop() // flushes what is left
+			if got := testutil.ToFloat64(cfg.Metrics.retries.WithLabelValues(string(tc.step))); refused.Load() != 6 || got != 6 {
+				t.Fatalf("%d requests refused, retries_total{step=%s} = %v; want 6 and 6", refused.Load(), tc.step, got)
+			}
+			preds := predictionsByID(t, addr)
+			missing, repeated := deliveries(ids, preds)
+			if missing != 0 || repeated != 0 || len(preds) != len(ids) {
+				t.Fatalf("%d events: %d missing, %d repeated predictions, %d ids predicted", len(ids), missing, repeated, len(preds))
+			}
+		})
 	}
 }
 
@@ -335,38 +366,4 @@ func controlledCluster(t *testing.T, group string, tune func(*Config)) (*kfake.C
 		t.Fatal(err)
 	}
 	return c, cfg
-}
-
-// The broker refuses the first six writes of predictions (a leader change):
-// each fails its flush, which the Runner writes again, and every event's
-// prediction is on the topic once. One partition, so that a refused write
-// is the whole flush's predictions and the counts are exact.
-func TestOutputWriteErrorsAreRetried(t *testing.T) {
-	c, cfg := controlledCluster(t, "g-produce", func(cfg *Config) {
-		cfg.Partitions = 1
-		cfg.Retry = pipeline.Backoff{Initial: time.Millisecond, Max: 10 * time.Millisecond, Timeout: 30 * time.Second}
-	})
-	addr := cfg.Brokers[0]
-	ids := produce(t, addr, 19, 600)
-	var refused atomic.Int64
-	c.ControlKey(kmsg.Produce.Int16(), func(req kmsg.Request) (kmsg.Response, error, bool) {
-		c.KeepControl()
-		pr := req.(*kmsg.ProduceRequest)
-		if len(pr.Topics) != 1 || pr.Topics[0].Topic != "predictions" || refused.Load() >= 6 || refused.Add(1) > 6 {
-			return nil, nil, false
-		}
-		return kafkatest.ProduceRefused(pr, kerr.NotLeaderForPartition.Code), nil, true
-	})
-	s, stop := started(t, cfg)
-	eventually(t, 60*time.Second, func() bool { return s.Totals().Events >= int64(len(ids)) },
-		func() string { return fmt.Sprintf("%+v, %d refused", s.Totals(), refused.Load()) })
-	stop() // flushes what is left
-	if got := testutil.ToFloat64(cfg.Metrics.retries.WithLabelValues(string(pipeline.StepSink))); refused.Load() != 6 || got != 6 {
-		t.Fatalf("%d writes refused, retries_total{step=sink} = %v; want 6 and 6", refused.Load(), got)
-	}
-	preds := predictionsByID(t, addr)
-	missing, repeated := deliveries(ids, preds)
-	if missing != 0 || repeated != 0 || len(preds) != len(ids) {
-		t.Fatalf("%d events: %d missing, %d repeated predictions, %d ids predicted", len(ids), missing, repeated, len(preds))
-	}
 }
