@@ -13,7 +13,6 @@ import (
 type mapSink struct {
 	keys     map[string]*KeyRecord
 	reserved int
-	puts     int
 }
 
 func (m *mapSink) Reserve(n int) {
@@ -22,7 +21,7 @@ func (m *mapSink) Reserve(n int) {
 		m.keys = make(map[string]*KeyRecord, n)
 	}
 }
-func (m *mapSink) Put(rec *KeyRecord) { m.keys[rec.Key] = rec; m.puts++ }
+func (m *mapSink) Put(rec *KeyRecord) { m.keys[rec.Key] = rec }
 func (m *mapSink) Has(key string) bool {
 	_, ok := m.keys[key]
 	return ok

@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -81,8 +83,10 @@ func (p *OutputProducer) Write(ctx context.Context, msgs []kafka.Message) error 
 	}
 	errs := make([]error, len(parts))
 	var wg sync.WaitGroup
+	sent := 0
 	for i, ms := range byPart {
 		if len(ms) > 0 {
+			sent++
 			wg.Go(func() { errs[i] = p.produce(ctx, i, ms) })
 		}
 	}
@@ -96,7 +100,7 @@ func (p *OutputProducer) Write(ctx context.Context, msgs []kafka.Message) error 
 		}
 	}
 	if failed > 0 {
-		return fmt.Errorf("%d of %d partitions of %s failed, first: %w", failed, countNonEmpty(byPart), p.topic, first)
+		return fmt.Errorf("%d of %d partitions of %s failed, first: %w", failed, sent, p.topic, first)
 	}
 	return nil
 }
@@ -106,9 +110,10 @@ func (p *OutputProducer) Write(ctx context.Context, msgs []kafka.Message) error 
 func (p *OutputProducer) produce(ctx context.Context, partition int, msgs []kafka.Message) error {
 	for len(msgs) > 0 {
 		n, size := 0, 0
-		for n < len(msgs) && size+recordSize(msgs[n]) <= outputBatchBytes {
-			size += recordSize(msgs[n])
-			n++
+		for ; n < len(msgs); n++ { // Write checked that every record fits alone
+			if size += recordSize(msgs[n]); size > outputBatchBytes {
+				break
+			}
 		}
 		rctx, cancel := context.WithTimeout(ctx, outputWriteTimeout)
 		res, err := p.client.Produce(rctx, &kafka.ProduceRequest{Topic: p.topic, Partition: partition,
@@ -119,10 +124,8 @@ func (p *OutputProducer) produce(ctx context.Context, partition int, msgs []kafk
 		case res.Error != nil:
 			err = res.Error
 		case len(res.RecordErrors) > 0:
-			for i, rerr := range res.RecordErrors {
-				err = fmt.Errorf("%d records refused, record %d: %w", len(res.RecordErrors), i, rerr)
-				break
-			}
+			i := slices.Min(slices.Collect(maps.Keys(res.RecordErrors)))
+			err = fmt.Errorf("%d records refused, first record %d: %w", len(res.RecordErrors), i, res.RecordErrors[i])
 		}
 		if err != nil {
 			return fmt.Errorf("partition %d: %w", partition, err)
@@ -168,16 +171,6 @@ func recordSize(m kafka.Message) int {
 	n := len(m.Key) + len(m.Value) + recordOverhead
 	for _, h := range m.Headers {
 		n += len(h.Key) + len(h.Value) + 8
-	}
-	return n
-}
-
-func countNonEmpty(parts [][]kafka.Message) int {
-	n := 0
-	for _, ms := range parts {
-		if len(ms) > 0 {
-			n++
-		}
 	}
 	return n
 }
