@@ -1,0 +1,177 @@
+package keystore
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func open(t *testing.T, opt Options) *Store {
+	t.Helper()
+	s, err := Open(filepath.Join(t.TempDir(), "p0"), opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func get(t *testing.T, s *Store, key string) (string, bool) {
+	t.Helper()
+	v, ok, err := s.Get(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(v), ok
+}
+
+func TestStoreKeepsLatestRecordPerKey(t *testing.T) {
+	type op struct {
+		del        bool
+		key, value string
+	}
+	for _, tc := range []struct {
+		name string
+		ops  []op
+		want map[string]string // absent: no record
+	}{
+		{"set", []op{{key: "a", value: "1"}}, map[string]string{"a": "1", "b": ""}},
+		{"overwrite", []op{{key: "a", value: "1"}, {key: "a", value: "2"}}, map[string]string{"a": "2"}},
+		{"delete", []op{{key: "a", value: "1"}, {key: "b", value: "2"}, {del: true, key: "a"}}, map[string]string{"a": "", "b": "2"}},
+		{"set after delete", []op{{key: "a", value: "1"}, {del: true, key: "a"}, {key: "a", value: "3"}}, map[string]string{"a": "3"}},
+		{"binary keys", []op{{key: "\xff\xff\xff\xff\xff", value: "x"}, {key: "\x00", value: "y"}}, map[string]string{"\xff\xff\xff\xff\xff": "x", "\x00": "y"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := open(t, Options{})
+			for _, o := range tc.ops {
+				var err error
+				if o.del {
+					err = s.Delete(o.key)
+				} else {
+					err = s.Set(o.key, []byte(o.value))
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			for k, want := range tc.want {
+				got, ok := get(t, s, k)
+				if ok != (want != "") || got != want {
+					t.Errorf("Get(%q) = %q, %v; want %q", k, got, ok, want)
+				}
+			}
+		})
+	}
+}
+
+// TestStoreBeyondMemtables writes more than the memtables hold, in batches
+// committed as they fill, so that reads come from flushed tables too.
+func TestStoreBeyondMemtables(t *testing.T) {
+	s := open(t, Options{MemTableBytes: 256 << 10, BatchBytes: 64 << 10, CacheBytes: 1 << 20})
+	const n = 20_000
+	value := func(i, gen int) []byte { return bytes.Repeat([]byte{byte(i), byte(gen)}, 50+i%50) }
+	for gen := 0; gen < 2; gen++ {
+		for i := 0; i < n; i++ {
+			if gen == 1 && i%3 == 0 {
+				if err := s.Delete(fmt.Sprint(i)); err != nil {
+					t.Fatal(err)
+				}
+				continue
+			}
+			if err := s.Set(fmt.Sprint(i), value(i, gen)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	wrong, missing, extra := 0, 0, 0
+	for i := 0; i < n; i++ {
+		v, ok, err := s.Get(fmt.Sprint(i))
+		switch {
+		case err != nil:
+			t.Fatal(err)
+		case i%3 == 0 && ok:
+			extra++
+		case i%3 != 0 && !ok:
+			missing++
+		case i%3 != 0 && !bytes.Equal(v, value(i, 1)):
+			wrong++
+		}
+	}
+	if wrong+missing+extra != 0 {
+		t.Errorf("%d wrong, %d missing, %d deleted but present, of %d keys", wrong, missing, extra, n)
+	}
+}
+
+func TestStoreReset(t *testing.T) {
+	s := open(t, Options{})
+	for i := 0; i < 100; i++ {
+		if err := s.Set(fmt.Sprint(i), []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Set("staged", []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Reset(); err != nil {
+		t.Fatal(err)
+	}
+	left := 0
+	for i := 0; i < 100; i++ {
+		if _, ok := get(t, s, fmt.Sprint(i)); ok {
+			left++
+		}
+	}
+	if _, ok := get(t, s, "staged"); ok {
+		left++
+	}
+	if left != 0 {
+		t.Errorf("%d of 101 records left after Reset", left)
+	}
+	if err := s.Set("after", []byte("w")); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := get(t, s, "after"); !ok || v != "w" {
+		t.Errorf("Get after Reset = %q, %v", v, ok)
+	}
+}
+
+func TestStoreDirectoryIsItsOwn(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "p1")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "other"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(dir, Options{}); err == nil {
+		t.Fatal("Open of a directory holding a file succeeded")
+	}
+	os.Remove(filepath.Join(dir, "other"))
+	s, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatalf("Open of an empty directory: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("directory after Close: %v, want removed", err)
+	}
+	for name, err := range map[string]error{"Set": s.Set("a", nil), "Delete": s.Delete("a"), "Flush": s.Flush(), "Close": s.Close()} {
+		if !errors.Is(err, ErrClosed) {
+			t.Errorf("%s after Close = %v, want ErrClosed", name, err)
+		}
+	}
+	if _, _, err := s.Get("a"); !errors.Is(err, ErrClosed) {
+		t.Errorf("Get after Close = %v, want ErrClosed", err)
+	}
+	if _, err := Open(dir, Options{CacheBytes: -1}); err == nil {
+		t.Error("Open with a negative cache succeeded")
+	}
+}
