@@ -135,12 +135,13 @@ type AlertInfo struct {
 	TS       string `json:"ts,omitempty"`
 }
 
-// Inspect describes key; false when the worker does not hold it. Call it
-// from the worker's goroutine (Runner.Do).
-func (w *Worker) Inspect(key string) (KeyInfo, bool) {
-	ks, ok := w.keys[key]
-	if !ok {
-		return KeyInfo{}, false
+// Inspect describes key; false when the worker does not hold it. The error
+// is the key store's (UseKeyStore), which a key not in memory is read from.
+// Call it from the worker's goroutine (Runner.Do).
+func (w *Worker) Inspect(key string) (KeyInfo, bool, error) {
+	ks, ok, err := w.lookup(key)
+	if !ok || err != nil {
+		return KeyInfo{}, false, err
 	}
 	s := &ks.stats
 	info := KeyInfo{Key: key, Partition: w.partition, Learner: w.cfg.Learner, Params: w.params(),
@@ -167,7 +168,7 @@ func (w *Worker) Inspect(key string) (KeyInfo, bool) {
 			info.LastDriftAlert.TS = time.Unix(0, rare.alertTimestamp).UTC().Format(time.RFC3339Nano)
 		}
 	}
-	return info, true
+	return info, true, nil
 }
 
 // params are the learner's effective parameters.
@@ -190,9 +191,9 @@ func (w *Worker) params() map[string]any {
 // Call it from the worker's goroutine (Runner.Do, which checkpoints before
 // it answers, so that a restore sees the reset).
 func (w *Worker) Reset(key string) (bool, error) {
-	ks, ok := w.keys[key]
-	if !ok {
-		return false, nil
+	ks, ok, err := w.lookup(key)
+	if !ok || err != nil {
+		return false, err
 	}
 	fresh, err := w.newKey(key) // the learner and detectors a new key gets
 	if err != nil {

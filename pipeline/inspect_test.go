@@ -26,7 +26,7 @@ func TestKeyInfoAddsUpAndSurvivesRestore(t *testing.T) {
 	outs := run(t, w, append(recs, flip...))
 	var sum KeyInfo
 	for key := range w.keys {
-		in, ok := w.Inspect(key)
+		in, ok, _ := w.Inspect(key)
 		if !ok || in.Key != key || in.Learner != "perceptron" || in.StateBytes == 0 {
 			t.Fatalf("Inspect(%q) = %+v, %v", key, in, ok)
 		}
@@ -45,21 +45,21 @@ func TestKeyInfoAddsUpAndSurvivesRestore(t *testing.T) {
 		t.Fatal("no alert: the test needs one")
 	}
 	last := alerts[len(alerts)-1]
-	k, _ := w.Inspect("k")
+	k, _, _ := w.Inspect("k")
 	if a := k.LastDriftAlert; a == nil || a.Offset != last.Offset || a.Detector != "adwin" || a.Signal != SignalMistakes || a.TS != last.TS {
 		t.Fatalf("last drift alert %+v, want offset %d at %s", a, last.Offset, last.TS)
 	}
 	if k.Accuracy == nil || *k.Accuracy != 1-float64(k.Mistakes)/float64(k.Labeled) {
 		t.Fatalf("accuracy %v of %d mistakes in %d", k.Accuracy, k.Mistakes, k.Labeled)
 	}
-	if _, ok := w.Inspect("never-seen"); ok {
+	if _, ok, _ := w.Inspect("never-seen"); ok {
 		t.Fatal("Inspect of an unknown key found it")
 	}
 
 	r := restarted(t, w)
 	for key := range w.keys {
-		want, _ := w.Inspect(key)
-		got, _ := r.Inspect(key)
+		want, _, _ := w.Inspect(key)
+		got, _, _ := r.Inspect(key)
 		if want.InWarning { // a level the restore does not keep (Totals.KeysInWarning)
 			got.InWarning = true
 		}
@@ -119,7 +119,7 @@ func TestResetIsCheckpointedBeforeItAnswers(t *testing.T) {
 	fresh, _ := b.newLearner("k3")
 	want, _ := fresh.MarshalBinary()
 	got, _ := b.keys["k3"].learner.MarshalBinary()
-	if in, _ := b.Inspect("k3"); !bytes.Equal(got, want) || in.Resets != 1 {
+	if in, _, _ := b.Inspect("k3"); !bytes.Equal(got, want) || in.Resets != 1 {
 		t.Fatalf("restored k3: fresh learner %v, %d resets", bytes.Equal(got, want), in.Resets)
 	}
 

@@ -187,8 +187,15 @@ type RunnerConfig struct {
 	// Kept, when set, is the state this process kept from its last Runner of
 	// the partition (Runner.Kept). The Runner resumes from it without a
 	// restore when the store shows nothing was written to the partition
-	// since; otherwise it restores as usual.
+	// since; otherwise it restores as usual (and closes the kept state).
 	Kept *Kept
+	// KeyStore, when set, holds the partition's keys beyond the CacheKeys
+	// kept in memory (Worker.UseKeyStore). Once NewRunner returns it, the
+	// Runner owns the store: it closes it
+	// when Run returns, unless the state is kept (then Kept.Close does), and
+	// at once when it resumes from Kept, whose own store it uses instead.
+	KeyStore  KeyStore
+	CacheKeys int
 }
 
 // PositionedStore is a Store that reports where its records land in a
@@ -217,6 +224,10 @@ type Kept struct {
 
 // Keys is the number of keys the kept state holds.
 func (k *Kept) Keys() int { return k.w.Keys() }
+
+// Close releases the kept state's key store, if it has one: call it when
+// the state will not be resumed.
+func (k *Kept) Close() error { return k.w.Close() }
 
 // positions records where a PositionedStore's writes end, for Kept.
 type positions struct {
@@ -341,6 +352,11 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.KeyStore != nil {
+		if err := w.UseKeyStore(cfg.KeyStore, cfg.CacheKeys); err != nil {
+			return nil, err
+		}
+	}
 	r := &Runner{cfg: cfg, w: w, log: cfg.Logger.With("partition", cfg.Partition), reqs: make(chan request), stopped: make(chan struct{})}
 	if ps, ok := cfg.Store.(PositionedStore); ok {
 		r.pos = &positions{PositionedStore: ps}
@@ -364,6 +380,11 @@ func (r *Runner) Kept() *Kept { return r.kept }
 func (r *Runner) Run(ctx context.Context) error {
 	defer close(r.stopped)
 	err := r.run(ctx)
+	if r.kept == nil {
+		if cerr := r.w.Close(); cerr != nil {
+			r.log.Warn("closing the partition's key store", "err", cerr)
+		}
+	}
 	switch {
 	case err == nil:
 		return nil
@@ -401,11 +422,18 @@ func (r *Runner) resume(ctx context.Context) (ok bool, err error) {
 	}
 	epoch := checkpoint.NextEpoch(k.epoch, r.cfg.Generation)
 	if err := r.claim(ctx, epoch); err != nil {
+		k.Close() // the claim's error is the one to report
 		return false, err
 	}
 	if r.pos.end-1 != k.end {
 		r.log.Info("partition kept in memory, but its checkpoint log moved on since: restoring it", "kept_end", k.end, "claimed_at", r.pos.end-1)
+		if err := k.Close(); err != nil {
+			r.log.Warn("closing the kept state's key store", "err", err)
+		}
 		return false, nil
+	}
+	if err := r.w.Close(); err != nil { // the kept worker has its own key store
+		r.log.Warn("closing the partition's unused key store", "err", err)
 	}
 	r.w = k.w
 	r.w.SetEpoch(epoch)

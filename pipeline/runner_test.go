@@ -266,6 +266,10 @@ type harness struct {
 	com   *testCommitter
 	every int
 	kept  *Kept // given to the next runner
+	// cacheKeys, when positive, gives each runner a Pebble key store and
+	// holds that many keys in memory; keyStores are the stores given.
+	cacheKeys int
+	keyStores []*testKeys
 }
 
 func newHarness(t *testing.T, n, keys int, bounded bool) *harness {
@@ -279,10 +283,16 @@ func (h *harness) runner(gen int32, g *gate, sink *testSink, obs Observer) *Runn
 	if sink == nil {
 		sink = &testSink{out: h.out}
 	}
-	r, err := NewRunner(RunnerConfig{Partition: 0, Pipeline: h.cfg, Store: h.store, Open: h.feed.opener(g), Sink: sink,
+	cfg := RunnerConfig{Partition: 0, Pipeline: h.cfg, Store: h.store, Open: h.feed.opener(g), Sink: sink,
 		Committer: h.com, Generation: gen, Owner: fmt.Sprintf("gen-%d", gen), Committed: h.com.committed(),
 		CheckpointEvery: h.every, CheckpointInterval: time.Hour, FinalTimeout: 5 * time.Second,
-		Retry: Backoff{Initial: time.Millisecond, Max: 5 * time.Millisecond, Timeout: 200 * time.Millisecond}, Observer: obs, Kept: h.kept})
+		Retry: Backoff{Initial: time.Millisecond, Max: 5 * time.Millisecond, Timeout: 200 * time.Millisecond}, Observer: obs, Kept: h.kept}
+	if h.cacheKeys > 0 {
+		ks := newTestKeys(h.t)
+		h.keyStores = append(h.keyStores, ks)
+		cfg.KeyStore, cfg.CacheKeys = ks, h.cacheKeys
+	}
+	r, err := NewRunner(cfg)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -387,35 +397,46 @@ func TestCrashAtEveryCheckpointStep(t *testing.T) {
 		{"after the marker, before the commit", func(h *harness, s *testSink) { h.com.fault.set(&fault{times: 1, lost: true}) }, func(int) int { return 0 }},
 	}
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			h := newHarness(t, 1200, 9, false)
-			ctx := context.Background()
-			// A first runner checkpoints 5 times, then crashes in the 6th.
-			crashAt := 6 * h.every
-			sink := &testSink{out: h.out}
-			obs := &progress{}
-			g := newGate(int64(crashAt - 1))
-			r := h.runner(1, g, sink, obs)
-			done := make(chan error, 1)
-			go func() { done <- r.Run(ctx) }()
-			eventually(t, "the first runner's progress and 5 checkpoints written", func() bool {
-				return obs.last.Load() == int64(crashAt-2) && obs.checkpoints.Load() == 5
-			})
-			c.arm(h, sink)
-			g.upto.Store(int64(crashAt)) // the next record triggers the sixth checkpoint
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Fatal(err)
-				}
-			case <-time.After(10 * time.Second):
-				t.Fatal("the runner did not stop at the crash")
-			}
-			final := h.finish(2)
-			if got, want := h.check(final), c.dups(predictionsIn(h.feed.recs, crashAt-h.every, crashAt)); got != want {
-				t.Fatalf("%d duplicate predictions, want %d", got, want)
-			}
-		})
+		for _, cacheKeys := range []int{0, 2} {
+			t.Run(fmt.Sprintf("%s/cache-%d", c.name, cacheKeys), func(t *testing.T) { crashAtStep(t, c.arm, c.dups, cacheKeys) })
+		}
+	}
+}
+
+// crashAtStep is one case of TestCrashAtEveryCheckpointStep; with cacheKeys
+// positive, each runner holds that many keys in memory, the others in a key
+// store.
+func crashAtStep(t *testing.T, arm func(h *harness, sink *testSink), dups func(interval int) int, cacheKeys int) {
+	h := newHarness(t, 1200, 9, false)
+	h.cacheKeys = cacheKeys
+	ctx := context.Background()
+	// A first runner checkpoints 5 times, then crashes in the 6th.
+	crashAt := 6 * h.every
+	sink := &testSink{out: h.out}
+	obs := &progress{}
+	g := newGate(int64(crashAt - 1))
+	r := h.runner(1, g, sink, obs)
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	eventually(t, "the first runner's progress and 5 checkpoints written", func() bool {
+		return obs.last.Load() == int64(crashAt-2) && obs.checkpoints.Load() == 5
+	})
+	arm(h, sink)
+	g.upto.Store(int64(crashAt)) // the next record triggers the sixth checkpoint
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the runner did not stop at the crash")
+	}
+	final := h.finish(2)
+	if got, want := h.check(final), dups(predictionsIn(h.feed.recs, crashAt-h.every, crashAt)); got != want {
+		t.Fatalf("%d duplicate predictions, want %d", got, want)
+	}
+	if cacheKeys > 0 && !h.keyStores[0].isClosed() {
+		t.Error("the crashed runner left its key store open")
 	}
 }
 
@@ -671,11 +692,14 @@ func (h *harness) runUntil(gen int32, upto int64) *Runner {
 // with no prediction missing, differing or repeated.
 func TestKeptStateResumesOnlyWhenNothingCameBetween(t *testing.T) {
 	for _, tc := range []struct {
-		name    string
-		between bool
-	}{{"nothing in between", false}, {"another owner in between", true}} {
+		name      string
+		between   bool
+		cacheKeys int
+	}{{"nothing in between", false, 0}, {"another owner in between", true, 0},
+		{"nothing in between, key store", false, 5}, {"another owner in between, key store", true, 5}} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, 1200, 50, false)
+			h.cacheKeys = tc.cacheKeys
 			a := h.runUntil(1, 400)
 			if a.Kept() == nil {
 				t.Fatal("a clean stop kept no state")
@@ -695,6 +719,18 @@ func TestKeptStateResumesOnlyWhenNothingCameBetween(t *testing.T) {
 			}
 			if dups := h.check(c); dups != 0 {
 				t.Fatalf("%d predictions repeated", dups)
+			}
+			if tc.cacheKeys == 0 {
+				return
+			}
+			// a's store: in use by c when resumed, else closed by c; c's own:
+			// closed when unused, else c's kept state holds it.
+			ka, kc := h.keyStores[0], h.keyStores[len(h.keyStores)-1]
+			if ka.isClosed() != tc.between || kc.isClosed() == tc.between {
+				t.Fatalf("resumed %v: first runner's key store closed %v, last runner's %v", !tc.between, ka.isClosed(), kc.isClosed())
+			}
+			if c.Kept() == nil || c.Kept().Close() != nil || !map[bool]*testKeys{false: ka, true: kc}[tc.between].isClosed() {
+				t.Fatal("Kept.Close did not close the kept state's key store")
 			}
 		})
 	}

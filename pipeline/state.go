@@ -169,7 +169,7 @@ func (w *Worker) Checkpoint(ctx context.Context, store checkpoint.Store) (record
 	}
 	if err := store.Write(ctx, c.Keys, c.Marker); err != nil {
 		for _, rec := range c.Keys {
-			w.markDirty(rec.Key, w.keys[rec.Key])
+			w.markDirty(rec.Key, w.keys[rec.Key]) // an evicted key is read back from the key store
 		}
 		return 0, 0, fmt.Errorf("checkpoint partition %d: %w", w.partition, err)
 	}
@@ -202,29 +202,46 @@ type CheckpointBatch struct {
 // TakeCheckpoint encodes every key changed since the last checkpoint, and
 // the marker of the offsets processed so far, and marks the keys clean: the
 // caller must write the batch, or fail the partition (a restore then
-// starts from the last batch written).
+// starts from the last batch written). With a key store, the records are
+// written there too, and clean keys beyond the cache's bound evicted.
 func (w *Worker) TakeCheckpoint() (CheckpointBatch, error) {
 	slices.Sort(w.dirty) // deterministic record order
 	w.dirty = slices.Compact(w.dirty)
 	keys := w.dirty
 	c := CheckpointBatch{Keys: make([]checkpoint.KeyRecord, 0, len(keys)), Marker: checkpoint.Marker{Partition: w.partition, Epoch: w.epoch, Through: w.through}}
-	for i, k := range keys {
+	fail := func(err error) (CheckpointBatch, error) {
+		for _, k := range keys { // all stay dirty
+			if ks, ok := w.keys[k]; ok {
+				ks.dirty = true
+			}
+		}
+		return CheckpointBatch{}, fmt.Errorf("checkpoint partition %d: %w", w.partition, err)
+	}
+	for _, k := range keys {
 		rec := checkpoint.KeyRecord{Partition: w.partition, Key: k, Epoch: w.epoch, AppliedThrough: [2]int64{checkpoint.NoOffset, checkpoint.NoOffset}}
-		if ks, ok := w.keys[k]; ok {
+		ks, ok, err := w.lookup(k) // held, unless its record was unreadable
+		if err != nil {
+			return fail(err)
+		}
+		if ok {
 			b, err := encodeState(ks)
 			if err != nil {
-				for _, k := range keys[:i] { // all stay dirty
-					if ks, ok := w.keys[k]; ok {
-						ks.dirty = true
-					}
-				}
-				return CheckpointBatch{}, fmt.Errorf("checkpoint partition %d, key %q: %w", w.partition, k, err)
+				return fail(fmt.Errorf("key %q: %w", k, err))
 			}
-			ks.dirty = false
 			rec.AppliedThrough, rec.State = ks.applied, b
 		}
 		c.Bytes += len(rec.State)
 		c.Keys = append(c.Keys, rec)
+	}
+	if w.cache != nil {
+		if err := w.spill(&c); err != nil {
+			return fail(err)
+		}
+	}
+	for _, k := range keys {
+		if ks, ok := w.keys[k]; ok {
+			ks.dirty = false
+		}
 	}
 	w.dirty = keys[:0] // the records hold the strings, not the slice
 	return c, nil
@@ -252,16 +269,41 @@ type Restored struct {
 // replayed from further back (see checkpoint.Snapshot.ReplayFrom) and marked
 // dirty, so that the next checkpoint supersedes its record. Keys are built
 // while the store reads their records, so no more than one record is held
-// beside the keys; on error the worker is left empty.
+// beside the keys; with a key store, the records go there, and only the
+// cache's bound of keys stays in memory. On error the worker is left empty.
 func (w *Worker) Restore(ctx context.Context, store checkpoint.Store) (Restored, error) {
-	if len(w.keys) != 0 {
-		return Restored{}, fmt.Errorf("restore partition %d: worker already holds %d keys", w.partition, len(w.keys))
+	if w.Keys() != 0 || len(w.keys) != 0 {
+		return Restored{}, fmt.Errorf("restore partition %d: worker already holds %d keys", w.partition, w.Keys())
 	}
-	sink := &restoring{w: w}
-	snap, err := store.Load(ctx, w.partition, sink)
+	res, err := w.restore(ctx, store)
 	if err != nil {
 		w.keys = map[string]*keyState{}
+		if w.cache != nil {
+			w.cache.count = 0
+		}
 		return Restored{}, fmt.Errorf("restore partition %d: %w", w.partition, err)
+	}
+	return res, nil
+}
+
+func (w *Worker) restore(ctx context.Context, store checkpoint.Store) (Restored, error) {
+	sink := &restoring{w: w}
+	if w.cache != nil {
+		if err := w.cache.store.Reset(); err != nil {
+			return Restored{}, err
+		}
+		sink.held = map[string]struct{}{}
+	}
+	snap, err := store.Load(ctx, w.partition, sink)
+	if err == nil {
+		err = sink.err
+	}
+	if err == nil && w.cache != nil {
+		err = w.cache.store.Flush()
+		w.cache.count = len(sink.held)
+	}
+	if err != nil {
+		return Restored{}, err
 	}
 	res := Restored{MaxEpoch: snap.MaxEpoch, Fenced: snap.Fenced}
 	for _, c := range snap.Ignored {
@@ -282,12 +324,24 @@ func (w *Worker) Restore(ctx context.Context, store checkpoint.Store) (Restored,
 		}
 	}
 	res.From = snap.ReplayFromKeys(func(key string) ([2]int64, bool) {
-		ks, ok := w.keys[key]
+		if ks, ok := w.keys[key]; ok {
+			return ks.applied, true
+		}
+		if _, ok := sink.held[key]; !ok {
+			return [2]int64{}, false
+		}
+		rec, ok, serr := w.stored(key)
+		if serr != nil {
+			err = serr
+		}
 		if !ok {
 			return [2]int64{}, false
 		}
-		return ks.applied, true
+		return rec.AppliedThrough, true
 	})
+	if err != nil {
+		return Restored{}, err
+	}
 	// The next marker may only claim what this worker has processed: a key
 	// rebuilt from further back is written at its actual progress.
 	w.through = [2]int64{res.From[0] - 1, res.From[1] - 1}
@@ -296,15 +350,25 @@ func (w *Worker) Restore(ctx context.Context, store checkpoint.Store) (Restored,
 
 // restoring is the checkpoint.KeySink a restore loads into: each record is
 // decoded into the worker's key as it arrives, replacing the key's earlier
-// record, and then dropped.
+// record, and then dropped. With a key store, the record is written there
+// once it decodes, and its key kept in memory only while the cache has room.
 type restoring struct {
 	w *Worker
 	// unheld holds the keys whose latest record gave no key state: nil for
 	// a key recorded as holding nothing, the decoding error otherwise.
 	unheld map[string]error
+	// held holds, with a key store, the keys whose latest record decoded:
+	// the keys in the store (a set of names, not states).
+	held map[string]struct{}
+	// err is the key store's first failure; the records after it are
+	// skipped, and the restore fails.
+	err error
 }
 
 func (r *restoring) Reserve(n int) {
+	if r.w.cache != nil {
+		n = min(n, r.w.cache.max)
+	}
 	if len(r.w.keys) == 0 {
 		r.w.keys = make(map[string]*keyState, n)
 	}
@@ -314,25 +378,49 @@ func (r *restoring) Has(key string) bool {
 	if _, ok := r.w.keys[key]; ok {
 		return true
 	}
+	if _, ok := r.held[key]; ok {
+		return true
+	}
 	_, ok := r.unheld[key]
 	return ok
 }
 
 func (r *restoring) Put(rec *checkpoint.KeyRecord) {
+	if r.err != nil {
+		return
+	}
 	delete(r.unheld, rec.Key)
 	var err error
 	if len(rec.State) != 0 {
 		var ks *keyState
 		if ks, err = r.w.decodeState(rec); err == nil {
-			r.w.keys[rec.Key] = ks
+			r.hold(rec, ks)
 			return
 		}
 	}
 	delete(r.w.keys, rec.Key)
+	if r.held != nil {
+		delete(r.held, rec.Key)
+		r.err = r.w.cache.store.Delete(rec.Key)
+	}
 	if r.unheld == nil {
 		r.unheld = map[string]error{}
 	}
 	r.unheld[rec.Key] = err
+}
+
+// hold keeps a key whose record decoded: in memory, and with a key store,
+// there too (in memory only while the cache has room).
+func (r *restoring) hold(rec *checkpoint.KeyRecord, ks *keyState) {
+	if r.held == nil {
+		r.w.keys[rec.Key] = ks
+		return
+	}
+	r.held[rec.Key] = struct{}{}
+	if _, ok := r.w.keys[rec.Key]; ok || len(r.w.keys) < r.w.cache.max {
+		r.w.keys[rec.Key] = ks
+	}
+	r.err = r.w.cache.store.Set(rec.Key, checkpoint.EncodeKey(*rec))
 }
 
 // Through returns the last offset processed per input topic (−1 for none).

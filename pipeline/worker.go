@@ -435,6 +435,8 @@ type Worker struct {
 	epoch     checkpoint.Epoch // written into every checkpoint record
 	sampling  bool
 	keys      map[string]*keyState
+	// cache, when set, holds the keys beyond those in memory (UseKeyStore).
+	cache *keyCache
 	// dirty lists the keys changed since the last checkpoint (each held
 	// key once: keyState.dirty), in any order, and keys not held whose
 	// records must be superseded.
@@ -475,8 +477,13 @@ func NewWorker(cfg Config, partition int) (*Worker, error) {
 		through: [2]int64{-1, -1}}, nil
 }
 
-// Keys is the number of keys held.
-func (w *Worker) Keys() int { return len(w.keys) }
+// Keys is the number of keys held, in memory or in the key store.
+func (w *Worker) Keys() int {
+	if w.cache != nil {
+		return w.cache.count
+	}
+	return len(w.keys)
+}
 
 // TakeOutputs returns the outputs produced since the last call. They are the
 // caller's: the worker never writes to them again.
@@ -593,7 +600,8 @@ type queryMsg struct {
 }
 
 // Process handles one record. Bad records become dead letters; only a
-// cancelled context or a record of another partition is an error.
+// cancelled context, a record of another partition or a failure of the key
+// store (UseKeyStore) is an error.
 func (w *Worker) Process(ctx context.Context, r Record) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -623,7 +631,10 @@ func (w *Worker) Process(ctx context.Context, r Record) error {
 		w.deadLetter(r, ReasonInvalidEvent, err)
 		return nil
 	}
-	ks, ok := w.keys[key]
+	ks, ok, err := w.lookup(key)
+	if err != nil {
+		return err // the key store failed: the partition restores, rebuilding it
+	}
 	if !ok && ev.Kind == topics.LabelRecord && r.Topic == EventsTopic {
 		// A label for a key this partition has never seen: its event went to
 		// another partition (the producers partition keys differently) or
@@ -677,6 +688,9 @@ func (w *Worker) Process(ctx context.Context, r Record) error {
 	}
 	if !ok {
 		w.keys[key] = ks
+		if w.cache != nil {
+			w.cache.count++
+		}
 	}
 	ks.applied[r.Topic] = r.Offset
 	w.markDirty(key, ks)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"reflect"
@@ -103,11 +104,20 @@ func restarted(t *testing.T, w *Worker) *Worker {
 	return r
 }
 
-// states returns every key's encoded state.
+// states returns every key's encoded state, with a key store (a *testKeys)
+// its keys too.
 func states(t *testing.T, w *Worker) map[string][]byte {
 	t.Helper()
+	names := slices.Collect(maps.Keys(w.keys))
+	if w.cache != nil {
+		names = append(names, w.cache.store.(*testKeys).names()...)
+	}
 	out := map[string][]byte{}
-	for k, ks := range w.keys {
+	for _, k := range names {
+		ks, ok, err := w.lookup(k)
+		if !ok || err != nil {
+			t.Fatalf("key %q: held %v, %v", k, ok, err)
+		}
 		b, err := encodeState(ks)
 		if err != nil {
 			t.Fatal(err)
@@ -229,66 +239,88 @@ func TestCrashRestoreIsBitIdentical(t *testing.T) {
 			recs := records(3, 3000, 12)
 			ref, _ := NewWorker(cfg, 0)
 			run(t, ref, recs)
-			want := states(t, ref)
-
-			store, _ := checkpoint.NewFileStore(t.TempDir(), 0)
-			r := rand.New(rand.NewPCG(5, 5))
-			w, _ := NewWorker(cfg, 0)
-			preds := map[string]int{}
-			pos, committed := 0, int64(0)
-			count := func(outs []Output) {
-				for _, o := range outs {
-					if o.Kind == OutPrediction {
-						var m predictionMsg
-						json.Unmarshal(o.Value, &m)
-						preds[m.ID]++
-					}
-				}
-			}
-			for pos < len(recs) {
-				stop := min(len(recs), pos+50+r.IntN(400))
-				for ; pos < stop; pos++ {
-					if err := w.Process(context.Background(), recs[pos]); err != nil {
-						t.Fatal(err)
-					}
-					if pos%97 == 0 { // checkpoint: flush outputs, write, commit
-						count(w.TakeOutputs())
-						if _, _, err := w.Checkpoint(context.Background(), store); err != nil {
-							t.Fatal(err)
-						}
-						committed = int64(pos) + 1
-					}
-				}
-				if pos == len(recs) {
-					count(w.TakeOutputs())
-					break
-				}
-				// Crash: outputs since the last checkpoint may or may not have been
-				// delivered; drop them (the at-least-once case would deliver them).
-				w.TakeOutputs()
-				w, _ = NewWorker(cfg, 0)
-				res, err := w.Restore(context.Background(), store)
-				if err != nil || len(res.Problems) > 0 {
-					t.Fatal(err, res.Problems)
-				}
-				w.SuppressBelow([2]int64{committed, committed})
-				pos = int(res.From[EventsTopic])
-			}
-			got := states(t, w)
-			if len(got) != len(want) {
-				t.Fatalf("%d keys, want %d", len(got), len(want))
-			}
-			for k, b := range want {
-				if !bytes.Equal(got[k], b) {
-					t.Fatalf("key %s differs from the uninterrupted run", k)
-				}
-			}
-			for _, rec := range recs {
-				if ev, _ := topics.Decode(rec.Value, 0); ev.Kind == topics.Input && preds[ev.ID] != 1 {
-					t.Fatalf("event %s predicted %d times", ev.ID, preds[ev.ID])
-				}
-			}
+			newWorker := func() *Worker { w, _ := NewWorker(cfg, 0); return w }
+			w := crashing(t, recs, newWorker, nil)
+			sameStates(t, w, ref)
 		})
+	}
+}
+
+// crashing runs recs through workers from newWorker that checkpoint every
+// 97 records into a file store and crash every 50 to 450 records, each
+// crash followed by a restore into a fresh worker. It fails t unless every
+// event is predicted exactly once (outputs below the committed offsets are
+// suppressed), and returns the last worker. checkpointed, when set, is
+// called after each checkpoint.
+func crashing(t *testing.T, recs []Record, newWorker func() *Worker, checkpointed func(*Worker)) *Worker {
+	t.Helper()
+	store, _ := checkpoint.NewFileStore(t.TempDir(), 0)
+	r := rand.New(rand.NewPCG(5, 5))
+	w := newWorker()
+	preds := map[string]int{}
+	pos, committed := 0, int64(0)
+	count := func(outs []Output) {
+		for _, o := range outs {
+			if o.Kind == OutPrediction {
+				var m predictionMsg
+				json.Unmarshal(o.Value, &m)
+				preds[m.ID]++
+			}
+		}
+	}
+	for pos < len(recs) {
+		stop := min(len(recs), pos+50+r.IntN(400))
+		for ; pos < stop; pos++ {
+			if err := w.Process(context.Background(), recs[pos]); err != nil {
+				t.Fatal(err)
+			}
+			if pos%97 == 0 { // checkpoint: flush outputs, write, commit
+				count(w.TakeOutputs())
+				if _, _, err := w.Checkpoint(context.Background(), store); err != nil {
+					t.Fatal(err)
+				}
+				committed = int64(pos) + 1
+				if checkpointed != nil {
+					checkpointed(w)
+				}
+			}
+		}
+		if pos == len(recs) {
+			count(w.TakeOutputs())
+			break
+		}
+		// Crash: outputs since the last checkpoint may or may not have been
+		// delivered; drop them (the at-least-once case would deliver them).
+		w.TakeOutputs()
+		w = newWorker()
+		res, err := w.Restore(context.Background(), store)
+		if err != nil || len(res.Problems) > 0 {
+			t.Fatal(err, res.Problems)
+		}
+		w.SuppressBelow([2]int64{committed, committed})
+		pos = int(res.From[EventsTopic])
+	}
+	for _, rec := range recs {
+		if ev, _ := topics.Decode(rec.Value, 0); ev.Kind == topics.Input && preds[ev.ID] != 1 {
+			t.Fatalf("event %s predicted %d times", ev.ID, preds[ev.ID])
+		}
+	}
+	return w
+}
+
+// sameStates fails t unless got and want hold the same keys with
+// byte-identical states.
+func sameStates(t *testing.T, got, want *Worker) {
+	t.Helper()
+	g, w := states(t, got), states(t, want)
+	differing := 0
+	for k, b := range w {
+		if !bytes.Equal(g[k], b) {
+			differing++
+		}
+	}
+	if len(g) != len(w) || differing != 0 {
+		t.Fatalf("%d keys, want %d; %d differ from the uninterrupted run", len(g), len(w), differing)
 	}
 }
 

@@ -77,8 +77,8 @@ func (s *Service) running() []*partState {
 // Inspect describes key, asked of the partition that holds it.
 func (s *Service) Inspect(ctx context.Context, key string) (pipeline.KeyInfo, error) {
 	return s.onKey(ctx, key, func(w *pipeline.Worker) (pipeline.KeyInfo, bool, bool, error) {
-		in, ok := w.Inspect(key)
-		return in, ok, false, nil
+		in, ok, err := w.Inspect(key)
+		return in, ok, false, err
 	})
 }
 
@@ -91,8 +91,8 @@ func (s *Service) ResetKey(ctx context.Context, key string) (pipeline.KeyInfo, e
 		if !ok || err != nil {
 			return pipeline.KeyInfo{}, ok, false, err
 		}
-		in, _ := w.Inspect(key)
-		return in, true, true, nil
+		in, _, err := w.Inspect(key)
+		return in, true, true, err
 	})
 }
 

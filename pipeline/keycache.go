@@ -1,0 +1,171 @@
+package pipeline
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/driftstream/driftstream/checkpoint"
+)
+
+// KeyStore holds the records of a worker's keys outside memory (package
+// keystore keeps them in Pebble on local disk), for partitions whose keys
+// do not all fit in memory. The worker's key map is then a cache over it:
+// a key not in memory is read back from its record, and keys are evicted
+// only when clean, that is, when their state equals their record here.
+//
+// The store is a cache of the changelog, not a second record of truth: a
+// restore rebuilds it from the changelog (Reset, then a Set per key), and a
+// checkpoint writes the records it takes here as well as to the changelog.
+type KeyStore interface {
+	// Get returns key's record (checkpoint.EncodeKey), false when there is
+	// none. It sees every Set and Delete before it.
+	Get(key string) (record []byte, ok bool, err error)
+	// Set stages key's record, replacing any earlier one.
+	Set(key string, record []byte) error
+	// Delete stages the removal of key's record.
+	Delete(key string) error
+	// Flush commits the staged writes.
+	Flush() error
+	// Reset drops every record.
+	Reset() error
+	// Close releases the store.
+	Close() error
+}
+
+// keyCache is a worker's key store and the bound on the keys it holds in
+// memory. A key is held in memory or in the store or both; every clean key
+// is in the store, with the state it has in memory.
+type keyCache struct {
+	store KeyStore
+	max   int // clean keys held in memory at most, after a checkpoint
+	count int // keys held in memory or in the store
+}
+
+// UseKeyStore makes the worker keep its keys in s, holding at most
+// cacheKeys of them in memory after each checkpoint (the keys changed since
+// the last checkpoint stay in memory until the next one writes them: at
+// most the records of one checkpoint interval). The worker must hold no
+// keys yet; it closes s on Close.
+func (w *Worker) UseKeyStore(s KeyStore, cacheKeys int) error {
+	switch {
+	case s == nil:
+		return fmt.Errorf("partition %d: no key store", w.partition)
+	case cacheKeys < 1:
+		return fmt.Errorf("partition %d: %d keys in memory: must be ≥ 1 with a key store", w.partition, cacheKeys)
+	case w.Keys() != 0:
+		return fmt.Errorf("partition %d: a key store is set before any key, and the worker holds %d", w.partition, w.Keys())
+	}
+	w.cache = &keyCache{store: s, max: cacheKeys}
+	return nil
+}
+
+// Close releases the worker's key store, if it has one. The worker must
+// not be used after.
+func (w *Worker) Close() error {
+	if w.cache == nil {
+		return nil
+	}
+	if err := w.cache.store.Close(); err != nil {
+		return fmt.Errorf("partition %d: %w", w.partition, err)
+	}
+	return nil
+}
+
+// Resident is the number of keys held in memory: Keys without a key store.
+func (w *Worker) Resident() int { return len(w.keys) }
+
+// lookup returns key's state, read back from the key store (and then held
+// in memory, clean) when it is not in memory; false when the worker has
+// none.
+func (w *Worker) lookup(key string) (*keyState, bool, error) {
+	if ks, ok := w.keys[key]; ok || w.cache == nil {
+		return ks, ok, nil
+	}
+	rec, ok, err := w.stored(key)
+	if !ok || err != nil {
+		return nil, false, err
+	}
+	ks, err := w.decodeState(rec)
+	if err != nil {
+		return nil, false, fmt.Errorf("partition %d: key %q from the key store: %w", w.partition, key, err)
+	}
+	w.keys[key] = ks
+	return ks, true, nil
+}
+
+// stored reads key's record from the key store.
+func (w *Worker) stored(key string) (*checkpoint.KeyRecord, bool, error) {
+	b, ok, err := w.cache.store.Get(key)
+	if !ok || err != nil {
+		return nil, false, err
+	}
+	rec, err := checkpoint.Decode(b)
+	if err == nil && rec.Key == nil {
+		err = fmt.Errorf("not a key record: %w", checkpoint.ErrCorrupt)
+	}
+	if err == nil && rec.Key.Key != key {
+		err = fmt.Errorf("the record of key %q: %w", rec.Key.Key, checkpoint.ErrCorrupt)
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("partition %d: key %q from the key store: %w", w.partition, key, err)
+	}
+	return rec.Key, true, nil
+}
+
+// spill writes a checkpoint's key records to the key store, then evicts
+// clean keys until at most the cache's bound stay in memory: first those
+// the checkpoint did not write (untouched for a whole interval), then the
+// others, in key order.
+func (w *Worker) spill(c *CheckpointBatch) error {
+	s := w.cache.store
+	for i := range c.Keys {
+		rec := &c.Keys[i]
+		var err error
+		if len(rec.State) == 0 {
+			err = s.Delete(rec.Key) // a key that holds nothing: none in memory either
+		} else {
+			err = s.Set(rec.Key, checkpoint.EncodeKey(*rec))
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if err := s.Flush(); err != nil {
+		return err
+	}
+	over := len(w.keys) - w.cache.max
+	if over <= 0 {
+		return nil
+	}
+	written := func(key string) bool {
+		_, found := slices.BinarySearchFunc(c.Keys, key, func(r checkpoint.KeyRecord, k string) int {
+			switch {
+			case r.Key < k:
+				return -1
+			case r.Key > k:
+				return 1
+			}
+			return 0
+		})
+		return found
+	}
+	for key := range w.keys {
+		if over == 0 {
+			return nil
+		}
+		if !written(key) {
+			delete(w.keys, key)
+			over--
+		}
+	}
+	for i := range c.Keys {
+		if over == 0 {
+			return nil
+		}
+		if _, ok := w.keys[c.Keys[i].Key]; ok {
+			delete(w.keys, c.Keys[i].Key)
+			over--
+		}
+	}
+	return nil
+}
