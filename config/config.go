@@ -56,6 +56,8 @@ type Config struct {
 	CheckpointEvery  int           `split_words:"true" default:"10000" desc:"checkpoint a partition every this many records (or CheckpointPeriod, whichever first)"`
 	CheckpointPeriod time.Duration `split_words:"true" default:"5s" desc:"and at least this often"`
 	FlushInterval    time.Duration `split_words:"true" default:"5ms" desc:"write predictions, queries and alerts this often between checkpoints (0: at checkpoints only)"`
+	StateDir         string        `split_words:"true" desc:"local directory for the keys beyond CacheKeys per partition, in a Pebble store rebuilt from the changelog on every restore (an emptyDir will do); empty: every key in memory"`
+	CacheKeys        int           `split_words:"true" default:"100000" desc:"with StateDir: keys per partition held in memory after each checkpoint (plus those changed since)"`
 	MetricsAddr      string        `split_words:"true" default:":9090" desc:"address of /metrics, /healthz and /readyz"`
 	Pprof            bool          `default:"false" desc:"serve /debug/pprof on the metrics address"`
 	LogLevel         string        `split_words:"true" default:"info" desc:"debug, info, warn or error"`
@@ -215,6 +217,9 @@ func (c *Config) Validate() error {
 	}
 	if c.CheckpointEvery < 1 || c.CheckpointPeriod <= 0 || c.ShutdownTimeout <= 0 {
 		bad("DRIFTSTREAM_CHECKPOINT_EVERY, DRIFTSTREAM_CHECKPOINT_PERIOD and DRIFTSTREAM_SHUTDOWN_TIMEOUT must be positive")
+	}
+	if c.StateDir != "" && c.CacheKeys < 1 {
+		bad("DRIFTSTREAM_CACHE_KEYS=%d: must be ≥ 1 with DRIFTSTREAM_STATE_DIR", c.CacheKeys)
 	}
 	if c.FlushInterval < 0 {
 		bad("DRIFTSTREAM_FLUSH_INTERVAL=%s: must be ≥ 0 (0: outputs at checkpoints only)", c.FlushInterval)

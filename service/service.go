@@ -88,6 +88,14 @@ type Config struct {
 	// SessionTimeout is the consumer-group session timeout (default 10 s):
 	// a member silent for longer loses its partitions.
 	SessionTimeout time.Duration
+	// StateDir, when set, keeps each partition's keys beyond CacheKeys on
+	// local disk, in a Pebble key store under this directory (package
+	// keystore), instead of all in memory. The stores are caches of the
+	// changelog, rebuilt on every restore: an emptyDir volume will do.
+	StateDir string
+	// CacheKeys is the number of keys per partition held in memory after
+	// each checkpoint when StateDir is set.
+	CacheKeys int
 	// Owner names this member in ownership records (default host/pid).
 	Owner  string
 	Logger *slog.Logger
@@ -116,6 +124,8 @@ type Service struct {
 
 	keptMu sync.Mutex
 	kept   map[int]*pipeline.Kept // state of partitions revoked cleanly, for when they come back
+	// keyStores counts the key stores opened (StateDir), naming their directories.
+	keyStores atomic.Int64
 
 	// eventPartitions is the events topic's partition count, as checked
 	// at start.
@@ -178,6 +188,9 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	cfg.Partitions = max(cfg.Partitions, 1)
 	cfg.Replication = max(cfg.Replication, 1)
 	s := &Service{cfg: cfg, log: cfg.Logger, failed: map[int]error{}, failedCh: make(chan struct{}), kept: map[int]*pipeline.Kept{}}
+	if err := s.prepareStateDir(); err != nil {
+		return nil, err
+	}
 	if err := s.ensureTopics(ctx); err != nil {
 		return nil, s.explain(ctx, err)
 	}
@@ -273,6 +286,7 @@ func (s *Service) Run(ctx context.Context) error {
 	if s.cfg.Store == nil { // the changelog store is ours: release its connections
 		defer s.store.Close()
 	}
+	defer s.dropKept(nil) // and the key stores of states kept for partitions that did not come back
 	runCtx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	go func() { // a failed partition ends the run after the grace period
@@ -371,23 +385,34 @@ func (s *Service) runPartition(ctx, gctx context.Context, gen *kafka.Generation,
 	defer s.parts.Delete(p)
 	obs := s.observer(p, st)
 	defer obs.forget()
-	r, err := pipeline.NewRunner(pipeline.RunnerConfig{Partition: p, Pipeline: s.cfg.Pipeline, Store: s.store,
+	keys, err := s.openKeyStore(p)
+	if err != nil {
+		return &pipeline.PartitionError{Partition: p, Step: pipeline.StepRestore, Err: err}
+	}
+	r, err := pipeline.NewRunner(pipeline.RunnerConfig{Partition: p, Pipeline: s.cfg.Pipeline, Store: s.store, KeyStore: keys, CacheKeys: s.cfg.CacheKeys,
 		Open: func(ctx context.Context, from [2]int64) (pipeline.Source, error) { return s.openSource(ctx, p, from) },
 		Sink: s.sink, Committer: &groupCommitter{gen: gen, gctx: gctx, topics: [2]string{s.cfg.Topics.Events, s.cfg.Topics.Labels}, partition: p},
 		Generation: gen.ID, Owner: s.cfg.Owner, Committed: committed, CheckpointEvery: s.cfg.CheckpointEvery,
 		CheckpointInterval: s.cfg.CheckpointInterval, FlushInterval: s.cfg.FlushInterval, FinalTimeout: s.cfg.FinalTimeout, Retry: s.cfg.Retry, Observer: obs, Logger: s.log,
 		Kept: s.takeKept(p)})
 	if err != nil {
+		if keys != nil {
+			keys.Close()
+		}
 		return &pipeline.PartitionError{Partition: p, Step: pipeline.StepRestore, Err: err}
 	}
 	st.runner.Store(r)
 	if err := r.Run(ctx); err != nil {
 		return err
 	}
-	if k := r.Kept(); k != nil && gctx.Err() != nil { // revoked, not shut down: it may come back
+	switch k := r.Kept(); {
+	case k == nil:
+	case gctx.Err() != nil: // revoked, not shut down: it may come back
 		s.keptMu.Lock()
 		s.kept[p] = k
 		s.keptMu.Unlock()
+	default: // shut down: it will not
+		s.closeKept(p, k)
 	}
 	return nil
 }
@@ -410,10 +435,18 @@ func (s *Service) dropKept(assigned []kafka.PartitionAssignment) {
 	for _, a := range assigned {
 		keep[a.ID] = true
 	}
-	for p := range s.kept {
+	for p, k := range s.kept {
 		if !keep[p] {
+			s.closeKept(p, k)
 			delete(s.kept, p)
 		}
+	}
+}
+
+// closeKept releases the key store of a kept state that will not resume.
+func (s *Service) closeKept(p int, k *pipeline.Kept) {
+	if err := k.Close(); err != nil {
+		s.log.Warn("closing a kept partition's key store", "partition", p, "err", err)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"os"
 	"testing"
 	"time"
 
@@ -223,6 +224,42 @@ func TestServiceRefusesUnequalPartitions(t *testing.T) {
 // move with their state (checkpointed on revoke, restored on assignment), and
 // the end result is bit-identical to an uninterrupted run.
 func TestRebalanceMovesPartitionsAndState(t *testing.T) {
+	for _, cacheKeys := range []int{0, 2} {
+		t.Run(fmt.Sprintf("cache-%d", cacheKeys), func(t *testing.T) { rebalances(t, cacheKeys) })
+	}
+}
+
+// withKeyStore gives cfg a key store of its own holding cacheKeys keys of a
+// partition in memory; with 0, cfg is returned as is (every key in memory).
+func withKeyStore(t *testing.T, cfg Config, cacheKeys int) Config {
+	if cacheKeys > 0 {
+		cfg.StateDir, cfg.CacheKeys = t.TempDir(), cacheKeys
+	}
+	return cfg
+}
+
+// noKeyStoresLeft fails t unless every key store under the configs' state
+// directories was closed and removed.
+func noKeyStoresLeft(t *testing.T, cfgs ...Config) {
+	t.Helper()
+	for _, c := range cfgs {
+		if c.StateDir == "" {
+			continue
+		}
+		if left, err := os.ReadDir(c.StateDir); err != nil || len(left) != 0 {
+			var names []string
+			for _, e := range left {
+				names = append(names, e.Name())
+			}
+			t.Fatalf("state dir %s holds %v after the service stopped (%v)", c.StateDir, names, err)
+		}
+	}
+}
+
+// rebalances is TestRebalanceMovesPartitionsAndState, each member holding
+// cacheKeys keys of a partition in memory and the others in a key store
+// (all in memory with 0).
+func rebalances(t *testing.T, cacheKeys int) {
 	addr := cluster(t)
 	cfg := testConfig(t, addr, "g-rebalance")
 	if _, err := New(context.Background(), cfg); err != nil {
@@ -233,8 +270,11 @@ func TestRebalanceMovesPartitionsAndState(t *testing.T) {
 	defer cancel()
 	var svcs []*Service
 	var dones []chan error
+	var cfgs []Config
 	start := func() {
-		s, err := New(ctx, cfg)
+		c := withKeyStore(t, cfg, cacheKeys)
+		cfgs = append(cfgs, c)
+		s, err := New(ctx, c)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -296,6 +336,7 @@ func TestRebalanceMovesPartitionsAndState(t *testing.T) {
 	if resumed < 1 {
 		t.Fatal("no partition kept by its member across a rebalance resumed from memory")
 	}
+	noKeyStoresLeft(t, cfgs...)
 	t.Logf("events per consumer: %d %d %d; processed in all %d of %d; %d partitions resumed from memory", svcs[0].Totals().Events, svcs[1].Totals().Events,
 		svcs[2].Totals().Events, total(), len(ids), resumed)
 }
@@ -306,8 +347,15 @@ func TestRebalanceMovesPartitionsAndState(t *testing.T) {
 // once, duplicates being identical and bounded by two checkpoint intervals
 // per crash ("exactly-once state, at-least-once output").
 func TestCrashesAtRandomPoints(t *testing.T) {
+	for _, cacheKeys := range []int{0, 2} {
+		t.Run(fmt.Sprintf("cache-%d", cacheKeys), func(t *testing.T) { crashes(t, cacheKeys) })
+	}
+}
+
+// crashes is TestCrashesAtRandomPoints, with cacheKeys as in rebalances.
+func crashes(t *testing.T, cacheKeys int) {
 	addr := cluster(t)
-	cfg := testConfig(t, addr, "g-crash")
+	cfg := withKeyStore(t, testConfig(t, addr, "g-crash"), cacheKeys)
 	cfg.CheckpointEvery = 37
 	cfg.CheckpointInterval = time.Hour // checkpoints only by count: crashes land between them
 	if _, err := New(context.Background(), cfg); err != nil {
@@ -326,7 +374,8 @@ func TestCrashesAtRandomPoints(t *testing.T) {
 		stop()
 	}
 	// A last consumer, checkpointing by time too, finishes the stream gracefully.
-	s, stop := started(t, testConfig(t, addr, "g-crash"))
+	last := withKeyStore(t, testConfig(t, addr, "g-crash"), cacheKeys)
+	s, stop := started(t, last)
 	deadline := time.After(60 * time.Second)
 	for {
 		preds := map[string][]string{}
@@ -366,6 +415,7 @@ func TestCrashesAtRandomPoints(t *testing.T) {
 		}
 	}
 	stop()
+	noKeyStoresLeft(t, last)
 	want, got := referenceStates(t, addr, cfg), changelogStates(t, addr)
 	for k, b := range want {
 		if !bytes.Equal(got[k], b) {
