@@ -251,6 +251,51 @@ func TestHelmChartSetsGoMemLimit(t *testing.T) {
 	}
 }
 
+// keyStore.enabled mounts an emptyDir for the key stores and points
+// DRIFTSTREAM_STATE_DIR at it, with the cache's size.
+func TestHelmChartMountsTheKeyStore(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		sets      []string
+		env       map[string]string // "" absent
+		sizeLimit string
+	}{
+		{"off by default", nil, map[string]string{"DRIFTSTREAM_STATE_DIR": "", "DRIFTSTREAM_CACHE_KEYS": ""}, ""},
+		{"on", []string{"keyStore.enabled=true"}, map[string]string{"DRIFTSTREAM_STATE_DIR": "/var/lib/driftstream/keys", "DRIFTSTREAM_CACHE_KEYS": "100000"}, "20Gi"},
+		{"sized", []string{"keyStore.enabled=true", "keyStore.cacheKeys=5000", "keyStore.sizeLimit=100Gi"},
+			map[string]string{"DRIFTSTREAM_STATE_DIR": "/var/lib/driftstream/keys", "DRIFTSTREAM_CACHE_KEYS": "5000"}, "100Gi"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := decodeStrict(t, render(t, tc.sets...))["Deployment"].(*appsv1.Deployment)
+			pod := d.Spec.Template.Spec
+			env := map[string]string{}
+			for _, e := range pod.Containers[0].Env {
+				env[e.Name] = e.Value
+			}
+			for k, want := range tc.env {
+				if env[k] != want {
+					t.Errorf("%s = %q, want %q", k, env[k], want)
+				}
+			}
+			mounted := ""
+			for _, m := range pod.Containers[0].VolumeMounts {
+				if m.Name == "keys" {
+					mounted = m.MountPath
+				}
+			}
+			size := ""
+			for _, v := range pod.Volumes {
+				if v.Name == "keys" && v.EmptyDir != nil && v.EmptyDir.SizeLimit != nil {
+					size = v.EmptyDir.SizeLimit.String()
+				}
+			}
+			if mounted != tc.env["DRIFTSTREAM_STATE_DIR"] || size != tc.sizeLimit {
+				t.Fatalf("keys volume mounted at %q with size limit %q; want %q, %q", mounted, size, tc.env["DRIFTSTREAM_STATE_DIR"], tc.sizeLimit)
+			}
+		})
+	}
+}
+
 // collected records the descriptions of the collectors registered on it.
 type collected struct{ names map[string]bool }
 
