@@ -103,6 +103,16 @@ func (s *Store) open() error {
 	return nil
 }
 
+// MemoryBytes is the memory Pebble holds for the store: its block cache
+// and memtables (outside the Go heap when built with cgo).
+func (s *Store) MemoryBytes() int64 {
+	if s.db == nil {
+		return 0
+	}
+	m := s.db.Metrics()
+	return m.BlockCache.Size + int64(m.MemTable.Size)
+}
+
 // Dir is the store's directory.
 func (s *Store) Dir() string { return s.dir }
 

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/driftstream/driftstream/checkpoint"
 )
@@ -33,8 +34,8 @@ type KeyStore interface {
 }
 
 // keyCache is a worker's key store and the bound on the keys it holds in
-// memory. A key is held in memory or in the store or both; every clean key
-// is in the store, with the state it has in memory.
+// memory. A key not in memory has its latest state in the store; one in
+// memory may have an older record there, or none (keyState.unstored).
 type keyCache struct {
 	store KeyStore
 	max   int // clean keys held in memory at most, after a checkpoint
@@ -112,60 +113,62 @@ func (w *Worker) stored(key string) (*checkpoint.KeyRecord, bool, error) {
 	return rec.Key, true, nil
 }
 
-// spill writes a checkpoint's key records to the key store, then evicts
-// clean keys until at most the cache's bound stay in memory: first those
-// the checkpoint did not write (untouched for a whole interval), then the
-// others, in key order.
+// spill evicts clean keys, once a checkpoint has made every key clean,
+// until at most the cache's bound stay in memory: first those the
+// checkpoint did not write that the key store holds as they are, then the
+// others it did not write, then those it wrote, in key order. An evicted key
+// whose state is newer than its record in the key store is written there
+// first (from the checkpoint's record when it has one); nothing is evicted
+// unless all of them were written.
 func (w *Worker) spill(c *CheckpointBatch) error {
-	s := w.cache.store
-	for i := range c.Keys {
-		rec := &c.Keys[i]
-		var err error
-		if len(rec.State) == 0 {
-			err = s.Delete(rec.Key) // a key that holds nothing: none in memory either
-		} else {
-			err = s.Set(rec.Key, checkpoint.EncodeKey(*rec))
+	over := len(w.keys) - w.cache.max
+	if over <= 0 {
+		return nil
+	}
+	written := func(key string) (int, bool) {
+		return slices.BinarySearchFunc(c.Keys, key, func(r checkpoint.KeyRecord, k string) int { return strings.Compare(r.Key, k) })
+	}
+	victims := make([]string, 0, over)
+	for _, stored := range []bool{true, false} {
+		for key, ks := range w.keys {
+			if len(victims) == over {
+				break
+			}
+			if _, ok := written(key); !ok && ks.unstored != stored {
+				victims = append(victims, key)
+			}
 		}
-		if err != nil {
+	}
+	for i := 0; i < len(c.Keys) && len(victims) < over; i++ {
+		if _, ok := w.keys[c.Keys[i].Key]; ok {
+			victims = append(victims, c.Keys[i].Key)
+		}
+	}
+	s := w.cache.store
+	for _, key := range victims {
+		ks := w.keys[key]
+		if !ks.unstored {
+			continue
+		}
+		var rec []byte
+		if i, ok := written(key); ok {
+			rec = checkpoint.EncodeKey(c.Keys[i])
+		} else {
+			state, err := encodeState(ks)
+			if err != nil {
+				return fmt.Errorf("key %q: %w", key, err)
+			}
+			rec = checkpoint.EncodeKey(checkpoint.KeyRecord{Partition: w.partition, Key: key, Epoch: w.epoch, AppliedThrough: ks.applied, State: state})
+		}
+		if err := s.Set(key, rec); err != nil {
 			return err
 		}
 	}
 	if err := s.Flush(); err != nil {
 		return err
 	}
-	over := len(w.keys) - w.cache.max
-	if over <= 0 {
-		return nil
-	}
-	written := func(key string) bool {
-		_, found := slices.BinarySearchFunc(c.Keys, key, func(r checkpoint.KeyRecord, k string) int {
-			switch {
-			case r.Key < k:
-				return -1
-			case r.Key > k:
-				return 1
-			}
-			return 0
-		})
-		return found
-	}
-	for key := range w.keys {
-		if over == 0 {
-			return nil
-		}
-		if !written(key) {
-			delete(w.keys, key)
-			over--
-		}
-	}
-	for i := range c.Keys {
-		if over == 0 {
-			return nil
-		}
-		if _, ok := w.keys[c.Keys[i].Key]; ok {
-			delete(w.keys, c.Keys[i].Key)
-			over--
-		}
+	for _, key := range victims {
+		delete(w.keys, key)
 	}
 	return nil
 }

@@ -214,10 +214,11 @@ func TestKeyCacheIsBitIdentical(t *testing.T) {
 	}
 }
 
-// The cache evicts the keys a checkpoint did not write before those it did.
+// The cache evicts the keys a checkpoint did not write before those it did,
+// and of those, first the ones whose record in the store is current.
 func TestKeyCacheEvictsUntouchedKeysFirst(t *testing.T) {
 	cfg := testConfig(t, "perceptron", "")
-	w, _ := cachedWorker(t, cfg, 2)
+	w, keys := cachedWorker(t, cfg, 2)
 	ctx := context.Background()
 	offset := int64(0)
 	touch := func(keys ...string) {
@@ -235,6 +236,16 @@ func TestKeyCacheEvictsUntouchedKeysFirst(t *testing.T) {
 	touch("c", "d")
 	if got := slices.Sorted(maps.Keys(w.keys)); !slices.Equal(got, []string{"c", "d"}) || w.Keys() != 4 {
 		t.Fatalf("in memory %v of %d keys, want [c d] of 4", got, w.Keys())
+	}
+	// a, read back unchanged, is evicted before d, which the store has no
+	// record of: evicting it costs no write.
+	sets := len(keys.names())
+	if _, ok, err := w.Inspect("a"); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	touch("c")
+	if got := slices.Sorted(maps.Keys(w.keys)); !slices.Equal(got, []string{"c", "d"}) || len(keys.names()) != sets {
+		t.Fatalf("in memory %v, %d keys in the store; want [c d], %d", got, len(keys.names()), sets)
 	}
 }
 

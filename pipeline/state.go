@@ -180,6 +180,7 @@ func (w *Worker) Checkpoint(ctx context.Context, store checkpoint.Store) (record
 // key's state, nil when the worker does not hold it.
 func (w *Worker) markDirty(key string, ks *keyState) {
 	if ks != nil {
+		ks.unstored = true
 		if ks.dirty {
 			return
 		}
@@ -350,8 +351,8 @@ func (w *Worker) restore(ctx context.Context, store checkpoint.Store) (Restored,
 
 // restoring is the checkpoint.KeySink a restore loads into: each record is
 // decoded into the worker's key as it arrives, replacing the key's earlier
-// record, and then dropped. With a key store, the record is written there
-// once it decodes, and its key kept in memory only while the cache has room.
+// record, and then dropped. With a key store, the key is kept in memory
+// while the cache has room, and its record written there otherwise.
 type restoring struct {
 	w *Worker
 	// unheld holds the keys whose latest record gave no key state: nil for
@@ -409,8 +410,8 @@ func (r *restoring) Put(rec *checkpoint.KeyRecord) {
 	r.unheld[rec.Key] = err
 }
 
-// hold keeps a key whose record decoded: in memory, and with a key store,
-// there too (in memory only while the cache has room).
+// hold keeps a key whose record decoded: in memory, or with a key store
+// and no room left in the cache, there.
 func (r *restoring) hold(rec *checkpoint.KeyRecord, ks *keyState) {
 	if r.held == nil {
 		r.w.keys[rec.Key] = ks
@@ -418,7 +419,9 @@ func (r *restoring) hold(rec *checkpoint.KeyRecord, ks *keyState) {
 	}
 	r.held[rec.Key] = struct{}{}
 	if _, ok := r.w.keys[rec.Key]; ok || len(r.w.keys) < r.w.cache.max {
+		ks.unstored = true // written when evicted
 		r.w.keys[rec.Key] = ks
+		return
 	}
 	r.err = r.w.cache.store.Set(rec.Key, checkpoint.EncodeKey(*rec))
 }

@@ -333,6 +333,9 @@ type keyState struct {
 	// dirty is set while the key is in Worker.dirty: changed since the last
 	// checkpoint.
 	dirty bool
+	// unstored is set, with a key store, while the key's state in memory is
+	// newer than its record there (or it has none): evicting it writes it.
+	unstored bool
 }
 
 // labelWait is what a key holds between an event and its label.
