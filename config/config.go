@@ -56,7 +56,7 @@ type Config struct {
 	CheckpointEvery  int           `split_words:"true" default:"10000" desc:"checkpoint a partition every this many records (or CheckpointPeriod, whichever first)"`
 	CheckpointPeriod time.Duration `split_words:"true" default:"5s" desc:"and at least this often"`
 	FlushInterval    time.Duration `split_words:"true" default:"5ms" desc:"write predictions, queries and alerts this often between checkpoints (0: at checkpoints only)"`
-	StateDir         string        `split_words:"true" desc:"local directory for the keys beyond CacheKeys per partition, in a Pebble store rebuilt from the changelog on every restore (an emptyDir will do); empty: every key in memory"`
+	StateDir         string        `split_words:"true" desc:"local directory for the keys beyond CacheKeys per partition, in a Pebble store rebuilt from the changelog on every restore (an emptyDir will do; one member's alone: stores left there are removed at start); empty: every key in memory"`
 	CacheKeys        int           `split_words:"true" default:"100000" desc:"with StateDir: keys per partition held in memory after each checkpoint (plus those changed since)"`
 	MetricsAddr      string        `split_words:"true" default:":9090" desc:"address of /metrics, /healthz and /readyz"`
 	Pprof            bool          `default:"false" desc:"serve /debug/pprof on the metrics address"`

@@ -91,7 +91,9 @@ type Config struct {
 	// StateDir, when set, keeps each partition's keys beyond CacheKeys on
 	// local disk, in a Pebble key store under this directory (package
 	// keystore), instead of all in memory. The stores are caches of the
-	// changelog, rebuilt on every restore: an emptyDir volume will do.
+	// changelog, rebuilt on every restore: an emptyDir volume will do. The
+	// directory is this member's alone: New removes the stores a former
+	// process left in it.
 	StateDir string
 	// CacheKeys is the number of keys per partition held in memory after
 	// each checkpoint when StateDir is set.
