@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"testing"
 	"time"
 
@@ -44,14 +43,7 @@ func BenchmarkKeyCache(b *testing.B) {
 					k = r.IntN(nkeys)
 				}
 			}
-			v := fmt.Appendf(nil, `{"id":"e%d","x":[`, i)
-			for d := range dim {
-				if d > 0 {
-					v = append(v, ',')
-				}
-				v = strconv.AppendFloat(v, float64(int(r.NormFloat64()*1e4))/1e4, 'f', -1, 64)
-			}
-			v = fmt.Appendf(v, `],"label":%d}`, 1-2*r.IntN(2))
+			v := labeledEvent(r, i, dim, func() float64 { return float64(int(r.NormFloat64()*1e4)) / 1e4 })
 			recs[i] = Record{Offset: int64(i), Key: fmt.Appendf(nil, "customer-%07d", k), Value: v}
 		}
 		for _, cache := range []int{0, nkeys / 10, nkeys / 100} {

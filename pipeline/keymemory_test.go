@@ -33,14 +33,7 @@ func BenchmarkKeyMemory(b *testing.B) {
 				r := rand.New(rand.NewPCG(1, uint64(dim)))
 				var recs []Record
 				for i := range nkeys * 20 {
-					v := fmt.Appendf(nil, `{"id":"e%d","x":[`, i)
-					for d := range dim {
-						if d > 0 {
-							v = append(v, ',')
-						}
-						v = strconv.AppendFloat(v, float64(r.IntN(2)), 'f', -1, 64)
-					}
-					v = fmt.Appendf(v, `],"label":%d}`, 1-2*r.IntN(2))
+					v := labeledEvent(r, i, dim, func() float64 { return float64(r.IntN(2)) })
 					recs = append(recs, Record{Offset: int64(i), Key: fmt.Appendf(nil, "customer-%07d", i%nkeys), Value: v})
 				}
 				for range b.N {
@@ -71,4 +64,17 @@ func BenchmarkKeyMemory(b *testing.B) {
 			})
 		}
 	}
+}
+
+// labeledEvent is event i with dim values drawn from value, then a label
+// drawn from r.
+func labeledEvent(r *rand.Rand, i, dim int, value func() float64) []byte {
+	v := fmt.Appendf(nil, `{"id":"e%d","x":[`, i)
+	for d := range dim {
+		if d > 0 {
+			v = append(v, ',')
+		}
+		v = strconv.AppendFloat(v, value(), 'f', -1, 64)
+	}
+	return fmt.Appendf(v, `],"label":%d}`, 1-2*r.IntN(2))
 }
