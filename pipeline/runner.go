@@ -190,10 +190,10 @@ type RunnerConfig struct {
 	// since; otherwise it restores as usual (and closes the kept state).
 	Kept *Kept
 	// KeyStore, when set, holds the partition's keys beyond the CacheKeys
-	// kept in memory (Worker.UseKeyStore). Once NewRunner returns it, the
-	// Runner owns the store: it closes it
-	// when Run returns, unless the state is kept (then Kept.Close does), and
-	// at once when it resumes from Kept, whose own store it uses instead.
+	// kept in memory (Worker.UseKeyStore). Once NewRunner returns, the
+	// Runner owns the store: it closes it when Run returns, unless the state
+	// is kept (then Kept.Close does), and at once when it resumes from Kept,
+	// whose own store it uses instead.
 	KeyStore  KeyStore
 	CacheKeys int
 }

@@ -203,19 +203,15 @@ type CheckpointBatch struct {
 // TakeCheckpoint encodes every key changed since the last checkpoint, and
 // the marker of the offsets processed so far, and marks the keys clean: the
 // caller must write the batch, or fail the partition (a restore then
-// starts from the last batch written). With a key store, the records are
-// written there too, and clean keys beyond the cache's bound evicted.
+// starts from the last batch written). With a key store, the clean keys
+// beyond the cache's bound are then evicted (Worker.spill); on error no key
+// is marked clean and none evicted.
 func (w *Worker) TakeCheckpoint() (CheckpointBatch, error) {
 	slices.Sort(w.dirty) // deterministic record order
 	w.dirty = slices.Compact(w.dirty)
 	keys := w.dirty
 	c := CheckpointBatch{Keys: make([]checkpoint.KeyRecord, 0, len(keys)), Marker: checkpoint.Marker{Partition: w.partition, Epoch: w.epoch, Through: w.through}}
-	fail := func(err error) (CheckpointBatch, error) {
-		for _, k := range keys { // all stay dirty
-			if ks, ok := w.keys[k]; ok {
-				ks.dirty = true
-			}
-		}
+	fail := func(err error) (CheckpointBatch, error) { // every key stays dirty
 		return CheckpointBatch{}, fmt.Errorf("checkpoint partition %d: %w", w.partition, err)
 	}
 	for _, k := range keys {
