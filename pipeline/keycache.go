@@ -82,6 +82,11 @@ func (w *Worker) lookup(key string) (*keyState, bool, error) {
 	if ks, ok := w.keys[key]; ok || w.cache == nil {
 		return ks, ok, nil
 	}
+	return w.fault(key)
+}
+
+// fault reads key back from the key store into memory (lookup's miss).
+func (w *Worker) fault(key string) (*keyState, bool, error) {
 	rec, ok, err := w.stored(key)
 	if !ok || err != nil {
 		return nil, false, err

@@ -53,9 +53,7 @@ func BenchmarkKeyCache(b *testing.B) {
 			}
 			b.Run(pattern+"/"+name, func(b *testing.B) {
 				for range b.N {
-					var before, after runtime.MemStats
-					runtime.GC()
-					runtime.ReadMemStats(&before)
+					before := liveHeap()
 					w, err := NewWorker(cfg, 0)
 					if err != nil {
 						b.Fatal(err)
@@ -84,10 +82,8 @@ func BenchmarkKeyCache(b *testing.B) {
 						}
 					}
 					took := time.Since(start)
-					runtime.GC()
-					runtime.ReadMemStats(&after)
 					b.ReportMetric(float64(events)/took.Seconds(), "events/s")
-					b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/1e6, "heap-MB")
+					b.ReportMetric(float64(liveHeap()-before)/1e6, "heap-MB")
 					b.ReportMetric(float64(w.Resident()), "keys-in-memory")
 					b.ReportMetric(float64(dirBytes(dir))/1e6, "disk-MB")
 					if ks != nil {

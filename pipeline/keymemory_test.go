@@ -37,9 +37,7 @@ func BenchmarkKeyMemory(b *testing.B) {
 					recs = append(recs, Record{Offset: int64(i), Key: fmt.Appendf(nil, "customer-%07d", i%nkeys), Value: v})
 				}
 				for range b.N {
-					var before, after runtime.MemStats
-					runtime.GC()
-					runtime.ReadMemStats(&before)
+					before := liveHeap()
 					w, err := NewWorker(cfg, 0)
 					if err != nil {
 						b.Skip(err)
@@ -53,9 +51,7 @@ func BenchmarkKeyMemory(b *testing.B) {
 					if w.Totals().DeadLetters > 0 {
 						b.Skipf("%d dead letters: inputs outside the learner's domain", w.Totals().DeadLetters)
 					}
-					runtime.GC()
-					runtime.ReadMemStats(&after)
-					perKey := float64(after.HeapAlloc-before.HeapAlloc) / float64(nkeys)
+					perKey := float64(liveHeap()-before) / float64(nkeys)
 					runtime.KeepAlive(w)
 					b.ReportMetric(perKey, "bytes/key")
 					b.ReportMetric(float64(words*8), "raw-bytes")
@@ -77,4 +73,12 @@ func labeledEvent(r *rand.Rand, i, dim int, value func() float64) []byte {
 		v = strconv.AppendFloat(v, value(), 'f', -1, 64)
 	}
 	return fmt.Appendf(v, `],"label":%d}`, 1-2*r.IntN(2))
+}
+
+// liveHeap is the heap's live bytes, after a collection.
+func liveHeap() int64 {
+	var m runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapAlloc)
 }

@@ -634,9 +634,11 @@ func (w *Worker) Process(ctx context.Context, r Record) error {
 		w.deadLetter(r, ReasonInvalidEvent, err)
 		return nil
 	}
-	ks, ok, err := w.lookup(key)
-	if err != nil {
-		return err // the key store failed: the partition restores, rebuilding it
+	ks, ok := w.keys[key] // lookup, without a call per event (over the inlining budget)
+	if !ok && w.cache != nil {
+		if ks, ok, err = w.fault(key); err != nil {
+			return err // the key store failed: the partition restores, rebuilding it
+		}
 	}
 	if !ok && ev.Kind == topics.LabelRecord && r.Topic == EventsTopic {
 		// A label for a key this partition has never seen: its event went to
