@@ -141,13 +141,20 @@ var DefaultBackoff = Backoff{Initial: 100 * time.Millisecond, Max: 5 * time.Seco
 // Checkpointed and Retrying also from its write-behind goroutine, so an
 // Observer must be safe for concurrent use.
 type Observer interface {
-	Restored(res Restored, keys int, took time.Duration)
+	Restored(res Restored, keys KeyCount, took time.Duration)
 	// Processed follows every record; before and after are the worker's
 	// counters around it, valid only during the call.
 	Processed(f *Fetched, before, after *Totals)
-	Checkpointed(records, bytes, keys int, took time.Duration)
+	Checkpointed(records, bytes int, keys KeyCount, took time.Duration)
 	Retrying(step Step, err error, attempt int, wait time.Duration)
 }
+
+// KeyCount is how many keys a partition holds, and how many of them are in
+// memory: fewer than Keys only with a key store (UseKeyStore), which holds
+// the rest on disk.
+type KeyCount struct{ Keys, Resident int }
+
+func (w *Worker) keyCount() KeyCount { return KeyCount{Keys: w.Keys(), Resident: w.Resident()} }
 
 // RunnerConfig configures a Runner.
 type RunnerConfig struct {
@@ -470,7 +477,7 @@ func (r *Runner) run(ctx context.Context) error {
 	}
 	committed := [2]int64{max(r.cfg.Committed[0], 0), max(r.cfg.Committed[1], 0)}
 	r.w.SuppressBelow(committed)
-	r.cfg.Observer.Restored(res, r.w.Keys(), time.Since(start))
+	r.cfg.Observer.Restored(res, r.w.keyCount(), time.Since(start))
 	r.log.Info("partition restored", "keys", r.w.Keys(), "resumed_from_memory", resumed, "replay_from", res.From[0], "committed", committed[0],
 		"epoch", r.w.epoch.String(), "fenced_records", res.Fenced, "restore_ms", time.Since(start).Milliseconds())
 
@@ -620,7 +627,7 @@ func (r *Runner) checkpoint(wb *writeBehind, reply chan error) error {
 			next[i] = t[i] + 1
 		}
 	}
-	return wb.put(job{outs: r.w.TakeOutputs(), ckpt: &pendingCheckpoint{batch: batch, next: next, keys: r.w.Keys(), taken: time.Now()}, reply: reply})
+	return wb.put(job{outs: r.w.TakeOutputs(), ckpt: &pendingCheckpoint{batch: batch, next: next, keys: r.w.keyCount(), taken: time.Now()}, reply: reply})
 }
 
 // do runs fn until it succeeds, retrying retriable errors with backoff for
@@ -673,7 +680,7 @@ func (r *Runner) backoff(ctx context.Context, step Step, err error, attempt *int
 
 type nopObserver struct{}
 
-func (nopObserver) Restored(Restored, int, time.Duration)     {}
-func (nopObserver) Processed(*Fetched, *Totals, *Totals)      {}
-func (nopObserver) Checkpointed(int, int, int, time.Duration) {}
-func (nopObserver) Retrying(Step, error, int, time.Duration)  {}
+func (nopObserver) Restored(Restored, KeyCount, time.Duration)     {}
+func (nopObserver) Processed(*Fetched, *Totals, *Totals)           {}
+func (nopObserver) Checkpointed(int, int, KeyCount, time.Duration) {}
+func (nopObserver) Retrying(Step, error, int, time.Duration)       {}

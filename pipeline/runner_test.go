@@ -248,7 +248,7 @@ type progress struct {
 	retries           atomic.Int64
 }
 
-func (p *progress) Checkpointed(int, int, int, time.Duration) { p.checkpoints.Add(1) }
+func (p *progress) Checkpointed(int, int, KeyCount, time.Duration) { p.checkpoints.Add(1) }
 
 func (p *progress) Processed(f *Fetched, _, _ *Totals) { p.last.Store(f.Offset) }
 func (p *progress) Retrying(Step, error, int, time.Duration) {
@@ -666,7 +666,7 @@ type restoredAs struct {
 	res Restored
 }
 
-func (o *restoredAs) Restored(res Restored, _ int, _ time.Duration) { o.res = res }
+func (o *restoredAs) Restored(res Restored, _ KeyCount, _ time.Duration) { o.res = res }
 
 // runUntil runs a runner of generation gen up to offset upto, stops it as a
 // revocation would, and returns it.

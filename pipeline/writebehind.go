@@ -54,7 +54,7 @@ type job struct {
 type pendingCheckpoint struct {
 	batch CheckpointBatch
 	next  [2]int64 // the input offsets to commit after the marker
-	keys  int      // keys the worker held when it was taken
+	keys  KeyCount // keys the worker held when it was taken
 	taken time.Time
 }
 

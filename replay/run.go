@@ -204,6 +204,6 @@ func (s *scorer) Processed(f *pipeline.Fetched, before, after *pipeline.Totals) 
 	k.Queries += after.Queries - before.Queries
 }
 
-func (s *scorer) Restored(pipeline.Restored, int, time.Duration)    {}
-func (s *scorer) Checkpointed(int, int, int, time.Duration)         {}
-func (s *scorer) Retrying(pipeline.Step, error, int, time.Duration) {}
+func (s *scorer) Restored(pipeline.Restored, pipeline.KeyCount, time.Duration) {}
+func (s *scorer) Checkpointed(int, int, pipeline.KeyCount, time.Duration)      {}
+func (s *scorer) Retrying(pipeline.Step, error, int, time.Duration)            {}

@@ -56,6 +56,9 @@ type PartitionInfo struct {
 	State string `json:"state"`
 	// Keys held; −1 when the partition is not running.
 	Keys int `json:"keys"`
+	// KeysInMemory of them are in memory (all without a key store); −1 when
+	// the partition is not running.
+	KeysInMemory int `json:"keys_in_memory"`
 	// Lag is high watermark − next offset of the events topic, as of the
 	// last record processed.
 	Lag     int64  `json:"lag"`
@@ -150,15 +153,15 @@ func (s *Service) Partitions(ctx context.Context) []PartitionInfo {
 	s.mu.Unlock()
 	out := []PartitionInfo{}
 	for _, st := range s.running() {
-		pi := PartitionInfo{Partition: st.p, State: "restoring", Keys: -1, Lag: st.lag.Load(), Resumed: st.resumed.Load()}
+		pi := PartitionInfo{Partition: st.p, State: "restoring", Keys: -1, KeysInMemory: -1, Lag: st.lag.Load(), Resumed: st.resumed.Load()}
 		if err, ok := failed[st.p]; ok {
 			pi.State, pi.Error = "failed", err.Error()
 		} else if r := st.runner.Load(); r != nil && st.restored.Load() {
-			var keys int // written on the partition's goroutine, read only once Do answered
-			err := r.Do(ctx, func(w *pipeline.Worker) bool { keys = w.Keys(); return false })
+			var keys, resident int // written on the partition's goroutine, read only once Do answered
+			err := r.Do(ctx, func(w *pipeline.Worker) bool { keys, resident = w.Keys(), w.Resident(); return false })
 			switch {
 			case err == nil:
-				pi.State, pi.Keys = "running", keys
+				pi.State, pi.Keys, pi.KeysInMemory = "running", keys, resident
 			case errors.Is(err, pipeline.ErrNotRunning):
 				pi.State = "stopped"
 			default:
@@ -169,7 +172,7 @@ func (s *Service) Partitions(ctx context.Context) []PartitionInfo {
 		delete(failed, st.p)
 	}
 	for p, err := range failed { // stopped for good: no longer among the running
-		out = append(out, PartitionInfo{Partition: p, State: "failed", Keys: -1, Error: err.Error()})
+		out = append(out, PartitionInfo{Partition: p, State: "failed", Keys: -1, KeysInMemory: -1, Error: err.Error()})
 	}
 	slices.SortFunc(out, func(a, b PartitionInfo) int { return a.Partition - b.Partition })
 	return out

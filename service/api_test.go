@@ -8,11 +8,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/driftstream/driftstream/pipeline"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/segmentio/kafka-go"
 )
 
@@ -41,10 +44,26 @@ func nh(s *Service, key string) map[string]int { return s.keyPartitions(key) }
 // The API answers for every key the member holds, with counters that add up
 // to the events produced; says where a key it does not hold lives; refuses
 // resets without the admin token; and a reset is in the changelog, so that
-// the next owner of the key holds the fresh learner.
+// the next owner of the key holds the fresh learner. With a key store, the
+// keys beyond the cache are answered from it, and the partitions' keys in
+// memory (API and gauge) stay within the cache.
 func TestKeyAPI(t *testing.T) {
+	for _, cacheKeys := range []int{0, 2} {
+		t.Run(fmt.Sprintf("cache-%d", cacheKeys), func(t *testing.T) { keyAPI(t, cacheKeys) })
+	}
+}
+
+// keyAPI is TestKeyAPI with cacheKeys keys of a partition in memory (all
+// with 0).
+func keyAPI(t *testing.T, cacheKeys int) {
 	addr := cluster(t)
-	cfg := testConfig(t, addr, "g-api")
+	cfg := withKeyStore(t, testConfig(t, addr, "g-api"), cacheKeys)
+	m, err := NewMetrics(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Metrics = m
+	defer noKeyStoresLeft(t, cfg)
 	s, stop := started(t, cfg)
 	produce(t, addr, 1, 300)
 	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "events", Balancer: &kafka.Hash{}, BatchTimeout: time.Millisecond}
@@ -72,6 +91,32 @@ func TestKeyAPI(t *testing.T) {
 	}
 	if keys != 21 {
 		t.Fatalf("partitions hold %d keys, want 21", keys)
+	}
+	// Once the last checkpoint has evicted what it may, the keys in memory
+	// are within the cache, and the gauges say what the API says.
+	var spilled int
+	eventually(t, 30*time.Second, func() bool {
+		call(t, "GET", open.URL+"/v1/partitions", "", &parts)
+		spilled = 0
+		for _, p := range parts.Partitions {
+			label := strconv.Itoa(p.Partition)
+			if p.KeysInMemory < 0 || p.KeysInMemory > p.Keys || cacheKeys == 0 && p.KeysInMemory != p.Keys || cacheKeys > 0 && p.KeysInMemory > cacheKeys ||
+				testutil.ToFloat64(m.keys.WithLabelValues(label)) != float64(p.Keys) || testutil.ToFloat64(m.keysResident.WithLabelValues(label)) != float64(p.KeysInMemory) {
+				return false
+			}
+			spilled += p.Keys - p.KeysInMemory
+		}
+		return true
+	}, func() string {
+		msg := fmt.Sprintf("partitions %+v; gauges (keys, in memory):", parts.Partitions)
+		for p := range partitions {
+			label := strconv.Itoa(p)
+			msg += fmt.Sprintf(" %d: %v, %v", p, testutil.ToFloat64(m.keys.WithLabelValues(label)), testutil.ToFloat64(m.keysResident.WithLabelValues(label)))
+		}
+		return msg
+	})
+	if want := max(0, 21-partitions*cacheKeys); cacheKeys > 0 && spilled < want {
+		t.Fatalf("%d keys beyond memory, want at least %d", spilled, want)
 	}
 
 	var events, labeled int64

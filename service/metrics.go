@@ -19,7 +19,7 @@ type Metrics struct {
 	queries                                    prometheus.Counter
 	labelsJoined, labelsUnknown, labelsExpired prometheus.Counter
 	deadLetters                                *prometheus.CounterVec
-	windowAccuracy, lag, keys                  *prometheus.GaugeVec
+	windowAccuracy, lag, keys, keysResident    *prometheus.GaugeVec
 	checkpointSeconds, restoreSeconds          prometheus.Histogram
 	checkpointBytes                            prometheus.Histogram
 	partitionErrors, retries, driftAlerts      *prometheus.CounterVec
@@ -60,6 +60,8 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "Events-topic records behind the last one processed (high watermark - next offset)."}, []string{"partition"}),
 		keys: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "driftstream", Name: "keys",
 			Help: "Keys held by the partition's worker."}, []string{"partition"}),
+		keysResident: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "driftstream", Name: "keys_in_memory",
+			Help: "Keys of the partition held in memory after its last checkpoint or restore: driftstream_keys without a key store (DRIFTSTREAM_STATE_DIR), at most DRIFTSTREAM_CACHE_KEYS with one."}, []string{"partition"}),
 		checkpointSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "driftstream", Name: "checkpoint_duration_seconds",
 			Help: "Time from taking a checkpoint to its commit: waiting behind earlier writes, flushing its outputs, writing it, committing (off the partition loop).", Buckets: prometheus.ExponentialBuckets(0.001, 2, 16)}),
 		checkpointBytes: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "driftstream", Name: "checkpoint_bytes",
@@ -82,7 +84,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "Keys whose drift detectors last said warning, since the partition was assigned."}, []string{"partition"}),
 	}
 	for _, col := range []prometheus.Collector{m.resumed, m.labelsNoKey, m.driftAlerts, m.resets, m.keysInWarning, m.labeled, m.partitionErrors, m.retries, m.partitionFailed, m.groupErrors, m.events, m.predictions, m.mistakes, m.queries, m.labelsJoined, m.labelsUnknown, m.labelsExpired,
-		m.deadLetters, m.windowAccuracy, m.lag, m.keys, m.checkpointSeconds, m.checkpointBytes, m.restoreSeconds} {
+		m.deadLetters, m.windowAccuracy, m.lag, m.keys, m.keysResident, m.checkpointSeconds, m.checkpointBytes, m.restoreSeconds} {
 		if err := reg.Register(col); err != nil {
 			return nil, err
 		}
@@ -96,7 +98,7 @@ func part(p int) string { return strconv.Itoa(p) }
 // record, with the window of its last 1000 labeled outcomes. A nil Metrics
 // gives gauges that discard everything.
 type partitionGauges struct {
-	lag, keys, keysInWarning prometheus.Gauge
+	lag, keys, keysResident, keysInWarning prometheus.Gauge
 	// windowAccuracy is created at the partition's first labeled event: until
 	// then the series is absent (no sample), not 0, so that an accuracy alert
 	// does not fire on an idle partition.
@@ -109,10 +111,10 @@ func (m *Metrics) partition(p int) *partitionGauges {
 	g := &partitionGauges{window: window.New(1000)}
 	if m == nil {
 		d := prometheus.NewGauge(prometheus.GaugeOpts{Name: "discarded"})
-		g.lag, g.keys, g.keysInWarning, g.newWindowAccuracy = d, d, d, func() prometheus.Gauge { return d }
+		g.lag, g.keys, g.keysResident, g.keysInWarning, g.newWindowAccuracy = d, d, d, d, func() prometheus.Gauge { return d }
 		return g
 	}
-	g.lag, g.keys, g.keysInWarning = m.lag.WithLabelValues(part(p)), m.keys.WithLabelValues(part(p)), m.keysInWarning.WithLabelValues(part(p))
+	g.lag, g.keys, g.keysResident, g.keysInWarning = m.lag.WithLabelValues(part(p)), m.keys.WithLabelValues(part(p)), m.keysResident.WithLabelValues(part(p)), m.keysInWarning.WithLabelValues(part(p))
 	g.newWindowAccuracy = func() prometheus.Gauge { return m.windowAccuracy.WithLabelValues(part(p)) }
 	return g
 }
@@ -135,6 +137,7 @@ func (m *Metrics) forget(p int) {
 	m.keysInWarning.DeleteLabelValues(part(p))
 	m.lag.DeleteLabelValues(part(p))
 	m.keys.DeleteLabelValues(part(p))
+	m.keysResident.DeleteLabelValues(part(p))
 }
 
 // partitionObserver turns a partition Runner's events into the service's
@@ -150,8 +153,14 @@ func (s *Service) observer(p int, st *partState) *partitionObserver {
 	return &partitionObserver{s: s, p: p, st: st, gauges: s.cfg.Metrics.partition(p)}
 }
 
-func (o *partitionObserver) Restored(res pipeline.Restored, keys int, took time.Duration) {
-	o.gauges.keys.Set(float64(keys))
+// setKeys sets the partition's key gauges.
+func (g *partitionGauges) setKeys(k pipeline.KeyCount) {
+	g.keys.Set(float64(k.Keys))
+	g.keysResident.Set(float64(k.Resident))
+}
+
+func (o *partitionObserver) Restored(res pipeline.Restored, keys pipeline.KeyCount, took time.Duration) {
+	o.gauges.setKeys(keys)
 	if res.Resumed {
 		o.s.resumed.Add(1)
 	}
@@ -183,8 +192,8 @@ func (o *partitionObserver) Processed(f *pipeline.Fetched, before, after *pipeli
 	o.s.count(before, after)
 }
 
-func (o *partitionObserver) Checkpointed(_, bytes, keys int, took time.Duration) {
-	o.gauges.keys.Set(float64(keys))
+func (o *partitionObserver) Checkpointed(_, bytes int, keys pipeline.KeyCount, took time.Duration) {
+	o.gauges.setKeys(keys)
 	if m := o.s.cfg.Metrics; m != nil {
 		m.checkpointSeconds.Observe(took.Seconds())
 		m.checkpointBytes.Observe(float64(bytes))
