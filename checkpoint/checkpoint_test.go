@@ -51,6 +51,58 @@ func TestRecordRoundTripAndEveryBitFlipIsCaught(t *testing.T) {
 
 // Records written by the previous format (version 1, no epoch) still load,
 // with epoch 0, so an upgrade keeps its checkpoints.
+// Records written by earlier builds are in changelogs: the bytes of each
+// kind are pinned (hex from the build before AppendKey), so that a change
+// of the format cannot pass as a refactoring.
+func TestRecordBytesAreStable(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		got  []byte
+		want string
+	}{
+		{"key", EncodeKey(KeyRecord{Partition: 2, Key: "device-7", Epoch: NextEpoch(0, 3), AppliedThrough: [2]int64{41, NoOffset}, State: []byte{1, 2, 3}}),
+			"024b575c5759028380808010086465766963652d37520103010203"},
+		{"empty key", EncodeKey(KeyRecord{Key: "empty"}), "024b8da72d22000005656d707479000000"},
+		{"marker", EncodeMarker(Marker{Partition: 1, Epoch: 5, Through: [2]int64{100, 7}}), "024d10cd6cdd0105c8010e"},
+		{"ownership", EncodeOwnership(Ownership{Partition: 0, Epoch: NextEpoch(1<<32, 9), Owner: "host-1/pid-42"}),
+			"024f48e4ad2c0089808080200d686f73742d312f7069642d3432"},
+	} {
+		if got := fmt.Sprintf("%x", tc.got); got != tc.want {
+			t.Errorf("%s record: %s, want %s", tc.name, got, tc.want)
+		}
+	}
+}
+
+// AppendKey lays a record after what the buffer holds, without an
+// allocation when the buffer has room; DecodeOwned reads its state in
+// place, Decode copies it.
+func TestAppendKeyAndDecodeOwned(t *testing.T) {
+	k := KeyRecord{Partition: 1, Key: "k", Epoch: 7, AppliedThrough: [2]int64{3, NoOffset}, State: []byte("state")}
+	buf := AppendKey([]byte("prefix"), k)
+	if !bytes.HasPrefix(buf, []byte("prefix")) || !bytes.Equal(buf[6:], EncodeKey(k)) {
+		t.Fatalf("AppendKey gave %x", buf)
+	}
+	reuse := make([]byte, 0, 256)
+	if n := testing.AllocsPerRun(100, func() { reuse = AppendKey(reuse[:0], k) }); n != 0 {
+		t.Fatalf("AppendKey into a buffer with room: %v allocations", n)
+	}
+	for _, tc := range []struct {
+		name   string
+		decode func([]byte) (Record, error)
+		shared bool
+	}{{"Decode", Decode, false}, {"DecodeOwned", DecodeOwned, true}} {
+		data := EncodeKey(k)
+		rec, err := tc.decode(data)
+		if err != nil || rec.Key == nil || !reflect.DeepEqual(*rec.Key, k) {
+			t.Fatalf("%s: %+v, %v", tc.name, rec.Key, err)
+		}
+		data[len(data)-1] = 'X'
+		if shared := rec.Key.State[len(k.State)-1] == 'X'; shared != tc.shared {
+			t.Fatalf("%s: state shares the input's memory: %v, want %v", tc.name, shared, tc.shared)
+		}
+	}
+}
+
 func TestVersion1RecordsRead(t *testing.T) {
 	v1 := func(kind byte, body []byte) []byte {
 		out := []byte{1, kind}

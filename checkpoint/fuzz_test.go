@@ -23,7 +23,7 @@ func FuzzDecode(f *testing.F) {
 	f.Fuzz(func(t *testing.T, kind byte, body []byte, raw bool) {
 		data := body
 		if !raw {
-			data = frame(kind, body)
+			data = frame(append(header(nil, kind), body...), 0)
 		}
 		rec, err := Decode(data)
 		if err != nil {

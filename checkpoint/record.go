@@ -125,17 +125,28 @@ const (
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// frame lays out a record: version, kind, CRC-32C of the body, body.
-func frame(kind byte, body []byte) []byte {
-	out := make([]byte, 0, 6+len(body))
-	out = append(out, RecordVersion, kind)
-	out = binary.BigEndian.AppendUint32(out, crc32.Checksum(body, castagnoli))
-	return append(out, body...)
+// A record is framed as version, kind, CRC-32C of the body, body. The
+// body is written in place after a 6-byte header that frame fills in.
+
+// header appends a record's header, its CRC left for frame.
+func header(b []byte, kind byte) []byte { return append(b, RecordVersion, kind, 0, 0, 0, 0) }
+
+// frame fills in the CRC of the record that starts at b[start:].
+func frame(b []byte, start int) []byte {
+	binary.BigEndian.PutUint32(b[start+2:], crc32.Checksum(b[start+6:], castagnoli))
+	return b
 }
 
 // EncodeKey serializes a key record.
 func EncodeKey(r KeyRecord) []byte {
-	b := make([]byte, 0, 32+len(r.Key)+len(r.State))
+	return AppendKey(make([]byte, 0, 38+len(r.Key)+len(r.State)), r)
+}
+
+// AppendKey appends r's serialization (EncodeKey) to b: encoding into a
+// reused buffer costs no allocation.
+func AppendKey(b []byte, r KeyRecord) []byte {
+	start := len(b)
+	b = header(b, kindKey)
 	b = binary.AppendUvarint(b, uint64(r.Partition))
 	b = binary.AppendUvarint(b, uint64(r.Epoch))
 	b = binary.AppendUvarint(b, uint64(len(r.Key)))
@@ -145,32 +156,37 @@ func EncodeKey(r KeyRecord) []byte {
 	}
 	b = binary.AppendUvarint(b, uint64(len(r.State)))
 	b = append(b, r.State...)
-	return frame(kindKey, b)
+	return frame(b, start)
 }
 
 // EncodeMarker serializes a marker.
 func EncodeMarker(m Marker) []byte {
-	var b []byte
+	b := header(nil, kindMarker)
 	b = binary.AppendUvarint(b, uint64(m.Partition))
 	b = binary.AppendUvarint(b, uint64(m.Epoch))
 	for _, o := range m.Through {
 		b = binary.AppendVarint(b, o)
 	}
-	return frame(kindMarker, b)
+	return frame(b, 0)
 }
 
 // EncodeOwnership serializes an ownership record.
 func EncodeOwnership(o Ownership) []byte {
-	var b []byte
+	b := header(nil, kindOwner)
 	b = binary.AppendUvarint(b, uint64(o.Partition))
 	b = binary.AppendUvarint(b, uint64(o.Epoch))
 	b = binary.AppendUvarint(b, uint64(len(o.Owner)))
 	b = append(b, o.Owner...)
-	return frame(kindOwner, b)
+	return frame(b, 0)
 }
 
 // Decode parses one record. The record shares no memory with data.
 func Decode(data []byte) (Record, error) { return decode(data, false) }
+
+// DecodeOwned is Decode for a caller that hands data over: a key record's
+// State is a slice of data rather than a copy, so a record read into a
+// buffer of its own is copied once, not twice.
+func DecodeOwned(data []byte) (Record, error) { return decode(data, true) }
 
 // decode is Decode; with owned, the caller hands data over, and a key
 // record's State is a slice of it rather than a copy (a restore reads

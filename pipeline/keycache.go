@@ -19,9 +19,11 @@ import (
 // checkpoint writes the records it takes here as well as to the changelog.
 type KeyStore interface {
 	// Get returns key's record (checkpoint.EncodeKey), false when there is
-	// none. It sees every Set and Delete before it.
+	// none. It sees every Set and Delete before it. The record is the
+	// caller's.
 	Get(key string) (record []byte, ok bool, err error)
-	// Set stages key's record, replacing any earlier one.
+	// Set stages key's record, replacing any earlier one. It copies record:
+	// the worker encodes every record into one reused buffer.
 	Set(key string, record []byte) error
 	// Delete stages the removal of key's record.
 	Delete(key string) error
@@ -40,6 +42,13 @@ type keyCache struct {
 	store KeyStore
 	max   int // clean keys held in memory at most, after a checkpoint
 	count int // keys held in memory or in the store
+	buf   []byte
+}
+
+// set writes rec to the store, encoded in the cache's reused buffer.
+func (c *keyCache) set(rec *checkpoint.KeyRecord) error {
+	c.buf = checkpoint.AppendKey(c.buf[:0], *rec)
+	return c.store.Set(rec.Key, c.buf)
 }
 
 // UseKeyStore makes the worker keep its keys in s, holding at most
@@ -105,7 +114,7 @@ func (w *Worker) stored(key string) (*checkpoint.KeyRecord, bool, error) {
 	if !ok || err != nil {
 		return nil, false, err
 	}
-	rec, err := checkpoint.Decode(b)
+	rec, err := checkpoint.DecodeOwned(b) // b is ours: the state is read in place
 	if err == nil && rec.Key == nil {
 		err = fmt.Errorf("not a key record: %w", checkpoint.ErrCorrupt)
 	}
@@ -149,27 +158,26 @@ func (w *Worker) spill(c *CheckpointBatch) error {
 			victims = append(victims, c.Keys[i].Key)
 		}
 	}
-	s := w.cache.store
 	for _, key := range victims {
 		ks := w.keys[key]
 		if !ks.unstored {
 			continue
 		}
-		var rec []byte
+		rec := checkpoint.KeyRecord{Partition: w.partition, Key: key, Epoch: w.epoch, AppliedThrough: ks.applied}
 		if i, ok := written(key); ok {
-			rec = checkpoint.EncodeKey(c.Keys[i])
+			rec = c.Keys[i]
 		} else {
 			state, err := encodeState(ks)
 			if err != nil {
 				return fmt.Errorf("key %q: %w", key, err)
 			}
-			rec = checkpoint.EncodeKey(checkpoint.KeyRecord{Partition: w.partition, Key: key, Epoch: w.epoch, AppliedThrough: ks.applied, State: state})
+			rec.State = state
 		}
-		if err := s.Set(key, rec); err != nil {
+		if err := w.cache.set(&rec); err != nil {
 			return err
 		}
 	}
-	if err := s.Flush(); err != nil {
+	if err := w.cache.store.Flush(); err != nil {
 		return err
 	}
 	for _, key := range victims {

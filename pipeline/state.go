@@ -363,6 +363,9 @@ type restoring struct {
 }
 
 func (r *restoring) Reserve(n int) {
+	if r.held != nil && len(r.held) == 0 {
+		r.held = make(map[string]struct{}, n) // the names of every key
+	}
 	if r.w.cache != nil {
 		n = min(n, r.w.cache.max)
 	}
@@ -419,7 +422,7 @@ func (r *restoring) hold(rec *checkpoint.KeyRecord, ks *keyState) {
 		r.w.keys[rec.Key] = ks
 		return
 	}
-	r.err = r.w.cache.store.Set(rec.Key, checkpoint.EncodeKey(*rec))
+	r.err = r.w.cache.set(rec)
 }
 
 // Through returns the last offset processed per input topic (−1 for none).
