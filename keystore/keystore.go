@@ -17,6 +17,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/cockroachdb/pebble/v2/sstable"
 )
 
 // Options size a Store's memory. The zero value takes the defaults.
@@ -94,6 +95,7 @@ func (s *Store) open() error {
 	}
 	for i := range o.Levels {
 		o.Levels[i].FilterPolicy = bloom.FilterPolicy(10) // a miss (a new key) costs no block read
+		o.Levels[i].Compression = func() *sstable.CompressionProfile { return sstable.NoCompression }
 	}
 	db, err := pebble.Open(s.dir, o)
 	if err != nil {
@@ -134,7 +136,8 @@ func (s *Store) Get(key string) ([]byte, bool, error) {
 	return out, true, closer.Close()
 }
 
-// Set stages key's record, replacing any earlier one.
+// Set stages key's record, replacing any earlier one. The store keeps a
+// copy: the caller may reuse record.
 func (s *Store) Set(key string, record []byte) error {
 	if s.db == nil {
 		return fmt.Errorf("key store %s: set %q: %w", s.dir, key, ErrClosed)

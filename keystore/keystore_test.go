@@ -73,6 +73,7 @@ func TestStoreBeyondMemtables(t *testing.T) {
 	s := open(t, Options{MemTableBytes: 256 << 10, BatchBytes: 64 << 10, CacheBytes: 1 << 20})
 	const n = 20_000
 	value := func(i, gen int) []byte { return bytes.Repeat([]byte{byte(i), byte(gen)}, 50+i%50) }
+	var buf []byte // one buffer for every Set, overwritten after it: Set copies
 	for gen := 0; gen < 2; gen++ {
 		for i := 0; i < n; i++ {
 			if gen == 1 && i%3 == 0 {
@@ -81,8 +82,12 @@ func TestStoreBeyondMemtables(t *testing.T) {
 				}
 				continue
 			}
-			if err := s.Set(fmt.Sprint(i), value(i, gen)); err != nil {
+			buf = append(buf[:0], value(i, gen)...)
+			if err := s.Set(fmt.Sprint(i), buf); err != nil {
 				t.Fatal(err)
+			}
+			for j := range buf {
+				buf[j] = 0xff
 			}
 		}
 	}
