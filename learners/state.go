@@ -8,6 +8,7 @@ import (
 	"hash/fnv"
 	"math"
 	"math/rand/v2"
+	"slices"
 )
 
 // FormatVersion is the version byte that starts every learner snapshot. A
@@ -165,8 +166,10 @@ func (e *encoder) bool(v bool) {
 
 func (e *encoder) f64s(v []float64) {
 	e.int(len(v))
-	for _, x := range v {
-		e.f64(x)
+	n := len(e.b)
+	e.b = slices.Grow(e.b, 8*len(v))[:n+8*len(v)] // once, not by doubling: a covariance is thousands of floats
+	for i, x := range v {
+		binary.LittleEndian.PutUint64(e.b[n+8*i:], math.Float64bits(x))
 	}
 }
 

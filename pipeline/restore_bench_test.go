@@ -3,9 +3,11 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/driftstream/driftstream/checkpoint"
+	"github.com/driftstream/driftstream/topics"
 )
 
 // BenchmarkDecodeKeyState measures rebuilding one key from its checkpoint
@@ -39,5 +41,37 @@ func BenchmarkDecodeKeyState(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkEncodeKeyState measures encoding one key's state, which every
+// checkpoint does for each key it writes.
+//
+//	go test -run '^$' -bench EncodeKeyState -benchmem ./pipeline
+func BenchmarkEncodeKeyState(b *testing.B) {
+	for _, name := range []string{"perceptron", "lasec-ss"} {
+		for _, dim := range []int{10, 50} {
+			b.Run(fmt.Sprintf("%s-d%d", name, dim), func(b *testing.B) {
+				vec, _ := topics.NewVectorizer(dim, 0)
+				w, err := NewWorker(Config{Learner: name, Seed: 1, Vector: vec}, 0)
+				if err != nil {
+					b.Fatal(err)
+				}
+				r := rand.New(rand.NewPCG(1, 2))
+				for i := range 20 {
+					if err := w.Process(context.Background(), Record{Offset: int64(i), Key: []byte("customer-0000001"),
+						Value: labeledEvent(r, i, dim, r.NormFloat64)}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				ks := w.keys["customer-0000001"]
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := encodeState(ks); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
 	}
 }

@@ -921,7 +921,9 @@ func encodeState(ks *keyState) ([]byte, error) {
 		return nil, err
 	}
 	rng, _ := ks.query.MarshalBinary()
-	var b []byte
+	// Sized for the learner's snapshot and the usual rest, so that a large
+	// snapshot is copied once.
+	b := make([]byte, 0, len(snap)+len(rng)+256)
 	b = binary.AppendUvarint(b, uint64(len(snap)))
 	b = append(b, snap...)
 	b = binary.AppendUvarint(b, uint64(len(rng)))
