@@ -118,6 +118,9 @@ func keyAPI(t *testing.T, cacheKeys int) {
 	if want := max(0, 21-partitions*cacheKeys); cacheKeys > 0 && spilled < want {
 		t.Fatalf("%d keys beyond memory, want at least %d", spilled, want)
 	}
+	if disk := testutil.ToFloat64(m.stateDirBytes); (cacheKeys > 0) != (disk > 0) {
+		t.Fatalf("driftstream_state_dir_bytes %v with %d keys in memory", disk, cacheKeys)
+	}
 
 	var events, labeled int64
 	for i := range 20 {

@@ -27,6 +27,7 @@ type Metrics struct {
 	keysInWarning                              *prometheus.GaugeVec
 	partitionFailed                            *prometheus.GaugeVec
 	groupErrors                                prometheus.Counter
+	stateDirBytes                              prometheus.Gauge
 }
 
 // NewBuildInfo is driftstream_build_info: 1, labelled with the running
@@ -60,6 +61,8 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "Events-topic records behind the last one processed (high watermark - next offset)."}, []string{"partition"}),
 		keys: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "driftstream", Name: "keys",
 			Help: "Keys held by the partition's worker."}, []string{"partition"}),
+		stateDirBytes: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "driftstream", Name: "state_dir_bytes",
+			Help: "Bytes of files under DRIFTSTREAM_STATE_DIR (the partitions' key stores), read at most once a second after a checkpoint: what the volume's size limit must hold."}),
 		keysResident: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "driftstream", Name: "keys_in_memory",
 			Help: "Keys of the partition held in memory after its last checkpoint or restore: driftstream_keys without a key store (DRIFTSTREAM_STATE_DIR), at most DRIFTSTREAM_CACHE_KEYS with one."}, []string{"partition"}),
 		checkpointSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "driftstream", Name: "checkpoint_duration_seconds",
@@ -84,7 +87,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "Keys whose drift detectors last said warning, since the partition was assigned."}, []string{"partition"}),
 	}
 	for _, col := range []prometheus.Collector{m.resumed, m.labelsNoKey, m.driftAlerts, m.resets, m.keysInWarning, m.labeled, m.partitionErrors, m.retries, m.partitionFailed, m.groupErrors, m.events, m.predictions, m.mistakes, m.queries, m.labelsJoined, m.labelsUnknown, m.labelsExpired,
-		m.deadLetters, m.windowAccuracy, m.lag, m.keys, m.keysResident, m.checkpointSeconds, m.checkpointBytes, m.restoreSeconds} {
+		m.deadLetters, m.windowAccuracy, m.lag, m.keys, m.keysResident, m.stateDirBytes, m.checkpointSeconds, m.checkpointBytes, m.restoreSeconds} {
 		if err := reg.Register(col); err != nil {
 			return nil, err
 		}
@@ -194,6 +197,7 @@ func (o *partitionObserver) Processed(f *pipeline.Fetched, before, after *pipeli
 
 func (o *partitionObserver) Checkpointed(_, bytes int, keys pipeline.KeyCount, took time.Duration) {
 	o.gauges.setKeys(keys)
+	o.s.measureStateDir()
 	if m := o.s.cfg.Metrics; m != nil {
 		m.checkpointSeconds.Observe(took.Seconds())
 		m.checkpointBytes.Observe(float64(bytes))

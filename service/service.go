@@ -128,6 +128,8 @@ type Service struct {
 	kept   map[int]*pipeline.Kept // state of partitions revoked cleanly, for when they come back
 	// keyStores counts the key stores opened (StateDir), naming their directories.
 	keyStores atomic.Int64
+	// stateDirMeasured is when StateDir's size was last read (Unix ns).
+	stateDirMeasured atomic.Int64
 
 	// eventPartitions is the events topic's partition count, as checked
 	// at start.

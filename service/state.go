@@ -1,10 +1,13 @@
 package service
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/driftstream/driftstream/keystore"
 	"github.com/driftstream/driftstream/pipeline"
@@ -41,6 +44,52 @@ func (s *Service) prepareStateDir() error {
 		}
 	}
 	return nil
+}
+
+// measureStateDir sets driftstream_state_dir_bytes, at most once a second
+// (a checkpoint's key store writes are what changes it).
+func (s *Service) measureStateDir() {
+	m := s.cfg.Metrics
+	if m == nil || s.cfg.StateDir == "" {
+		return
+	}
+	now, last := time.Now().UnixNano(), s.stateDirMeasured.Load()
+	if now-last < int64(time.Second) || !s.stateDirMeasured.CompareAndSwap(last, now) {
+		return
+	}
+	n, err := dirBytes(s.cfg.StateDir)
+	if err != nil {
+		s.log.Warn("state dir: cannot measure its size", "dir", s.cfg.StateDir, "err", err)
+		return
+	}
+	m.stateDirBytes.Set(float64(n))
+}
+
+// dirBytes sums the sizes of the regular files under dir. A file removed
+// while it is walked (Pebble drops the tables a compaction replaced) is not
+// an error.
+func dirBytes(dir string) (int64, error) {
+	var n int64
+	err := filepath.WalkDir(dir, func(path string, e fs.DirEntry, err error) error {
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return nil
+		case err != nil:
+			return err
+		case !e.Type().IsRegular():
+			return nil
+		}
+		info, err := e.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		n += info.Size()
+		return nil
+	})
+	return n, err
 }
 
 // openKeyStore opens a new key store for partition p; nil without StateDir.
