@@ -163,7 +163,7 @@ func (w *Worker) spill(c *CheckpointBatch) error {
 		if !ks.unstored {
 			continue
 		}
-		rec := checkpoint.KeyRecord{Partition: w.partition, Key: key, Epoch: w.epoch, AppliedThrough: ks.applied}
+		var rec checkpoint.KeyRecord
 		if i, ok := written(key); ok {
 			rec = c.Keys[i]
 		} else {
@@ -171,7 +171,7 @@ func (w *Worker) spill(c *CheckpointBatch) error {
 			if err != nil {
 				return fmt.Errorf("key %q: %w", key, err)
 			}
-			rec.State = state
+			rec = checkpoint.KeyRecord{Partition: w.partition, Key: key, Epoch: w.epoch, AppliedThrough: ks.applied, State: state}
 		}
 		if err := w.cache.set(&rec); err != nil {
 			return err
