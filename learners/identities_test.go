@@ -415,7 +415,7 @@ func (r *fullRLS) update(x Vector, y int) {
 // weights, and every quadratic form, over dense and sparse streams, with and
 // without drift.
 func TestPackedCovarianceIsTheFullForm(t *testing.T) {
-	for _, tc := range []struct {
+	cases := []struct {
 		name string
 		s    stream
 		d    int
@@ -424,7 +424,19 @@ func TestPackedCovarianceIsTheFullForm(t *testing.T) {
 		{"sparse-drift", sparseStream(3, 2000, 12, 5, 300), 12, 0.1},
 		{"dense", gaussStream(4, 1500, 7, 200), 7, 0},
 		{"dense-drift", gaussStream(5, 1500, 9, 200), 9, 0.05},
-	} {
+	}
+	// Every remainder of d mod 4 and rows longer than one block of four, so
+	// that each part of the products (packed_amd64.s: the head, the four-wide
+	// middle and the tail of a row) is exercised.
+	for _, d := range []int{1, 2, 3, 4, 5, 6, 8, 13, 50, 51} {
+		cases = append(cases, struct {
+			name string
+			s    stream
+			d    int
+			invC float64
+		}{fmt.Sprintf("dense-drift-d%d", d), gaussStream(uint64(10+d), 300, d, 100), d, 0.05})
+	}
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			packed, full := newRLS(tc.d, 1, tc.invC, false), newFullRLS(tc.d, 1, tc.invC)
 			for n, x := range tc.s.xs {

@@ -14,56 +14,29 @@ import "gonum.org/v1/gonum/floats"
 // floats.Dot sums row k with x: four partial sums, term j in sum j mod 4
 // (the last len mod 4 terms in the first), combined as (s1+s3) + (s0+s2);
 // products are rounded before they are added (no fused multiply-add). acc is
-// scratch of at least 4d.
+// scratch of at least 4d, held as four lanes of d: lane l holds sum l of
+// every q[k]. mulPacked fills them in one pass over the packed triangle.
 func (r *rls) mulDense(x, q, acc []float64) {
 	d := r.d
 	acc = acc[:4*d]
 	clear(acc)
-	full := d - d%4 // terms from here on go to the first sum
-	at := 0
-	for i := 0; i < d; i++ {
-		xi := x[i]
-		li := 0
-		if i < full {
-			li = i & 3
-		}
-		row := r.p[at : at+d-i] // Pᵢᵢ … Pᵢ,d−1
-		at += d - i
-		ai := (*[4]float64)(acc[4*i:])
-		ai[li] += float64(row[0] * xi)
-		// Row i, terms j > i, in their sums; and each Pᵢⱼ's term i of row j.
-		j := i + 1
-		for ; j < full && j&3 != 0; j++ {
-			v := row[j-i]
-			ai[j&3] += float64(v * x[j])
-			acc[4*j+li] += float64(v * xi)
-		}
-		a0, a1, a2, a3 := ai[0], ai[1], ai[2], ai[3]
-		for ; j+4 <= full; j += 4 {
-			v := row[j-i : j-i+4 : j-i+4]
-			xs := x[j : j+4 : j+4]
-			a0 += float64(v[0] * xs[0])
-			a1 += float64(v[1] * xs[1])
-			a2 += float64(v[2] * xs[2])
-			a3 += float64(v[3] * xs[3])
-			cs := acc[4*j : 4*j+16 : 4*j+16]
-			cs[li] += float64(v[0] * xi)
-			cs[4+li] += float64(v[1] * xi)
-			cs[8+li] += float64(v[2] * xi)
-			cs[12+li] += float64(v[3] * xi)
-		}
-		for ; j < d; j++ { // the tail: the first sum
-			v := row[j-i]
-			a0 += float64(v * x[j])
-			acc[4*j+li] += float64(v * xi)
-		}
-		ai[0], ai[1], ai[2], ai[3] = a0, a1, a2, a3
-	}
-	for k := 0; k < d; k++ {
-		a := (*[4]float64)(acc[4*k:])
-		q[k] = (a[1] + a[3]) + (a[0] + a[2])
+	mulPacked(r.p[:packedLen(d)], x[:d], acc)
+	l0, l1, l2, l3 := acc[:d:d], acc[d:2*d:2*d], acc[2*d:3*d:3*d], acc[3*d:4*d:4*d]
+	for k := range q[:d] {
+		q[k] = (l1[k] + l3[k]) + (l0[k] + l2[k])
 	}
 }
+
+// mulPacked adds P·x, P packed by upper rows in p (d = len(x)), into the
+// four lanes of sums in acc (4d, lane l at acc[l·d:]), in packed_amd64.s.
+// Row i of p holds term i of rows i … d−1 (Pᵢⱼ is term i of row j, in lane
+// i mod 4, or lane 0 from the last d mod 4 terms on) and row i's own terms
+// j > i (term j in lane j mod 4, or lane 0); both are added in one pass over
+// the row, its aligned middle two products at a time (SSE2). Every sum thus
+// receives its terms in increasing j, as the full form's floats.Dot did.
+//
+//go:noescape
+func mulPacked(p, x, acc []float64)
 
 // addRow adds alpha times row i of P to q, as floats.AddScaled adds a full
 // row: q[j] += alpha·Pᵢⱼ, the product rounded first. buf is unused here.
