@@ -48,3 +48,16 @@ func (r *rls) addRow(q []float64, alpha float64, i int, buf []float64) {
 	start := r.rowStart(i)
 	floats.AddScaled(q[i:], alpha, r.p[start:start+r.d-i])
 }
+
+// rankOne applies P ← P + I/c − q qᵀ·inv to the packed triangle, each entry
+// as the full form's loop computed it, Pᵢⱼ − (qᵢqⱼ)·inv, two entries at a
+// time (rankOnePacked, packed_amd64.s).
+func (r *rls) rankOne(q []float64, inv float64) {
+	rankOnePacked(r.p[:packedLen(r.d)], q[:r.d], inv, r.invC)
+}
+
+// rankOnePacked is rankOne on p, the upper triangle of a len(q)-square
+// matrix packed by rows.
+//
+//go:noescape
+func rankOnePacked(p, q []float64, inv, invC float64)

@@ -129,3 +129,71 @@ next:
 
 end:
 	RET
+
+// func rankOnePacked(p, q []float64, inv, invC float64)
+//
+// Registers: SI row i of p (Pᵢᵢ first), R11 = SI − 8i (row term j at
+// R11 + 8j), DI q, R8 d, R10 i, AX j, X6 {qᵢ, qᵢ}, X5 {inv, inv}, X4 1/c.
+// Each entry is Pᵢⱼ − (qᵢqⱼ)·inv with every product rounded; the diagonal
+// is Pᵢᵢ + (1/c − (qᵢqᵢ)·inv).
+TEXT ·rankOnePacked(SB), NOSPLIT, $0-64
+	MOVQ   p_base+0(FP), SI
+	MOVQ   q_base+24(FP), DI
+	MOVQ   q_len+32(FP), R8
+	MOVSD  inv+48(FP), X5
+	SHUFPD $0, X5, X5
+	MOVSD  invC+56(FP), X4
+	XORQ   R10, R10
+
+rrow:
+	CMPQ   R10, R8
+	JGE    rend
+	MOVSD  (DI)(R10*8), X6
+	MOVSD  X6, X0
+	MULSD  X6, X0              // qᵢqᵢ
+	MULSD  X5, X0              // ·inv
+	MOVSD  X4, X1
+	SUBSD  X0, X1              // 1/c − (qᵢqᵢ)·inv
+	ADDSD  (SI), X1
+	MOVSD  X1, (SI)
+	SHUFPD $0, X6, X6
+	MOVQ   R10, R11
+	SHLQ   $3, R11
+	NEGQ   R11
+	ADDQ   SI, R11
+	LEAQ   1(R10), AX
+	MOVQ   R8, CX
+	SUBQ   AX, CX
+	SHRQ   $1, CX              // pairs of entries
+	JZ     rtail
+
+rpair:
+	MOVUPD (DI)(AX*8), X0
+	MULPD  X6, X0              // qᵢqⱼ
+	MULPD  X5, X0              // ·inv
+	MOVUPD (R11)(AX*8), X1
+	SUBPD  X0, X1
+	MOVUPD X1, (R11)(AX*8)
+	ADDQ   $2, AX
+	DECQ   CX
+	JNZ    rpair
+
+rtail:
+	CMPQ  AX, R8
+	JGE   rnext
+	MOVSD (DI)(AX*8), X0
+	MULSD X6, X0
+	MULSD X5, X0
+	MOVSD (R11)(AX*8), X1
+	SUBSD X0, X1
+	MOVSD X1, (R11)(AX*8)
+
+rnext:
+	MOVQ R8, CX
+	SUBQ R10, CX
+	LEAQ (SI)(CX*8), SI
+	INCQ R10
+	JMP  rrow
+
+rend:
+	RET

@@ -20,3 +20,17 @@ func (r *rls) mulDense(x, q, acc []float64) {
 func (r *rls) addRow(q []float64, alpha float64, i int, buf []float64) {
 	floats.AddScaled(q, alpha, r.row(i, buf[:r.d]))
 }
+
+// rankOne applies P ← P + I/c − q qᵀ·inv to the packed triangle, each entry
+// as the full form's loop computed it: Pᵢⱼ − (qᵢqⱼ)·inv.
+func (r *rls) rankOne(q []float64, inv float64) {
+	d := r.d
+	for i := 0; i < d; i++ {
+		qi := q[i]
+		up := r.p[r.rowStart(i) : r.rowStart(i)+d-i] // Pᵢᵢ … Pᵢ,d−1
+		up[0] += r.invC - float64(float64(qi*qi)*inv)
+		for j := i + 1; j < d; j++ {
+			up[j-i] -= float64(float64(qi*q[j]) * inv)
+		}
+	}
+}

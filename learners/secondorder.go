@@ -172,16 +172,7 @@ func (r *rls) update(x Vector, y int) {
 	q, acc := (*buf)[:d], (*buf)[d:]
 	s := r.apply(x, q, acc)
 	floats.AddScaled(r.w, (float64(y)-wx)/(1+s), q)
-	inv := 1 / (1 + s)
-	for i := 0; i < d; i++ {
-		qi := q[i]
-		up := r.p[r.rowStart(i) : r.rowStart(i)+d-i] // Pᵢᵢ … Pᵢ,d−1
-		up[0] += r.invC - qi*qi*inv
-		for j := i + 1; j < d; j++ {
-			t := qi * q[j] * inv
-			up[j-i] -= t
-		}
-	}
+	r.rankOne(q, 1/(1+s))
 	scratch.Put(buf)
 	r.k++
 }
