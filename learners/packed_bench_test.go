@@ -14,7 +14,8 @@ import (
 // amd64) with gonum's BLAS routines for the same packed storage (Dspmv,
 // Dspr), which the issue suggested. gonum's sum in another order, so using
 // them would also change every second-order learner's results in their last
-// bits; this records what they would cost.
+// bits; this records what they would cost. (rankOne also adds 1/c to the
+// diagonal, d additions that Spr does not make.)
 //
 //	go test -run '^$' -bench PackedProducts ./learners
 func BenchmarkPackedProducts(b *testing.B) {
