@@ -19,8 +19,10 @@ import (
 // (d(d+1)/2 values, half the d² of a full matrix): P is symmetric, each
 // update changes Pᵢⱼ and Pⱼᵢ by the same product qᵢqⱼ, so the re-
 // symmetrization of §1.4 is never needed. Products with P (mulDense,
-// addRow) sum in the order the full row-major form's gonum calls summed, so
-// the results are bit for bit those of the full form.
+// addRow) sum in the order the full row-major form's gonum calls summed, and
+// the update (rankOne) rounds each entry as the full form's loop did, so the
+// results are bit for bit those of the full form; on amd64 mulDense and
+// rankOne are assembly (packed_amd64.s), elsewhere Go (packed_other.go).
 //
 // The diagonal form keeps only pᵢ ≈ Pᵢᵢ, with the +1/c drift applied lazily as
 // pᵢ = baseᵢ + (k − stampᵢ)/c, so that it costs O(nnz) per round: an
