@@ -4,9 +4,16 @@
 // in from here, as Kafka Streams does with RocksDB.
 //
 // The store is a cache of the changelog, never the record of truth: it is
-// rebuilt from the changelog on every restore, so it writes no write-ahead
-// log, never syncs, and starts empty. A store's directory is its own: Open
-// refuses a directory that holds anything, and Close removes it.
+// rebuilt from the changelog on a restore, so it writes no write-ahead log,
+// never syncs while in use, and starts empty. A store's directory is its
+// own: Open refuses a directory that holds anything, and Close removes it.
+//
+// Park is the one way a store outlives its process: it flushes every
+// record to the store's tables, syncs them, moves the directory where it is
+// told and writes a manifest there last. Reopen takes the manifest back and
+// removes it before anything else, so a store is reopened at most once per
+// Park: one that was reopened, or whose Park did not finish, has no manifest
+// and is never reopened (Parked reports false and the caller removes it).
 package keystore
 
 import (
@@ -14,6 +21,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
@@ -55,8 +63,26 @@ type Store struct {
 
 // Open creates a store in dir, which must be missing or empty.
 func Open(dir string, opt Options) (*Store, error) {
+	opt, err := withDefaults(opt)
+	if err != nil {
+		return nil, err
+	}
+	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
+		return nil, fmt.Errorf("key store %s: the directory holds %d entries; a key store starts empty (it is rebuilt from the changelog)", dir, len(entries))
+	} else if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("key store %s: %w", dir, err)
+	}
+	s := &Store{dir: dir, opt: opt}
+	if err := s.open(true); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// withDefaults fills the zero options with their defaults.
+func withDefaults(opt Options) (Options, error) {
 	if opt.CacheBytes < 0 || opt.BatchBytes < 0 {
-		return nil, fmt.Errorf("key store options: cache %d bytes, batch %d bytes: must be ≥ 0", opt.CacheBytes, opt.BatchBytes)
+		return opt, fmt.Errorf("key store options: cache %d bytes, batch %d bytes: must be ≥ 0", opt.CacheBytes, opt.BatchBytes)
 	}
 	if opt.CacheBytes == 0 {
 		opt.CacheBytes = DefaultCacheBytes
@@ -70,27 +96,20 @@ func Open(dir string, opt Options) (*Store, error) {
 	if opt.Logger == nil {
 		opt.Logger = slog.New(slog.DiscardHandler)
 	}
-	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
-		return nil, fmt.Errorf("key store %s: the directory holds %d entries; a key store starts empty (it is rebuilt from the changelog)", dir, len(entries))
-	} else if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("key store %s: %w", dir, err)
-	}
-	s := &Store{dir: dir, opt: opt}
-	if err := s.open(); err != nil {
-		return nil, err
-	}
-	return s, nil
+	return opt, nil
 }
 
-// open opens the Pebble database in the store's (empty) directory.
-func (s *Store) open() error {
+// open opens the Pebble database in the store's directory: a new one
+// (fresh), or the one a Park left there.
+func (s *Store) open(fresh bool) error {
 	cache := pebble.NewCache(s.opt.CacheBytes)
 	defer cache.Unref() // the DB holds its own reference
 	o := &pebble.Options{
 		Cache:         cache,
 		MemTableSize:  s.opt.MemTableBytes,
-		DisableWAL:    true, // rebuilt from the changelog after any crash
-		ErrorIfExists: true,
+		DisableWAL:       true, // rebuilt from the changelog after any crash; Park flushes
+		ErrorIfExists:    fresh,
+		ErrorIfNotExists: !fresh,
 		Logger:        pebbleLogger{s.opt.Logger.With("key_store", s.dir)},
 	}
 	for i := range o.Levels {
@@ -188,7 +207,7 @@ func (s *Store) Reset() error {
 	if err := s.shut(); err != nil {
 		return fmt.Errorf("key store %s: reset: %w", s.dir, err)
 	}
-	return s.open()
+	return s.open(true)
 }
 
 // shut closes the database and removes its files.
@@ -200,6 +219,116 @@ func (s *Store) shut() error {
 	err := s.db.Close()
 	s.db, s.batch = nil, nil
 	return errors.Join(err, os.RemoveAll(s.dir))
+}
+
+// manifestFile is the file Park writes last in a parked store's directory.
+const manifestFile = "DRIFTSTREAM-PARKED"
+
+// Park leaves the store on disk for a later process: it commits the staged
+// writes, flushes the memtables to tables (the store has no write-ahead
+// log) and closes the database, moves its directory to dir (which must not
+// exist; on the same file system), and writes manifest there, synced, as
+// the last step. The store is closed whatever the outcome; on error the
+// files are removed, from wherever they are.
+func (s *Store) Park(dir string, manifest []byte) (err error) {
+	if s.db == nil {
+		return fmt.Errorf("key store %s: park: %w", s.dir, ErrClosed)
+	}
+	defer func() {
+		if err != nil {
+			err = fmt.Errorf("key store %s: park in %s: %w", s.dir, dir, errors.Join(err, os.RemoveAll(s.dir)))
+		}
+	}()
+	err = s.Flush()
+	if err == nil {
+		err = s.db.Flush()
+	}
+	s.batch.Close()
+	err = errors.Join(err, s.db.Close())
+	s.db, s.batch = nil, nil
+	if err != nil {
+		return err
+	}
+	if _, serr := os.Lstat(dir); serr == nil {
+		return fmt.Errorf("%s exists", dir)
+	}
+	if err := os.Rename(s.dir, dir); err != nil {
+		return err
+	}
+	s.dir = dir
+	if err := syncDir(filepath.Dir(dir)); err != nil {
+		return err
+	}
+	return writeSynced(filepath.Join(dir, manifestFile), manifest)
+}
+
+// Parked reports whether dir holds a store that Park finished (its
+// manifest is there).
+func Parked(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, manifestFile))
+	return err == nil
+}
+
+// Reopen opens the store that Park left in dir and returns the manifest it
+// wrote. The manifest is removed, and the removal synced, before the
+// database is opened: from here on the directory is the store's as if Open
+// had made it, and a crash leaves a directory that is never reopened. On
+// error the directory is removed.
+func Reopen(dir string, opt Options) (s *Store, manifest []byte, err error) {
+	defer func() {
+		if err != nil {
+			err = fmt.Errorf("key store %s: reopen: %w", dir, errors.Join(err, os.RemoveAll(dir)))
+		}
+	}()
+	opt, err = withDefaults(opt)
+	if err != nil {
+		return nil, nil, err
+	}
+	path := filepath.Join(dir, manifestFile)
+	if manifest, err = os.ReadFile(path); err != nil {
+		return nil, nil, err
+	}
+	if err := os.Remove(path); err != nil {
+		return nil, nil, err
+	}
+	if err := syncDir(dir); err != nil {
+		return nil, nil, err
+	}
+	s = &Store{dir: dir, opt: opt}
+	if err := s.open(false); err != nil {
+		return nil, nil, err
+	}
+	return s, manifest, nil
+}
+
+// writeSynced writes b to path through a synced temporary file renamed into
+// place, and syncs the directory: the file is whole or absent.
+func writeSynced(path string, b []byte) error {
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
+	}
+	if err = errors.Join(err, f.Close()); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	return syncDir(filepath.Dir(path))
+}
+
+// syncDir makes the entries of directory dir durable.
+func syncDir(dir string) error {
+	f, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	return errors.Join(f.Sync(), f.Close())
 }
 
 // Close closes the store and removes its directory.

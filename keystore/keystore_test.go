@@ -180,3 +180,149 @@ func TestStoreDirectoryIsItsOwn(t *testing.T) {
 		t.Error("Open with a negative cache succeeded")
 	}
 }
+
+// TestParkThenReopen parks a store holding committed, flushed-to-table and
+// staged records (more than the memtables hold, so some are in tables
+// already) and reopens it: every record comes back, deleted ones stay
+// deleted, and the manifest is returned once.
+func TestParkThenReopen(t *testing.T) {
+	root := t.TempDir()
+	opt := Options{MemTableBytes: 256 << 10, BatchBytes: 64 << 10, CacheBytes: 1 << 20}
+	s, err := Open(filepath.Join(root, "store-1"), opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 5_000
+	value := func(i int) []byte { return bytes.Repeat([]byte{byte(i)}, 100+i%100) }
+	for i := 0; i < n; i++ {
+		if err := s.Set(fmt.Sprint(i), value(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < n; i += 7 {
+		if err := s.Delete(fmt.Sprint(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Set("staged", []byte("last")); err != nil { // not committed before Park
+		t.Fatal(err)
+	}
+	parked := filepath.Join(root, "parked-0")
+	if err := s.Park(parked, []byte("manifest v1")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "store-1")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the store's former directory after Park: %v, want moved", err)
+	}
+	if !Parked(parked) {
+		t.Fatal("Parked = false after Park")
+	}
+	if err := s.Set("a", nil); !errors.Is(err, ErrClosed) {
+		t.Errorf("Set after Park = %v, want ErrClosed", err)
+	}
+
+	r, manifest, err := Reopen(parked, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if string(manifest) != "manifest v1" {
+		t.Errorf("manifest = %q", manifest)
+	}
+	if Parked(parked) {
+		t.Error("Parked = true after Reopen: a crash now would leave a store that could be reopened again")
+	}
+	wrong, missing, extra := 0, 0, 0
+	for i := 0; i < n; i++ {
+		v, ok, err := r.Get(fmt.Sprint(i))
+		switch {
+		case err != nil:
+			t.Fatal(err)
+		case i%7 == 0 && ok:
+			extra++
+		case i%7 != 0 && !ok:
+			missing++
+		case i%7 != 0 && !bytes.Equal(v, value(i)):
+			wrong++
+		}
+	}
+	if v, ok := get(t, r, "staged"); !ok || v != "last" {
+		missing++
+	}
+	if wrong+missing+extra != 0 {
+		t.Errorf("after Reopen: %d wrong, %d missing, %d deleted but present, of %d keys", wrong, missing, extra, n+1)
+	}
+	if err := r.Set("new", []byte("x")); err != nil { // a reopened store is writable
+		t.Fatal(err)
+	}
+	if v, ok := get(t, r, "new"); !ok || v != "x" {
+		t.Errorf("Get after a write to the reopened store = %q, %v", v, ok)
+	}
+}
+
+// TestParkedStoreIsReopenedOnce checks the paths that must not yield a
+// usable store: a second Reopen (its manifest is gone), a directory whose
+// Park did not finish (no manifest), and a Park onto an existing directory.
+// Each removes what it could not use.
+func TestParkedStoreIsReopenedOnce(t *testing.T) {
+	root := t.TempDir()
+	park := func(name string) string {
+		s, err := Open(filepath.Join(root, name+"-open"), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Set("k", []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+		dir := filepath.Join(root, name)
+		if err := s.Park(dir, []byte("m")); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	gone := func(dir string) bool { _, err := os.Stat(dir); return errors.Is(err, os.ErrNotExist) }
+
+	dir := park("twice")
+	s, _, err := Reopen(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.batch.Close() // a crash: the database is left without Close or Park
+	if err := s.db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if Parked(dir) {
+		t.Error("Parked = true for a reopened store")
+	}
+	if _, _, err := Reopen(dir, Options{}); err == nil {
+		t.Error("a second Reopen of one Park succeeded")
+	} else if !gone(dir) {
+		t.Errorf("the failed Reopen left %s", dir)
+	}
+
+	dir = park("unfinished")
+	if err := os.Remove(filepath.Join(dir, manifestFile)); err != nil { // Park cut short before its last step
+		t.Fatal(err)
+	}
+	if Parked(dir) {
+		t.Error("Parked = true without a manifest")
+	}
+	if _, _, err := Reopen(dir, Options{}); err == nil || !gone(dir) {
+		t.Errorf("Reopen without a manifest = %v, directory removed: %v", err, gone(dir))
+	}
+
+	taken := park("taken")
+	s, err = Open(filepath.Join(root, "second"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Park(taken, []byte("other")); err == nil {
+		t.Error("Park onto an existing directory succeeded")
+	}
+	if !gone(filepath.Join(root, "second")) {
+		t.Error("the failed Park left its store's files")
+	}
+	if _, m, err := Reopen(taken, Options{}); err != nil || string(m) != "m" {
+		t.Errorf("the directory a failed Park was pointed at: Reopen = %q, %v; want it untouched", m, err)
+	}
+}
