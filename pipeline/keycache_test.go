@@ -453,3 +453,15 @@ func TestRefusedChangelogWriteAfterEviction(t *testing.T) {
 	want, _ := ref.TakeCheckpoint()
 	sameBatch(t, got, want)
 }
+
+// Park parks the wrapped Pebble store, unless "park" is armed.
+func (s *testKeys) Park(dir string, manifest []byte) error {
+	if err := s.hit("park"); err != nil {
+		s.Close()
+		return err
+	}
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	return s.KeyStore.(*keystore.Store).Park(dir, manifest)
+}

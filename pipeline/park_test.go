@@ -1,0 +1,174 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/driftstream/driftstream/keystore"
+)
+
+// reopen reopens the store parked in dir, wrapped for counting.
+func reopen(t *testing.T, dir string) (*testKeys, []byte) {
+	t.Helper()
+	s, manifest, err := keystore.Reopen(dir, keystore.Options{CacheBytes: 1 << 20, MemTableBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := &testKeys{KeyStore: s, stored: map[string]bool{}, fail: map[string]int{}}
+	t.Cleanup(func() {
+		if !k.isClosed() {
+			s.Close()
+		}
+	})
+	return k, manifest
+}
+
+// A partition parked at a clean stop and unparked by a later process
+// resumes from the parked key store, without reading the changelog, when
+// nothing was written to the changelog since; when another owner wrote in
+// between, it restores from the changelog. Both end byte-identical to one
+// uninterrupted run, with no prediction missing, differing or repeated.
+func TestParkedStateResumesOnlyWhenNothingCameBetween(t *testing.T) {
+	for _, between := range []bool{false, true} {
+		t.Run(map[bool]string{false: "nothing in between", true: "another owner in between"}[between], func(t *testing.T) {
+			h := newHarness(t, 1200, 50, false)
+			h.cacheKeys = 5
+			a := h.runUntil(1, 400)
+			k := a.Kept()
+			if k == nil {
+				t.Fatal("a clean stop kept no state")
+			}
+			inMemory := k.w.Resident()
+			dir := filepath.Join(t.TempDir(), "parked-0")
+			if err := k.Park(dir, "changelog-a"); err != nil {
+				t.Fatal(err)
+			}
+			if inMemory == 0 || !keystore.Parked(dir) {
+				t.Fatalf("%d keys in memory at the stop, parked %v: the test parks nothing worth checking", inMemory, keystore.Parked(dir))
+			}
+			if between {
+				h.runUntil(2, 700)
+			}
+			store, manifest := reopen(t, dir)
+			kept, err := Unpark(h.cfg, 0, store, h.cacheKeys, manifest, "changelog-a")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if kept.Keys() != 50 || kept.w.Resident() != 0 {
+				t.Fatalf("unparked %d keys, %d in memory; want 50, none in memory", kept.Keys(), kept.w.Resident())
+			}
+			loads := h.store.loads.Load()
+			h.kept, h.feed.bounded = kept, true
+			obs := &restoredAs{}
+			c := h.runner(3, newGate(1<<62), nil, obs)
+			if err := c.Run(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if got := h.store.loads.Load() - loads; obs.res.Resumed == between || got != map[bool]int64{false: 0, true: 1}[between] {
+				t.Fatalf("resumed %v after %d loads of the changelog; want resumed %v", obs.res.Resumed, got, !between)
+			}
+			if !between && obs.res.From[EventsTopic] != 400 {
+				t.Fatalf("resumed reading events from offset %d; want 400, after the parked state's last", obs.res.From[EventsTopic])
+			}
+			if between != store.isClosed() {
+				t.Fatalf("the parked store closed %v; want %v (closed when not resumed)", store.isClosed(), between)
+			}
+			if dups := h.check(c); dups != 0 {
+				t.Fatalf("%d predictions repeated", dups)
+			}
+		})
+	}
+}
+
+// Unpark refuses a manifest that is not the partition's under the same
+// changelog and configuration, or is damaged, and closes (removes) the
+// store; Park fails whole when the key store fails, leaving nothing that
+// could be reopened.
+func TestUnparkRefusesAnotherState(t *testing.T) {
+	park := func(t *testing.T) (*harness, string) {
+		h := newHarness(t, 400, 20, false)
+		h.cacheKeys = 5
+		a := h.runUntil(1, 200)
+		dir := filepath.Join(t.TempDir(), "parked-0")
+		if err := a.Kept().Park(dir, "changelog-a"); err != nil {
+			t.Fatal(err)
+		}
+		return h, dir
+	}
+	otherParams := func(h *harness) Config { c := h.cfg; c.Params = json.RawMessage(`{"a":0.5}`); return c }
+	otherLearner := func(h *harness) Config { c := h.cfg; c.Learner, c.Params = "perceptron", nil; return c }
+	standardized := func(h *harness) Config { c := h.cfg; c.Standardize = true; return c }
+	detectors := func(h *harness) Config {
+		c := h.cfg
+		c.Detectors = []DetectorSpec{{Detector: "adwin", Signal: "mistakes"}}
+		return c
+	}
+	same := func(h *harness) Config { return h.cfg }
+	for _, tc := range []struct {
+		name      string
+		cfg       func(*harness) Config
+		partition int
+		scope     string
+		damage    func([]byte) []byte
+	}{
+		{"another partition", same, 1, "changelog-a", nil},
+		{"another changelog", same, 0, "changelog-b", nil},
+		{"other learner parameters", otherParams, 0, "changelog-a", nil},
+		{"another learner", otherLearner, 0, "changelog-a", nil},
+		{"standardized now", standardized, 0, "changelog-a", nil},
+		{"drift detectors now", detectors, 0, "changelog-a", nil},
+		{"a flipped byte", same, 0, "changelog-a", func(b []byte) []byte { b[len(b)/2] ^= 1; return b }},
+		{"truncated", same, 0, "changelog-a", func(b []byte) []byte { return b[:len(b)-5] }},
+		{"another format", same, 0, "changelog-a", func(b []byte) []byte {
+			b[len(parkMagic)] = parkVersion + 1
+			n := len(b) - 4
+			return binary.LittleEndian.AppendUint32(b[:n], crc32.Checksum(b[:n], crcTable))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h, dir := park(t)
+			store, manifest := reopen(t, dir)
+			if tc.damage != nil {
+				manifest = tc.damage(manifest)
+			}
+			k, err := Unpark(tc.cfg(h), tc.partition, store, 5, manifest, tc.scope)
+			if !errors.Is(err, ErrNotParked) || k != nil {
+				t.Fatalf("Unpark = %v, %v; want ErrNotParked", k, err)
+			}
+			if !store.isClosed() {
+				t.Error("the refused store was not closed")
+			}
+			if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the refused store's directory: %v, want removed", err)
+			}
+		})
+	}
+	t.Run("the key store fails while parking", func(t *testing.T) {
+		for _, op := range []string{"set", "park"} {
+			h := newHarness(t, 400, 20, false)
+			h.cacheKeys = 5
+			a := h.runUntil(1, 200)
+			h.keyStores[0].arm(op, 1)
+			dir := filepath.Join(t.TempDir(), "parked-0")
+			if err := a.Kept().Park(dir, "changelog-a"); !errors.Is(err, errInjected) {
+				t.Fatalf("Park with %s failing = %v", op, err)
+			}
+			if keystore.Parked(dir) || !h.keyStores[0].isClosed() {
+				t.Fatalf("%s failing: parked %v, store closed %v; want nothing parked, the store closed", op, keystore.Parked(dir), h.keyStores[0].isClosed())
+			}
+		}
+	})
+	t.Run("a state without a key store", func(t *testing.T) {
+		h := newHarness(t, 400, 20, false)
+		a := h.runUntil(1, 200)
+		if err := a.Kept().Park(filepath.Join(t.TempDir(), "p"), "changelog-a"); err == nil {
+			t.Fatal("Park of a state held in memory only succeeded")
+		}
+	})
+}
