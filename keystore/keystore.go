@@ -105,12 +105,12 @@ func (s *Store) open(fresh bool) error {
 	cache := pebble.NewCache(s.opt.CacheBytes)
 	defer cache.Unref() // the DB holds its own reference
 	o := &pebble.Options{
-		Cache:         cache,
-		MemTableSize:  s.opt.MemTableBytes,
+		Cache:            cache,
+		MemTableSize:     s.opt.MemTableBytes,
 		DisableWAL:       true, // rebuilt from the changelog after any crash; Park flushes
 		ErrorIfExists:    fresh,
 		ErrorIfNotExists: !fresh,
-		Logger:        pebbleLogger{s.opt.Logger.With("key_store", s.dir)},
+		Logger:           pebbleLogger{s.opt.Logger.With("key_store", s.dir)},
 	}
 	for i := range o.Levels {
 		o.Levels[i].FilterPolicy = bloom.FilterPolicy(10) // a miss (a new key) costs no block read
