@@ -56,8 +56,9 @@ type Config struct {
 	CheckpointEvery  int           `split_words:"true" default:"10000" desc:"checkpoint a partition every this many records (or CheckpointPeriod, whichever first)"`
 	CheckpointPeriod time.Duration `split_words:"true" default:"5s" desc:"and at least this often"`
 	FlushInterval    time.Duration `split_words:"true" default:"5ms" desc:"write predictions, queries and alerts this often between checkpoints (0: at checkpoints only)"`
-	StateDir         string        `split_words:"true" desc:"local directory for the keys beyond CacheKeys per partition, in a Pebble store rebuilt from the changelog on every restore (an emptyDir will do; one member's alone: stores left there are removed at start); empty: every key in memory"`
+	StateDir         string        `split_words:"true" desc:"local directory for the keys beyond CacheKeys per partition, in a Pebble store rebuilt from the changelog on a restore (an emptyDir will do; one member's alone: stores left there are removed at start, except those ParkState parked); empty: every key in memory"`
 	CacheKeys        int           `split_words:"true" default:"100000" desc:"with StateDir: keys per partition held in memory after each checkpoint (plus those changed since)"`
+	ParkState        bool          `split_words:"true" default:"false" desc:"with StateDir on a persistent volume: at shutdown, park each partition's key store there; at start, resume a partition from it without reading the changelog when nothing was written to the changelog since (else restore as usual)"`
 	MetricsAddr      string        `split_words:"true" default:":9090" desc:"address of /metrics, /healthz and /readyz"`
 	Pprof            bool          `default:"false" desc:"serve /debug/pprof on the metrics address"`
 	LogLevel         string        `split_words:"true" default:"info" desc:"debug, info, warn or error"`
@@ -220,6 +221,12 @@ func (c *Config) Validate() error {
 	}
 	if c.StateDir != "" && c.CacheKeys < 1 {
 		bad("DRIFTSTREAM_CACHE_KEYS=%d: must be ≥ 1 with DRIFTSTREAM_STATE_DIR", c.CacheKeys)
+	}
+	if c.ParkState && c.StateDir == "" {
+		bad("DRIFTSTREAM_PARK_STATE needs DRIFTSTREAM_STATE_DIR (the volume the key stores are parked on)")
+	}
+	if c.ParkState && c.CheckpointStore == "file" {
+		bad("DRIFTSTREAM_PARK_STATE needs the kafka checkpoint store: the file store does not report where its records land, which resuming a parked state checks")
 	}
 	if c.FlushInterval < 0 {
 		bad("DRIFTSTREAM_FLUSH_INTERVAL=%s: must be ≥ 0 (0: outputs at checkpoints only)", c.FlushInterval)

@@ -87,6 +87,8 @@ func TestValidate(t *testing.T) {
 		{map[string]string{"DRIFTSTREAM_TLS_CA_FILE": "/ca.pem"}, "DRIFTSTREAM_TLS=true"},
 		{map[string]string{"DRIFTSTREAM_TLS": "true", "DRIFTSTREAM_TLS_CERT_FILE": pw}, "both DRIFTSTREAM_TLS_CERT_FILE"},
 		{map[string]string{"DRIFTSTREAM_TLS": "true", "DRIFTSTREAM_TLS_CA_FILE": "/nope.pem"}, "cannot read /nope.pem"},
+		{map[string]string{"DRIFTSTREAM_PARK_STATE": "true"}, "DRIFTSTREAM_PARK_STATE needs DRIFTSTREAM_STATE_DIR"},
+		{map[string]string{"DRIFTSTREAM_PARK_STATE": "true", "DRIFTSTREAM_STATE_DIR": "/s", "DRIFTSTREAM_CHECKPOINT_STORE": "file", "DRIFTSTREAM_CHECKPOINT_DIR": "/c"}, "needs the kafka checkpoint store"},
 	}
 	both := map[string]string{"DRIFTSTREAM_HASH_BITS": "4", "DRIFTSTREAM_DIM": "3"}
 	for k, v := range good {

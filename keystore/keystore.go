@@ -227,8 +227,8 @@ const manifestFile = "DRIFTSTREAM-PARKED"
 // Park leaves the store on disk for a later process: it commits the staged
 // writes, flushes the memtables to tables (the store has no write-ahead
 // log) and closes the database, moves its directory to dir (which must not
-// exist; on the same file system), and writes manifest there, synced, as
-// the last step. The store is closed whatever the outcome; on error the
+// exist, unless it is the store's own; on the same file system), and writes
+// manifest there, synced, as the last step. The store is closed whatever the outcome; on error the
 // files are removed, from wherever they are.
 func (s *Store) Park(dir string, manifest []byte) (err error) {
 	if s.db == nil {
@@ -249,15 +249,17 @@ func (s *Store) Park(dir string, manifest []byte) (err error) {
 	if err != nil {
 		return err
 	}
-	if _, serr := os.Lstat(dir); serr == nil {
-		return fmt.Errorf("%s exists", dir)
-	}
-	if err := os.Rename(s.dir, dir); err != nil {
-		return err
-	}
-	s.dir = dir
-	if err := syncDir(filepath.Dir(dir)); err != nil {
-		return err
+	if filepath.Clean(dir) != filepath.Clean(s.dir) { // a reopened store parks in place
+		if _, serr := os.Lstat(dir); serr == nil {
+			return fmt.Errorf("%s exists", dir)
+		}
+		if err := os.Rename(s.dir, dir); err != nil {
+			return err
+		}
+		s.dir = dir
+		if err := syncDir(filepath.Dir(dir)); err != nil {
+			return err
+		}
 	}
 	return writeSynced(filepath.Join(dir, manifestFile), manifest)
 }

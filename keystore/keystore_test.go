@@ -258,6 +258,17 @@ func TestParkThenReopen(t *testing.T) {
 	if v, ok := get(t, r, "new"); !ok || v != "x" {
 		t.Errorf("Get after a write to the reopened store = %q, %v", v, ok)
 	}
+	if err := r.Park(parked, []byte("manifest v2")); err != nil { // parked again in place
+		t.Fatal(err)
+	}
+	r2, manifest, err := Reopen(parked, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r2.Close()
+	if v, ok := get(t, r2, "new"); !ok || v != "x" || string(manifest) != "manifest v2" {
+		t.Errorf("after a second Park in place: Get = %q, %v, manifest %q", v, ok, manifest)
+	}
 }
 
 // TestParkedStoreIsReopenedOnce checks the paths that must not yield a

@@ -134,7 +134,7 @@ func unpark(cfg Config, partition int, store KeyStore, cacheKeys int, manifest [
 	w.cache.count = m.keys
 	w.through = m.through
 	w.epoch = m.epoch
-	return &Kept{w: w, end: m.end, epoch: m.epoch}, nil
+	return &Kept{w: w, end: m.end, epoch: m.epoch, parked: true}, nil
 }
 
 // stateFingerprint identifies what a key record decodes under: the

@@ -227,6 +227,8 @@ type Kept struct {
 	w     *Worker
 	end   int64 // the store position after the last record written
 	epoch checkpoint.Epoch
+	// parked is set when the state comes from a parked key store (Unpark).
+	parked bool
 }
 
 // Keys is the number of keys the kept state holds.
@@ -433,7 +435,7 @@ func (r *Runner) resume(ctx context.Context) (ok bool, err error) {
 		return false, err
 	}
 	if r.pos.end-1 != k.end {
-		r.log.Info("partition kept in memory, but its checkpoint log moved on since: restoring it", "kept_end", k.end, "claimed_at", r.pos.end-1)
+		r.log.Info("partition state kept (in memory, or parked by a former process), but its checkpoint log moved on since: restoring it", "parked", k.parked, "kept_end", k.end, "claimed_at", r.pos.end-1)
 		if err := k.Close(); err != nil {
 			r.log.Warn("closing the kept state's key store", "err", err)
 		}
@@ -449,6 +451,7 @@ func (r *Runner) resume(ctx context.Context) (ok bool, err error) {
 
 func (r *Runner) run(ctx context.Context) error {
 	start := time.Now()
+	unparked := r.cfg.Kept != nil && r.cfg.Kept.parked
 	resumed, err := r.resume(ctx)
 	if err != nil {
 		return err
@@ -457,7 +460,7 @@ func (r *Runner) run(ctx context.Context) error {
 	var res Restored
 	if resumed {
 		t := r.w.Through()
-		res = Restored{From: [2]int64{t[0] + 1, t[1] + 1}, MaxEpoch: r.w.epoch, Resumed: true}
+		res = Restored{From: [2]int64{t[0] + 1, t[1] + 1}, MaxEpoch: r.w.epoch, Resumed: true, Unparked: unparked}
 	} else {
 		err := r.do(ctx, StepRestore, func(ctx context.Context) error {
 			var err error
@@ -478,7 +481,7 @@ func (r *Runner) run(ctx context.Context) error {
 	committed := [2]int64{max(r.cfg.Committed[0], 0), max(r.cfg.Committed[1], 0)}
 	r.w.SuppressBelow(committed)
 	r.cfg.Observer.Restored(res, r.w.keyCount(), time.Since(start))
-	r.log.Info("partition restored", "keys", r.w.Keys(), "resumed_from_memory", resumed, "replay_from", res.From[0], "committed", committed[0],
+	r.log.Info("partition restored", "keys", r.w.Keys(), "resumed_from_memory", resumed && !unparked, "resumed_from_parked", resumed && unparked, "replay_from", res.From[0], "committed", committed[0],
 		"epoch", r.w.epoch.String(), "fenced_records", res.Fenced, "restore_ms", time.Since(start).Milliseconds())
 
 	var src Source

@@ -259,6 +259,9 @@ type Restored struct {
 	// Resumed is set when the partition was not restored but resumed from
 	// the state this process kept across a rebalance (RunnerConfig.Kept).
 	Resumed bool
+	// Unparked is set, with Resumed, when that state was parked by a former
+	// process (Unpark) rather than kept in memory.
+	Unparked bool
 }
 
 // Restore loads the partition's checkpoint into an empty worker. A key whose

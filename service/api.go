@@ -61,9 +61,13 @@ type PartitionInfo struct {
 	KeysInMemory int `json:"keys_in_memory"`
 	// Lag is high watermark − next offset of the events topic, as of the
 	// last record processed.
-	Lag     int64  `json:"lag"`
-	Resumed bool   `json:"resumed_from_memory"`
-	Error   string `json:"error,omitempty"`
+	Lag int64 `json:"lag"`
+	// Resumed: the partition was taken back from the state this process
+	// kept in memory across a rebalance; Unparked: from the key store a
+	// former process parked (neither: restored from the changelog).
+	Resumed  bool   `json:"resumed_from_memory"`
+	Unparked bool   `json:"resumed_from_parked"`
+	Error    string `json:"error,omitempty"`
 }
 
 // running lists the owned partitions: their states, sorted by partition.
@@ -153,7 +157,7 @@ func (s *Service) Partitions(ctx context.Context) []PartitionInfo {
 	s.mu.Unlock()
 	out := []PartitionInfo{}
 	for _, st := range s.running() {
-		pi := PartitionInfo{Partition: st.p, State: "restoring", Keys: -1, KeysInMemory: -1, Lag: st.lag.Load(), Resumed: st.resumed.Load()}
+		pi := PartitionInfo{Partition: st.p, State: "restoring", Keys: -1, KeysInMemory: -1, Lag: st.lag.Load(), Resumed: st.resumed.Load(), Unparked: st.unparked.Load()}
 		if err, ok := failed[st.p]; ok {
 			pi.State, pi.Error = "failed", err.Error()
 		} else if r := st.runner.Load(); r != nil && st.restored.Load() {

@@ -91,10 +91,17 @@ type Config struct {
 	// StateDir, when set, keeps each partition's keys beyond CacheKeys on
 	// local disk, in a Pebble key store under this directory (package
 	// keystore), instead of all in memory. The stores are caches of the
-	// changelog, rebuilt on every restore: an emptyDir volume will do. The
+	// changelog, rebuilt on a restore: an emptyDir volume will do. The
 	// directory is this member's alone: New removes the stores a former
-	// process left in it.
+	// process left in it, except those it parked (ParkState).
 	StateDir string
+	// ParkState, with StateDir on a persistent volume, parks each
+	// partition's key store there when the service shuts down
+	// (pipeline.Kept.Park), and resumes a partition assigned to the next
+	// process from its parked store, without reading the changelog, when
+	// nothing was written to the partition's changelog in between; otherwise
+	// the partition is restored as usual and the parked store removed.
+	ParkState bool
 	// CacheKeys is the number of keys per partition held in memory after
 	// each checkpoint when StateDir is set.
 	CacheKeys int
@@ -111,6 +118,9 @@ type Totals struct {
 	// Resumed counts partitions taken back from memory after a rebalance
 	// instead of being restored from the changelog.
 	Resumed int64
+	// Unparked counts partitions resumed from the key store a former
+	// process parked (ParkState) instead of being restored.
+	Unparked int64
 }
 
 // Service is a running driftstream consumer.
@@ -121,7 +131,7 @@ type Service struct {
 	log   *slog.Logger
 
 	events, predictions, queries, labeled, mistakes, joined, dead atomic.Int64
-	resumed                                                       atomic.Int64
+	resumed, unparked                                             atomic.Int64
 	parts                                                         sync.Map // partition → *partState
 
 	keptMu sync.Mutex
@@ -146,6 +156,7 @@ type partState struct {
 	runner   atomic.Pointer[pipeline.Runner]
 	restored atomic.Bool
 	resumed  atomic.Bool
+	unparked atomic.Bool
 	lag      atomic.Int64
 }
 
@@ -216,7 +227,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 // Totals returns the counters so far.
 func (s *Service) Totals() Totals {
 	return Totals{Events: s.events.Load(), Predictions: s.predictions.Load(), Queries: s.queries.Load(), Labeled: s.labeled.Load(),
-		Mistakes: s.mistakes.Load(), LabelsJoined: s.joined.Load(), DeadLetters: s.dead.Load(), Resumed: s.resumed.Load()}
+		Mistakes: s.mistakes.Load(), LabelsJoined: s.joined.Load(), DeadLetters: s.dead.Load(), Resumed: s.resumed.Load(), Unparked: s.unparked.Load()}
 }
 
 // Ready reports whether the service is doing its job: no partition has
@@ -290,7 +301,7 @@ func (s *Service) Run(ctx context.Context) error {
 	if s.cfg.Store == nil { // the changelog store is ours: release its connections
 		defer s.store.Close()
 	}
-	defer s.dropKept(nil) // and the key stores of states kept for partitions that did not come back
+	defer s.releaseKept() // and the states kept for partitions that did not come back: parked, or their key stores closed
 	runCtx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	go func() { // a failed partition ends the run after the grace period
@@ -398,7 +409,7 @@ func (s *Service) runPartition(ctx, gctx context.Context, gen *kafka.Generation,
 		Sink: s.sink, Committer: &groupCommitter{gen: gen, gctx: gctx, topics: [2]string{s.cfg.Topics.Events, s.cfg.Topics.Labels}, partition: p},
 		Generation: gen.ID, Owner: s.cfg.Owner, Committed: committed, CheckpointEvery: s.cfg.CheckpointEvery,
 		CheckpointInterval: s.cfg.CheckpointInterval, FlushInterval: s.cfg.FlushInterval, FinalTimeout: s.cfg.FinalTimeout, Retry: s.cfg.Retry, Observer: obs, Logger: s.log,
-		Kept: s.takeKept(p)})
+		Kept: s.keptOrParked(p)})
 	if err != nil {
 		if keys != nil {
 			keys.Close()
@@ -411,12 +422,12 @@ func (s *Service) runPartition(ctx, gctx context.Context, gen *kafka.Generation,
 	}
 	switch k := r.Kept(); {
 	case k == nil:
-	case gctx.Err() != nil: // revoked, not shut down: it may come back
+	case gctx.Err() != nil: // revoked (or shut down, which ends the generation too): it may come back
 		s.keptMu.Lock()
 		s.kept[p] = k
 		s.keptMu.Unlock()
-	default: // shut down: it will not
-		s.closeKept(p, k)
+	default: // shut down
+		s.release(p, k)
 	}
 	return nil
 }
@@ -445,6 +456,30 @@ func (s *Service) dropKept(assigned []kafka.PartitionAssignment) {
 			delete(s.kept, p)
 		}
 	}
+}
+
+// releaseKept releases every kept state when the service stops (Run's
+// end, once every partition has stopped): parked with ParkState, so that
+// the next process may resume them, closed otherwise. A state kept for a
+// partition revoked before the stop, and now another member's, is parked
+// too; the next process finds that its changelog moved on and restores.
+func (s *Service) releaseKept() {
+	s.keptMu.Lock()
+	defer s.keptMu.Unlock()
+	for p, k := range s.kept {
+		s.release(p, k)
+		delete(s.kept, p)
+	}
+}
+
+// release parks (ParkState) or closes the kept state of partition p at
+// shutdown.
+func (s *Service) release(p int, k *pipeline.Kept) {
+	if s.cfg.ParkState {
+		s.park(p, k)
+		return
+	}
+	s.closeKept(p, k)
 }
 
 // closeKept releases the key store of a kept state that will not resume.

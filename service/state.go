@@ -18,11 +18,28 @@ import (
 // a store kept for a revoked partition and a new one never share a directory.
 const keyStorePrefix = "keys-p"
 
+// parkedPrefix names the directories of parked key stores under StateDir:
+// parked-p<partition>, one per partition.
+const parkedPrefix = "parked-p"
+
+// parkedDir is where partition p's key store is parked.
+func (s *Service) parkedDir(p int) string {
+	return filepath.Join(s.cfg.StateDir, fmt.Sprintf("%s%d", parkedPrefix, p))
+}
+
+// parkScope names the changelog a parked state belongs to.
+func (s *Service) parkScope() string { return s.cfg.Group + "/" + s.cfg.Topics.Changelog }
+
 // prepareStateDir creates StateDir and removes the key stores a previous
 // process left there: a key store is a cache of the changelog, rebuilt on
-// every restore, so none outlives its process.
+// a restore, so none outlives its process unless it was parked (ParkState).
+// A parked store is kept only with ParkState and only when its Park
+// finished and it was not reopened since (keystore.Parked).
 func (s *Service) prepareStateDir() error {
 	if s.cfg.StateDir == "" {
+		if s.cfg.ParkState {
+			return errors.New("parking partition state needs a state dir")
+		}
 		return nil
 	}
 	if s.cfg.CacheKeys < 1 {
@@ -36,14 +53,68 @@ func (s *Service) prepareStateDir() error {
 		return fmt.Errorf("state dir: %w", err)
 	}
 	for _, e := range entries {
-		if e.IsDir() && strings.HasPrefix(e.Name(), keyStorePrefix) {
-			if err := os.RemoveAll(filepath.Join(s.cfg.StateDir, e.Name())); err != nil {
-				return fmt.Errorf("state dir: remove a former process's key store: %w", err)
-			}
-			s.log.Info("removed a former process's key store", "dir", filepath.Join(s.cfg.StateDir, e.Name()))
+		dir := filepath.Join(s.cfg.StateDir, e.Name())
+		var why string
+		switch {
+		case !e.IsDir():
+			continue
+		case strings.HasPrefix(e.Name(), keyStorePrefix):
+			why = "a former process's key store"
+		case !strings.HasPrefix(e.Name(), parkedPrefix):
+			continue
+		case !s.cfg.ParkState:
+			why = "a parked key store, and DRIFTSTREAM_PARK_STATE is off"
+		case !keystore.Parked(dir):
+			why = "a parked key store whose parking did not finish, or that a former process reopened"
+		default:
+			s.log.Info("found a parked key store", "dir", dir)
+			continue
 		}
+		if err := os.RemoveAll(dir); err != nil {
+			return fmt.Errorf("state dir: remove %s: %w", why, err)
+		}
+		s.log.Info("removed "+why, "dir", dir)
 	}
 	return nil
+}
+
+// keptOrParked returns the state kept for partition p in memory across a
+// rebalance, or else the one a former process parked for it (ParkState);
+// nil when there is neither. A parked store that cannot be resumed is
+// removed, and the partition is restored from the changelog.
+func (s *Service) keptOrParked(p int) *pipeline.Kept {
+	if k := s.takeKept(p); k != nil || !s.cfg.ParkState {
+		return k
+	}
+	dir := s.parkedDir(p)
+	if !keystore.Parked(dir) {
+		return nil
+	}
+	log := s.log.With("partition", p, "dir", dir)
+	store, manifest, err := keystore.Reopen(dir, keystore.Options{Logger: log})
+	if err != nil {
+		log.Warn("cannot reopen the parked key store: restoring from the changelog", "err", err)
+		return nil
+	}
+	k, err := pipeline.Unpark(s.cfg.Pipeline, p, store, s.cfg.CacheKeys, manifest, s.parkScope())
+	if err != nil {
+		log.Warn("the parked key store cannot be resumed: restoring from the changelog", "err", err)
+		return nil
+	}
+	log.Info("reopened the parked key store; resuming from it if the changelog has not moved on", "keys", k.Keys())
+	return k
+}
+
+// park leaves partition p's kept state on disk for the next process
+// (ParkState); on failure the state is dropped and the next process
+// restores the partition from the changelog.
+func (s *Service) park(p int, k *pipeline.Kept) {
+	start, keys := time.Now(), k.Keys()
+	if err := k.Park(s.parkedDir(p), s.parkScope()); err != nil {
+		s.log.Warn("cannot park the partition's key store: the next process will restore it from the changelog", "partition", p, "err", err)
+		return
+	}
+	s.log.Info("parked the partition's key store", "partition", p, "keys", keys, "dir", s.parkedDir(p), "park_ms", time.Since(start).Milliseconds())
 }
 
 // measureStateDir sets driftstream_state_dir_bytes, at most once a second

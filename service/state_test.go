@@ -1,11 +1,17 @@
 package service
 
 import (
+	"bytes"
+	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
+
+	"github.com/driftstream/driftstream/keystore"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -89,5 +95,101 @@ func TestStateDirBytes(t *testing.T) {
 	s.measureStateDir()
 	if v := testutil.ToFloat64(m.stateDirBytes); v != 1144 {
 		t.Fatalf("gauge %v after the file was added, want 1144", v)
+	}
+}
+
+// With ParkState, a service that shuts down parks every partition's key
+// store in its state directory, and the next service on that directory
+// resumes each partition from it without reading the changelog — unless
+// another member wrote to the partition's changelog in between, in which
+// case the parked store is removed and the partition restored. Either way
+// every event is predicted exactly once and the end state is bit-identical
+// to an uninterrupted run.
+func TestParkedStateSurvivesARestart(t *testing.T) {
+	for _, between := range []bool{false, true} {
+		t.Run(map[bool]string{false: "nothing in between", true: "another member in between"}[between], func(t *testing.T) {
+			addr := cluster(t)
+			cfg := testConfig(t, addr, "g-park")
+			cfg.StateDir, cfg.CacheKeys, cfg.ParkState = t.TempDir(), 2, true
+			if _, err := New(context.Background(), cfg); err != nil {
+				t.Fatal(err)
+			}
+			ids := produce(t, addr, 1, 900)
+			runUntil(t, cfg, int64(len(ids)))
+			parked := 0
+			for p := range partitions {
+				if keystore.Parked(filepath.Join(cfg.StateDir, fmt.Sprintf("parked-p%d", p))) {
+					parked++
+				}
+			}
+			if parked != partitions {
+				t.Fatalf("%d of %d partitions parked at shutdown", parked, partitions)
+			}
+			ids = append(ids, produce(t, addr, 2, 300)...)
+			if between { // a member with a state dir of its own takes every partition
+				other := cfg
+				other.StateDir = t.TempDir()
+				runUntil(t, other, 300)
+			}
+			ids = append(ids, produce(t, addr, 3, 300)...)
+			s, stop := started(t, cfg)
+			left := map[bool]int64{false: 600, true: 300}[between] // events since the last member stopped
+			eventually(t, 60*time.Second, func() bool { return s.Totals().Events >= left }, func() string { return fmt.Sprintf("%+v", s.Totals()) })
+			stop()
+			wantUnparked := map[bool]int64{false: partitions, true: 0}[between]
+			if tot := s.Totals(); tot.Unparked != wantUnparked || tot.Resumed != 0 {
+				t.Fatalf("%d partitions resumed from their parked stores, %d from memory; want %d, 0", tot.Unparked, tot.Resumed, wantUnparked)
+			}
+			if missing, repeated := deliveries(ids, predictionsByID(t, addr)); missing != 0 || repeated != 0 {
+				t.Fatalf("%d events: %d predictions missing, %d repeated", len(ids), missing, repeated)
+			}
+			want, got := referenceStates(t, addr, cfg), changelogStates(t, addr)
+			differing := 0
+			for k, b := range want {
+				if !bytes.Equal(got[k], b) {
+					differing++
+				}
+			}
+			if len(want) != 20 || len(got) != len(want) || differing != 0 {
+				t.Fatalf("%d keys in the changelog, %d in an uninterrupted run, %d differing", len(got), len(want), differing)
+			}
+		})
+	}
+}
+
+// A new service keeps a parked key store only with ParkState and only when
+// its Park finished (the manifest is there); it removes the others, and
+// refuses ParkState without a state directory.
+func TestStateDirKeepsFinishedParkedStores(t *testing.T) {
+	for _, park := range []bool{false, true} {
+		dir := t.TempDir()
+		for _, p := range []string{"parked-p1", "parked-p2"} {
+			s, err := keystore.Open(filepath.Join(dir, "open-"+p), keystore.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Park(filepath.Join(dir, p), []byte("m")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, _, err := keystore.Reopen(filepath.Join(dir, "parked-p2"), keystore.Options{}); err != nil { // reopened, then the process died
+			t.Fatal(err)
+		}
+		s := &Service{cfg: Config{StateDir: dir, CacheKeys: 10, ParkState: park}, log: slog.New(slog.DiscardHandler)}
+		if err := s.prepareStateDir(); err != nil {
+			t.Fatal(err)
+		}
+		var left []string
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			left = append(left, e.Name())
+		}
+		if want := map[bool][]string{false: nil, true: {"parked-p1"}}[park]; !slices.Equal(left, want) {
+			t.Fatalf("ParkState %v: state dir holds %v, want %v", park, left, want)
+		}
+	}
+	s := &Service{cfg: Config{ParkState: true}, log: slog.New(slog.DiscardHandler)}
+	if err := s.prepareStateDir(); err == nil {
+		t.Fatal("ParkState without a state dir was accepted")
 	}
 }

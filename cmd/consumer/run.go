@@ -119,7 +119,7 @@ func runService(args []string, stdout, stderr io.Writer) int {
 		CheckpointEvery: cfg.CheckpointEvery, CheckpointInterval: cfg.CheckpointPeriod, FlushInterval: cfg.FlushInterval, Logger: log, Metrics: metrics,
 		Retry:         pipeline.Backoff{Initial: pipeline.DefaultBackoff.Initial, Max: pipeline.DefaultBackoff.Max, Timeout: cfg.RetryTimeout},
 		FailExitAfter: cfg.FailExitAfter, FinalTimeout: cfg.ShutdownTimeout, SessionTimeout: cfg.SessionTimeout,
-		StateDir: cfg.StateDir, CacheKeys: cfg.CacheKeys}
+		StateDir: cfg.StateDir, CacheKeys: cfg.CacheKeys, ParkState: cfg.ParkState}
 	if *embedded { // the service creates the demo's topics keeping only embeddedRetention
 		scfg.StreamTopicConfig = map[string]string{"retention.ms": strconv.FormatInt(embeddedRetention.Milliseconds(), 10)}
 	}
