@@ -1,0 +1,119 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/driftstream/driftstream/checkpoint"
+	"github.com/driftstream/driftstream/keystore"
+	"github.com/driftstream/driftstream/topics"
+)
+
+// restoredTook records how long a Runner took to get its state, and how.
+type restoredTook struct {
+	nopObserver
+	took time.Duration
+	res  Restored
+}
+
+func (o *restoredTook) Restored(res Restored, _ KeyCount, took time.Duration) { o.took, o.res = took, res }
+
+// BenchmarkParkedRestart compares the two ways a restarted process gets a
+// partition of perceptron d=10 keys back, each with a key store holding a
+// tenth of the keys in memory: a full restore from the changelog (here the
+// in-memory store, the faster source: see BenchmarkRestore in ./service for
+// the in-process broker), and resuming the key store that the former
+// process parked (keystore.Reopen, Unpark, then the Runner's claim). It
+// also reports how long Park takes at shutdown, which writes the keys held
+// in memory to the store and flushes it. Medians of b.N rounds; the key
+// count is DRIFTSTREAM_BENCH_KEYS (default 100,000).
+//
+//	DRIFTSTREAM_BENCH_KEYS=1000000 CGO_ENABLED=0 go test -run '^$' -bench ParkedRestart -benchtime 3x ./pipeline
+func BenchmarkParkedRestart(b *testing.B) {
+	nkeys := 100_000
+	if n, err := strconv.Atoi(os.Getenv("DRIFTSTREAM_BENCH_KEYS")); err == nil && n > 0 {
+		nkeys = n
+	}
+	ctx := context.Background()
+	vec, _ := topics.NewVectorizer(10, 0)
+	cfg := Config{Learner: "perceptron", Seed: 1, Vector: vec}
+	store := checkpoint.NewMemoryStore()
+	w, err := NewWorker(cfg, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := range nkeys {
+		if err := w.Process(ctx, Record{Offset: int64(i), Key: fmt.Appendf(nil, "customer-%07d", i),
+			Value: labeledEvent(r, i, 10, func() float64 { return float64(int(r.NormFloat64()*1e4)) / 1e4 })}); err != nil {
+			b.Fatal(err)
+		}
+		w.TakeOutputs()
+	}
+	if _, _, err := w.Checkpoint(ctx, store); err != nil {
+		b.Fatal(err)
+	}
+	w = nil
+	cache := max(1, nkeys/10)
+	opt := keystore.Options{}
+	run := func(gen int32, ks KeyStore, kept *Kept) (*Runner, *restoredTook) {
+		obs := &restoredTook{}
+		rc := RunnerConfig{Partition: 0, Pipeline: cfg, Store: store, Open: (&feed{bounded: true}).opener(newGate(1 << 62)), Sink: &testSink{out: newOutputs()},
+			Generation: gen, CheckpointEvery: 1 << 30, CheckpointInterval: time.Hour, FinalTimeout: time.Minute, Observer: obs, Kept: kept, KeyStore: ks, CacheKeys: cache}
+		rn, err := NewRunner(rc)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := rn.Run(ctx); err != nil {
+			b.Fatal(err)
+		}
+		return rn, obs
+	}
+	var restore, park, resume []float64
+	for i := range b.N {
+		dir := b.TempDir()
+		ks, err := keystore.Open(filepath.Join(dir, "keys"), opt)
+		if err != nil {
+			b.Fatal(err)
+		}
+		first, obs := run(int32(2*i+1), ks, nil)
+		if obs.res.Resumed || first.Kept() == nil || first.Kept().Keys() != nkeys {
+			b.Fatalf("first runner: resumed %v, kept %v", obs.res.Resumed, first.Kept())
+		}
+		restore = append(restore, obs.took.Seconds())
+
+		start := time.Now()
+		if err := first.Kept().Park(filepath.Join(dir, "parked"), "bench"); err != nil {
+			b.Fatal(err)
+		}
+		park = append(park, time.Since(start).Seconds())
+
+		start = time.Now()
+		s, manifest, err := keystore.Reopen(filepath.Join(dir, "parked"), opt)
+		if err != nil {
+			b.Fatal(err)
+		}
+		kept, err := Unpark(cfg, 0, s, cache, manifest, "bench")
+		if err != nil {
+			b.Fatal(err)
+		}
+		unparking := time.Since(start)
+		second, obs := run(int32(2*i+2), nil, kept)
+		if !obs.res.Unparked || second.Worker().Keys() != nkeys {
+			b.Fatalf("second runner: unparked %v, %d keys", obs.res.Unparked, second.Worker().Keys())
+		}
+		resume = append(resume, (unparking + obs.took).Seconds())
+		second.Kept().Close()
+	}
+	med := func(v []float64) float64 { slices.Sort(v); return v[len(v)/2] }
+	b.ReportMetric(med(restore), "s/restore")
+	b.ReportMetric(med(park), "s/park")
+	b.ReportMetric(med(resume), "s/unpark")
+}
