@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -120,6 +122,8 @@ func decodeStrict(t *testing.T, manifests []byte) map[string]any {
 		switch head.APIVersion + "/" + head.Kind {
 		case "apps/v1/Deployment":
 			obj = &appsv1.Deployment{}
+		case "apps/v1/StatefulSet":
+			obj = &appsv1.StatefulSet{}
 		case "v1/ConfigMap":
 			obj = &corev1.ConfigMap{}
 		case "v1/Service":
@@ -293,6 +297,46 @@ func TestHelmChartMountsTheKeyStore(t *testing.T) {
 				t.Fatalf("keys volume mounted at %q with size limit %q; want %q, %q", mounted, size, tc.env["DRIFTSTREAM_STATE_DIR"], tc.sizeLimit)
 			}
 		})
+	}
+}
+
+// keyStore.persistent renders a StatefulSet instead of the Deployment: the
+// same pod, its key stores on a volume claim of its own (no emptyDir), and
+// DRIFTSTREAM_PARK_STATE set so that they are parked at shutdown. Without
+// keyStore.enabled it changes nothing.
+func TestHelmChartParksStateOnAVolumeClaim(t *testing.T) {
+	objs := decodeStrict(t, render(t, "keyStore.enabled=true", "keyStore.persistent.enabled=true", "keyStore.persistent.size=50Gi",
+		"keyStore.persistent.storageClassName=fast-ssd"))
+	if objs["Deployment"] != nil || objs["StatefulSet"] == nil {
+		t.Fatalf("rendered %v; want a StatefulSet and no Deployment", slices.Sorted(maps.Keys(objs)))
+	}
+	ss := objs["StatefulSet"].(*appsv1.StatefulSet)
+	pod := ss.Spec.Template.Spec
+	env := map[string]string{}
+	for _, e := range pod.Containers[0].Env {
+		env[e.Name] = e.Value
+	}
+	if env["DRIFTSTREAM_PARK_STATE"] != "true" || env["DRIFTSTREAM_STATE_DIR"] != "/var/lib/driftstream/keys" {
+		t.Errorf("env %v: want DRIFTSTREAM_PARK_STATE=true and the state dir", env)
+	}
+	for _, v := range pod.Volumes {
+		if v.Name == "keys" {
+			t.Errorf("a pod volume named keys (%+v) hides the volume claim", v.VolumeSource)
+		}
+	}
+	if len(ss.Spec.VolumeClaimTemplates) != 1 {
+		t.Fatalf("%d volume claim templates, want 1", len(ss.Spec.VolumeClaimTemplates))
+	}
+	claim := ss.Spec.VolumeClaimTemplates[0]
+	if size := claim.Spec.Resources.Requests[corev1.ResourceStorage]; claim.Name != "keys" || size.String() != "50Gi" ||
+		claim.Spec.StorageClassName == nil || *claim.Spec.StorageClassName != "fast-ssd" {
+		t.Errorf("volume claim %s of %v in class %v; want keys, 50Gi, fast-ssd", claim.Name, claim.Spec.Resources.Requests, claim.Spec.StorageClassName)
+	}
+	if ss.Spec.ServiceName == "" || ss.Spec.Replicas == nil || *ss.Spec.Replicas != 2 {
+		t.Errorf("serviceName %q, replicas %v", ss.Spec.ServiceName, ss.Spec.Replicas)
+	}
+	if objs := decodeStrict(t, render(t, "keyStore.persistent.enabled=true")); objs["Deployment"] == nil || objs["StatefulSet"] != nil {
+		t.Error("keyStore.persistent without keyStore.enabled changed the workload")
 	}
 }
 
