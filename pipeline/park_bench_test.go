@@ -23,7 +23,9 @@ type restoredTook struct {
 	res  Restored
 }
 
-func (o *restoredTook) Restored(res Restored, _ KeyCount, took time.Duration) { o.took, o.res = took, res }
+func (o *restoredTook) Restored(res Restored, _ KeyCount, took time.Duration) {
+	o.took, o.res = took, res
+}
 
 // BenchmarkParkedRestart compares the two ways a restarted process gets a
 // partition of perceptron d=10 keys back, each with a key store holding a
