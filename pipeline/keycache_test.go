@@ -33,10 +33,19 @@ type testKeys struct {
 // newTestKeys opens a Pebble key store in a directory of its own.
 func newTestKeys(t *testing.T) *testKeys {
 	t.Helper()
-	s, err := keystore.Open(filepath.Join(t.TempDir(), "keys"), keystore.Options{CacheBytes: 1 << 20, MemTableBytes: 1 << 20})
+	s, err := keystore.Open(filepath.Join(t.TempDir(), "keys"), testKeyOptions)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return wrapTestKeys(t, s)
+}
+
+// testKeyOptions size the tests' Pebble stores small.
+var testKeyOptions = keystore.Options{CacheBytes: 1 << 20, MemTableBytes: 1 << 20}
+
+// wrapTestKeys wraps s for counting and fault injection, closing it at the
+// end of the test unless the test closed it.
+func wrapTestKeys(t *testing.T, s *keystore.Store) *testKeys {
 	k := &testKeys{KeyStore: s, stored: map[string]bool{}, fail: map[string]int{}}
 	t.Cleanup(func() {
 		if !k.isClosed() {

@@ -78,7 +78,7 @@ func (k *Kept) Park(dir, scope string) error {
 			return fmt.Errorf("park partition %d: key %q: %w", w.partition, key, err)
 		}
 	}
-	fp, err := stateFingerprint(&w.cfg)
+	fp, err := w.stateFingerprint()
 	if err != nil {
 		w.Close()
 		return fmt.Errorf("park partition %d: %w", w.partition, err)
@@ -116,7 +116,7 @@ func unpark(cfg Config, partition int, store KeyStore, cacheKeys int, manifest [
 	if err != nil {
 		return nil, err
 	}
-	fp, err := stateFingerprint(&w.cfg)
+	fp, err := w.stateFingerprint()
 	if err != nil {
 		return nil, err
 	}
@@ -137,17 +137,14 @@ func unpark(cfg Config, partition int, store KeyStore, cacheKeys int, manifest [
 	return &Kept{w: w, end: m.end, epoch: m.epoch, parked: true}, nil
 }
 
-// stateFingerprint identifies what a key record decodes under: the
-// learner's snapshot of a blank key (catalog name, dimension, encoded
+// stateFingerprint identifies what the worker's key records decode under:
+// the learner's snapshot of a blank key (catalog name, dimension, encoded
 // parameters and the release's snapshot format), the drift detectors and
 // standardization. A record written under one fingerprint is read back
 // only under the same.
-func stateFingerprint(cfg *Config) ([32]byte, error) {
-	maker, err := learners.NewMaker(cfg.Learner, cfg.Params, cfg.Vector.Dim)
-	if err != nil {
-		return [32]byte{}, err
-	}
-	l, err := maker.New(learners.Config{Dim: cfg.Vector.Dim})
+func (w *Worker) stateFingerprint() ([32]byte, error) {
+	cfg := &w.cfg
+	l, err := w.maker.New(learners.Config{Dim: cfg.Vector.Dim})
 	if err != nil {
 		return [32]byte{}, err
 	}

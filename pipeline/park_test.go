@@ -16,17 +16,11 @@ import (
 // reopen reopens the store parked in dir, wrapped for counting.
 func reopen(t *testing.T, dir string) (*testKeys, []byte) {
 	t.Helper()
-	s, manifest, err := keystore.Reopen(dir, keystore.Options{CacheBytes: 1 << 20, MemTableBytes: 1 << 20})
+	s, manifest, err := keystore.Reopen(dir, testKeyOptions)
 	if err != nil {
 		t.Fatal(err)
 	}
-	k := &testKeys{KeyStore: s, stored: map[string]bool{}, fail: map[string]int{}}
-	t.Cleanup(func() {
-		if !k.isClosed() {
-			s.Close()
-		}
-	})
-	return k, manifest
+	return wrapTestKeys(t, s), manifest
 }
 
 // A partition parked at a clean stop and unparked by a later process

@@ -33,12 +33,7 @@ func TestStateDirDropsFormerKeyStores(t *testing.T) {
 	if err := s.prepareStateDir(); err != nil {
 		t.Fatal(err)
 	}
-	var left []string
-	entries, _ := os.ReadDir(dir)
-	for _, e := range entries {
-		left = append(left, e.Name())
-	}
-	if want := []string{"keys-p9-note", "other"}; !slices.Equal(left, want) {
+	if left, want := entryNames(dir), []string{"keys-p9-note", "other"}; !slices.Equal(left, want) {
 		t.Fatalf("state dir holds %v, want %v", left, want)
 	}
 	s.cfg.CacheKeys = 0
@@ -179,12 +174,7 @@ func TestStateDirKeepsFinishedParkedStores(t *testing.T) {
 		if err := s.prepareStateDir(); err != nil {
 			t.Fatal(err)
 		}
-		var left []string
-		entries, _ := os.ReadDir(dir)
-		for _, e := range entries {
-			left = append(left, e.Name())
-		}
-		if want := map[bool][]string{false: nil, true: {"parked-p1"}}[park]; !slices.Equal(left, want) {
+		if left, want := entryNames(dir), map[bool][]string{false: nil, true: {"parked-p1"}}[park]; !slices.Equal(left, want) {
 			t.Fatalf("ParkState %v: state dir holds %v, want %v", park, left, want)
 		}
 	}
@@ -192,4 +182,15 @@ func TestStateDirKeepsFinishedParkedStores(t *testing.T) {
 	if err := s.prepareStateDir(); err == nil {
 		t.Fatal("ParkState without a state dir was accepted")
 	}
+}
+
+// entryNames lists the names in directory dir, sorted (none when it cannot
+// be read).
+func entryNames(dir string) []string {
+	var names []string
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
 }
