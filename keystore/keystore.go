@@ -228,8 +228,8 @@ const manifestFile = "DRIFTSTREAM-PARKED"
 // writes, flushes the memtables to tables (the store has no write-ahead
 // log) and closes the database, moves its directory to dir (which must not
 // exist, unless it is the store's own; on the same file system), and writes
-// manifest there, synced, as the last step. The store is closed whatever the outcome; on error the
-// files are removed, from wherever they are.
+// manifest there, synced, as the last step. The store is closed whatever
+// the outcome; on error its files are removed, from wherever they are.
 func (s *Store) Park(dir string, manifest []byte) (err error) {
 	if s.db == nil {
 		return fmt.Errorf("key store %s: park: %w", s.dir, ErrClosed)

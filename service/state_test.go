@@ -167,9 +167,11 @@ func TestStateDirKeepsFinishedParkedStores(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if _, _, err := keystore.Reopen(filepath.Join(dir, "parked-p2"), keystore.Options{}); err != nil { // reopened, then the process died
+		reopened, _, err := keystore.Reopen(filepath.Join(dir, "parked-p2"), keystore.Options{}) // reopened, then the process died
+		if err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() { reopened.Close() }) // its files are gone by then; this releases the database
 		s := &Service{cfg: Config{StateDir: dir, CacheKeys: 10, ParkState: park}, log: slog.New(slog.DiscardHandler)}
 		if err := s.prepareStateDir(); err != nil {
 			t.Fatal(err)
