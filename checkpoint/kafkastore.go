@@ -196,6 +196,45 @@ func (s *KafkaStore) Load(ctx context.Context, p int, sink KeySink) (Snapshot, e
 	return snap, nil
 }
 
+// LoadRange absorbs the records at offsets [from, to) of partition p of the
+// changelog into snap, a snapshot from Resume: the tail that other owners
+// wrote after the state the caller holds. Compaction may have removed some
+// of them, but only in favour of later records of the same key, which are
+// in the range too. It fails with ErrTailGone when the partition's first
+// retained offset is past from.
+func (s *KafkaStore) LoadRange(ctx context.Context, p int, from, to int64, snap *Snapshot) error {
+	if err := checkRange(from, to, snap); err != nil {
+		return err
+	}
+	if from == to {
+		return nil
+	}
+	conn, err := s.leader(ctx, p)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	first, last, err := conn.ReadOffsets()
+	switch {
+	case err != nil:
+		return fmt.Errorf("changelog %s partition %d: offsets: %w", s.topic, p, err)
+	case first > from:
+		return fmt.Errorf("changelog %s partition %d starts at %d, after %d: %w", s.topic, p, first, from, ErrTailGone)
+	case to > last:
+		return fmt.Errorf("changelog %s partition %d: the range [%d, %d) ends after the log (%d)", s.topic, p, from, to, last)
+	}
+	err = kafkaread.Range(ctx, conn, from, to, func(msg kafka.Message) error {
+		if msg.Value != nil {
+			snap.absorb(p, msg.Key, msg.Value, true)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("changelog %s partition %d: %w", s.topic, p, err)
+	}
+	return nil
+}
+
 // loadChunk is how many records Load's reader hands over at once.
 const loadChunk = 1024
 

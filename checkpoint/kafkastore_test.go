@@ -2,6 +2,7 @@ package checkpoint
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -122,5 +123,61 @@ func TestKafkaStoreLoadFailsOnFetchError(t *testing.T) {
 	}
 	if refused.Load() != 1 {
 		t.Fatalf("%d fetches refused, want 1 (Load does not retry; its caller does)", refused.Load())
+	}
+}
+
+// LoadRange reads exactly the records of its range — from inside a produce
+// request's batch too, and none of the records after it — under the
+// fencing rule, and reports ErrTailGone once retention deleted the range's
+// start.
+func TestKafkaStoreLoadRange(t *testing.T) {
+	_, s := kafkaStoreCluster(t)
+	ctx := context.Background()
+	const p = 1
+	ours := NextEpoch(0, 1)
+	owner := Ownership{Partition: p, Epoch: ours, Owner: "us"}
+	if _, err := s.ClaimAt(ctx, owner); err != nil {
+		t.Fatal(err)
+	}
+	m := marker(p, ours, 10)
+	end, err := s.WriteAt(ctx, at(ours, key(p, "a", 5, "a@5"), key(p, "b", 10, "b@10")), m)
+	must(t, err)
+	// Another owner, then a zombie of ours, then our next claim.
+	theirs := NextEpoch(ours, 2)
+	must(t, s.Claim(ctx, Ownership{Partition: p, Epoch: theirs, Owner: "them"}))
+	must(t, s.Write(ctx, at(theirs, key(p, "a", 20, "a@20"), key(p, "c", 21, "c@21")), marker(p, theirs, 21)))
+	must(t, s.Write(ctx, at(ours, key(p, "b", 30, "zombie"), key(p, "d", 31, "zombie")), marker(p, ours, 31)))
+	next, err := s.ClaimAt(ctx, Ownership{Partition: p, Epoch: NextEpoch(theirs, 3), Owner: "us"})
+	must(t, err)
+
+	held := map[string]*KeyRecord{"a": {Partition: p, Key: "a", Epoch: ours, AppliedThrough: [2]int64{5, NoOffset}, State: []byte("a@5")},
+		"b": {Partition: p, Key: "b", Epoch: ours, AppliedThrough: [2]int64{10, NoOffset}, State: []byte("b@10")}}
+	sink := &mapSink{keys: held}
+	snap, err := Resume(sink, owner, m)
+	must(t, err)
+	must(t, s.LoadRange(ctx, p, end, next, snap))
+	got := map[string]string{}
+	for k, rec := range sink.keys {
+		got[k] = string(rec.State)
+	}
+	want := map[string]string{"a": "a@20", "b": "b@10", "c": "c@21", "d": "zombie"}
+	if fmt.Sprint(got) != fmt.Sprint(want) || snap.Owner.Epoch != theirs || snap.Marker.Epoch != theirs || snap.Marker.Through[0] != 21 ||
+		snap.MaxEpoch != theirs || snap.Fenced != 3 || len(snap.Corrupt) != 1 || snap.Corrupt[0].Key != "d" {
+		t.Fatalf("keys %v (want %v), owner %+v, marker %+v, max epoch %v, fenced %d (want 3), corrupt %v", got, want, snap.Owner, snap.Marker, snap.MaxEpoch, snap.Fenced, snap.Corrupt)
+	}
+
+	// From inside the other owner's produce request: only c and its marker.
+	sink = &mapSink{keys: map[string]*KeyRecord{}}
+	snap, err = Resume(sink, owner, m)
+	must(t, err)
+	must(t, s.LoadRange(ctx, p, end+2, end+4, snap))
+	if len(sink.keys) != 1 || string(sink.keys["c"].State) != "c@21" || snap.Marker.Through[0] != 21 || snap.Fenced != 0 {
+		t.Fatalf("keys %v, marker %+v, fenced %d", sink.keys, snap.Marker, snap.Fenced)
+	}
+
+	kafkatest.DeleteRecords(t, s.brokers[0], "changelog", p, end+1)
+	snap, _ = Resume(&mapSink{keys: map[string]*KeyRecord{}}, owner, m)
+	if err := s.LoadRange(ctx, p, end, next, snap); !errors.Is(err, ErrTailGone) {
+		t.Fatalf("a range whose start was deleted: %v, want ErrTailGone", err)
 	}
 }

@@ -2,6 +2,7 @@ package checkpoint
 
 import (
 	"context"
+	"fmt"
 	"sync"
 )
 
@@ -75,6 +76,25 @@ func (s *MemoryStore) Load(ctx context.Context, p int, sink KeySink) (Snapshot, 
 		snap.absorb(p, []byte(e.Key), e.Value, false)
 	}
 	return snap, nil
+}
+
+// LoadRange absorbs the records at positions [from, to) of partition p's
+// log into snap, a snapshot from Resume.
+func (s *MemoryStore) LoadRange(ctx context.Context, p int, from, to int64, snap *Snapshot) error {
+	if err := checkRange(from, to, snap); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	log := s.Log(p)
+	if to > int64(len(log)) {
+		return fmt.Errorf("load the range [%d, %d) of partition %d: the log ends at %d", from, to, p, len(log))
+	}
+	for _, e := range log[from:to] {
+		snap.absorb(p, []byte(e.Key), e.Value, false)
+	}
+	return nil
 }
 
 // Log returns a copy of a partition's log, for inspection.

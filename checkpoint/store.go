@@ -2,6 +2,7 @@ package checkpoint
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -42,6 +43,41 @@ type KeySink interface {
 	// Has reports whether the key has a record, usable or not: the fencing
 	// rule keeps a former owner's record only for a key that has none.
 	Has(key string) bool
+}
+
+// ErrTailGone reports that a partition's log no longer holds the records
+// after a position (retention or deleted records moved its start past it):
+// the state at that position cannot be brought up to date from the log, and
+// the partition needs a full Load.
+var ErrTailGone = errors.New("the log no longer holds the records after the position")
+
+// Resume starts the snapshot of a partition at a position of its log whose
+// state the caller holds — a state it wrote itself up to there, under the
+// ownership record owner and ending with the marker m — so that a store's
+// LoadRange can absorb the records written after it (by other owners) under
+// the fencing rule, as Load would have: the tail of the log instead of all of
+// it. The key records go to sink, whose Has must answer for the keys the
+// caller holds as well as those it is handed.
+func Resume(sink KeySink, owner Ownership, m Marker) (*Snapshot, error) {
+	switch {
+	case sink == nil:
+		return nil, errors.New("resume a snapshot: a key sink is required (it holds the keys from before the position)")
+	case owner.Partition != m.Partition || m.Epoch > owner.Epoch:
+		return nil, fmt.Errorf("resume a snapshot: owner %+v and marker %+v do not belong together", owner, m)
+	}
+	return &Snapshot{sink: sink, Owner: &owner, Marker: &m, MaxEpoch: owner.Epoch}, nil
+}
+
+// checkRange validates a LoadRange call: a resumed snapshot, and positions
+// from ≤ to.
+func checkRange(from, to int64, snap *Snapshot) error {
+	switch {
+	case snap == nil || snap.sink == nil || snap.Owner == nil:
+		return errors.New("load a range: the snapshot must come from Resume")
+	case from < 0 || from > to:
+		return fmt.Errorf("load the range [%d, %d): not a range of positions", from, to)
+	}
+	return nil
 }
 
 // Corruption is a record that could not be used. Key is empty when the

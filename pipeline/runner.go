@@ -215,6 +215,9 @@ type PositionedStore interface {
 	ClaimAt(ctx context.Context, o checkpoint.Ownership) (int64, error)
 	// WriteAt is Write, returning the position after the marker.
 	WriteAt(ctx context.Context, keys []checkpoint.KeyRecord, m checkpoint.Marker) (int64, error)
+	// LoadRange absorbs the records at positions [from, to) into snap, a
+	// snapshot from checkpoint.Resume: a kept state catching up.
+	LoadRange(ctx context.Context, partition int, from, to int64, snap *checkpoint.Snapshot) error
 }
 
 // Kept is a partition's state after a clean stop (final checkpoint written
@@ -424,43 +427,42 @@ func (r *Runner) claim(ctx context.Context, e checkpoint.Epoch) error {
 // resume takes over the kept state when the claim of the next epoch lands
 // right where the kept state's last checkpoint ended: nothing was written to
 // the partition in between, so the store holds exactly what memory holds.
-func (r *Runner) resume(ctx context.Context) (ok bool, err error) {
+// When something was, the kept state catches up from the log's tail
+// (catchUp). ok is false when there is no kept state to take.
+func (r *Runner) resume(ctx context.Context) (res Restored, ok bool, err error) {
 	k := r.cfg.Kept
 	if k == nil || r.pos == nil {
-		return false, nil
+		return Restored{}, false, nil
 	}
 	epoch := checkpoint.NextEpoch(k.epoch, r.cfg.Generation)
 	if err := r.claim(ctx, epoch); err != nil {
 		k.Close() // the claim's error is the one to report
-		return false, err
+		return Restored{}, false, err
 	}
 	if r.pos.end-1 != k.end {
-		r.log.Info("partition state kept (in memory, or parked by a former process), but its checkpoint log moved on since: restoring it", "parked", k.parked, "kept_end", k.end, "claimed_at", r.pos.end-1)
-		if err := k.Close(); err != nil {
-			r.log.Warn("closing the kept state's key store", "err", err)
-		}
-		return false, nil
+		r.log.Info("partition state kept (in memory, or parked by a former process), but its checkpoint log moved on since: catching it up from the log's tail", "parked", k.parked, "kept_end", k.end, "claimed_at", r.pos.end-1)
+		return r.catchUp(ctx, k, epoch)
 	}
 	if err := r.w.Close(); err != nil { // the kept worker has its own key store
 		r.log.Warn("closing the partition's unused key store", "err", err)
 	}
 	r.w = k.w
 	r.w.SetEpoch(epoch)
-	return true, nil
+	t := r.w.Through()
+	return Restored{From: [2]int64{t[0] + 1, t[1] + 1}, MaxEpoch: epoch, Resumed: true, Unparked: k.parked}, true, nil
 }
 
 func (r *Runner) run(ctx context.Context) error {
 	start := time.Now()
-	unparked := r.cfg.Kept != nil && r.cfg.Kept.parked
-	resumed, err := r.resume(ctx)
+	res, resumed, err := r.resume(ctx)
 	if err != nil {
 		return err
 	}
 	r.cfg.Kept = nil // taken, or stale
-	var res Restored
 	if resumed {
-		t := r.w.Through()
-		res = Restored{From: [2]int64{t[0] + 1, t[1] + 1}, MaxEpoch: r.w.epoch, Resumed: true, Unparked: unparked}
+		for _, p := range res.Problems {
+			r.log.Warn("checkpoint record set aside while catching up; its key replays from further back", "problem", p)
+		}
 	} else {
 		err := r.do(ctx, StepRestore, func(ctx context.Context) error {
 			var err error
@@ -481,7 +483,7 @@ func (r *Runner) run(ctx context.Context) error {
 	committed := [2]int64{max(r.cfg.Committed[0], 0), max(r.cfg.Committed[1], 0)}
 	r.w.SuppressBelow(committed)
 	r.cfg.Observer.Restored(res, r.w.keyCount(), time.Since(start))
-	r.log.Info("partition restored", "keys", r.w.Keys(), "resumed_from_memory", resumed && !unparked, "resumed_from_parked", resumed && unparked, "replay_from", res.From[0], "committed", committed[0],
+	r.log.Info("partition restored", "keys", r.w.Keys(), "resumed_from_memory", resumed && !res.Unparked, "resumed_from_parked", res.Unparked, "caught_up_records", res.CaughtUp, "replay_from", res.From[0], "committed", committed[0],
 		"epoch", r.w.epoch.String(), "fenced_records", res.Fenced, "restore_ms", time.Since(start).Milliseconds())
 
 	var src Source

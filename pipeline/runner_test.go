@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -175,11 +176,24 @@ type testStore struct {
 	write   faultSlot
 	partial atomic.Bool
 	loads   atomic.Int64
+	ranges  atomic.Int64
+	// rangeErr, when set, is what LoadRange fails with.
+	rangeErr error
 }
 
 func (s *testStore) Load(ctx context.Context, p int, sink checkpoint.KeySink) (checkpoint.Snapshot, error) {
 	s.loads.Add(1)
 	return s.MemoryStore.Load(ctx, p, sink)
+}
+
+// LoadRange counts the ranges read, and fails with rangeErr when it is set
+// (a tail that retention deleted).
+func (s *testStore) LoadRange(ctx context.Context, p int, from, to int64, snap *checkpoint.Snapshot) error {
+	s.ranges.Add(1)
+	if s.rangeErr != nil {
+		return s.rangeErr
+	}
+	return s.MemoryStore.LoadRange(ctx, p, from, to, snap)
 }
 
 func (s *testStore) Write(ctx context.Context, keys []KeyRecordAlias, m checkpoint.Marker) error {
@@ -687,38 +701,93 @@ func (h *harness) runUntil(gen int32, upto int64) *Runner {
 
 // A partition that comes back to the same process after a clean stop
 // resumes from the state it kept, without reading the store, when nothing
-// was written to its log since; when another owner wrote in between, it
-// restores from the store. Both end byte-identical to one uninterrupted run,
-// with no prediction missing, differing or repeated.
+// was written to its log since; when other owners wrote in between, it
+// catches up from the log's tail (also when one of them claimed an epoch
+// above its first claim, which it then claims above), and restores from the
+// store only when the tail cannot be read. Every way ends byte-identical to
+// one uninterrupted run, with no prediction missing, differing or repeated.
 func TestKeptStateResumesOnlyWhenNothingCameBetween(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
-		between   bool
+		owners    int // other owners in between
 		cacheKeys int
-	}{{"nothing in between", false, 0}, {"another owner in between", true, 0},
-		{"nothing in between, key store", false, 5}, {"another owner in between, key store", true, 5}} {
+		tailGone  bool
+		corrupt   bool // a key record of the tail garbled
+	}{
+		{"nothing in between", 0, 0, false, false},
+		{"another owner in between", 1, 0, false, false},
+		{"two owners in between", 2, 0, false, false},
+		{"another owner in between, tail gone", 1, 0, true, false},
+		{"nothing in between, key store", 0, 5, false, false},
+		{"another owner in between, key store", 1, 5, false, false},
+		{"two owners in between, key store", 2, 5, false, false},
+		{"another owner in between, tail gone, key store", 1, 5, true, false},
+		{"another owner in between, a record of it garbled", 1, 0, false, true},
+		{"another owner in between, a record of it garbled, key store", 1, 5, false, true},
+	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, 1200, 50, false)
 			h.cacheKeys = tc.cacheKeys
+			for i := range h.feed.recs[410:690] { // keys the kept state has never seen
+				if rec := &h.feed.recs[410+i]; rec.Offset%5 == 0 && bytes.Contains(rec.Value, []byte(`"x"`)) {
+					rec.Key = fmt.Appendf(nil, "late-%d", rec.Offset%3)
+				}
+			}
 			a := h.runUntil(1, 400)
 			if a.Kept() == nil {
 				t.Fatal("a clean stop kept no state")
 			}
-			if tc.between {
-				h.runUntil(2, 700)
+			gens := []int32{2, 4} // the second one's epoch is above the first claim of c (generation 3)
+			for i := range tc.owners {
+				h.runUntil(gens[i], int64(500+100*i))
+			}
+			end := int64(len(h.store.Log(0)))
+			if tc.corrupt { // the last key record the other owner wrote
+				log := h.store.Log(0)
+				i := len(log) - 2 // before its marker
+				log[i].Value = append([]byte(nil), log[i].Value...)
+				log[i].Value[len(log[i].Value)-1] ^= 0xff
+				h.store.SetLog(0, log)
 			}
 			loads := h.store.loads.Load()
+			h.store.rangeErr = map[bool]error{true: checkpoint.ErrTailGone}[tc.tailGone]
 			h.kept, h.feed.bounded = a.Kept(), true
 			obs := &restoredAs{}
 			c := h.runner(3, newGate(1<<62), nil, obs)
 			if err := c.Run(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-			if got := h.store.loads.Load() - loads; obs.res.Resumed == tc.between || got != map[bool]int64{false: 0, true: 1}[tc.between] {
-				t.Fatalf("resumed %v after %d loads of the store; want resumed %v", obs.res.Resumed, got, !tc.between)
+			between := tc.owners > 0
+			resumed := !tc.tailGone
+			wantRanges := map[bool]int64{false: 0, true: int64(min(tc.owners, 2))}[between]
+			if got := h.store.loads.Load() - loads; obs.res.Resumed != resumed || got != map[bool]int64{true: 0, false: 1}[resumed] || h.store.ranges.Load() != wantRanges {
+				t.Fatalf("resumed %v after %d loads and %d ranges of the store; want resumed %v, %d ranges", obs.res.Resumed, got, h.store.ranges.Load(), resumed, wantRanges)
+			}
+			// Caught up through everything the others wrote, up to c's claim
+			// (and, past an epoch above it, its second claim).
+			if want := map[bool]int64{false: 0, true: end - a.Kept().end}[between && resumed]; tc.owners < 2 && obs.res.CaughtUp != want {
+				t.Fatalf("caught up %d positions, want %d", obs.res.CaughtUp, want)
+			}
+			if tc.owners == 2 && obs.res.CaughtUp != end+1-a.Kept().end {
+				t.Fatalf("caught up %d positions, want %d (the tail and c's first claim)", obs.res.CaughtUp, end+1-a.Kept().end)
+			}
+			if problems := len(obs.res.Problems); problems != map[bool]int{false: 0, true: 1}[tc.corrupt] {
+				t.Fatalf("%d problems reported: %v", problems, obs.res.Problems)
+			}
+			if tc.corrupt && obs.res.From[EventsTopic] >= 700 {
+				t.Fatalf("a garbled record of the tail, yet replay starts at %d, after the key fell back", obs.res.From[EventsTopic])
 			}
 			if dups := h.check(c); dups != 0 {
 				t.Fatalf("%d predictions repeated", dups)
+			}
+			// What c wrote is what the log gives back: its claims were not
+			// fenced, and it counts the keys it holds.
+			fresh, _ := NewWorker(h.cfg, 0)
+			if _, err := fresh.Restore(context.Background(), h.store.MemoryStore); err != nil {
+				t.Fatal(err)
+			}
+			if got, want := states(t, c.w), states(t, fresh); !maps.EqualFunc(got, want, bytes.Equal) || c.w.Keys() != fresh.Keys() {
+				t.Fatalf("the store restores %d keys, %d of them as c holds them; c counts %d keys", len(want), equalStates(got, want), c.w.Keys())
 			}
 			if tc.cacheKeys == 0 {
 				return
@@ -726,14 +795,25 @@ func TestKeptStateResumesOnlyWhenNothingCameBetween(t *testing.T) {
 			// a's store: in use by c when resumed, else closed by c; c's own:
 			// closed when unused, else c's kept state holds it.
 			ka, kc := h.keyStores[0], h.keyStores[len(h.keyStores)-1]
-			if ka.isClosed() != tc.between || kc.isClosed() == tc.between {
-				t.Fatalf("resumed %v: first runner's key store closed %v, last runner's %v", !tc.between, ka.isClosed(), kc.isClosed())
+			if ka.isClosed() == resumed || kc.isClosed() != resumed {
+				t.Fatalf("resumed %v: first runner's key store closed %v, last runner's %v", resumed, ka.isClosed(), kc.isClosed())
 			}
-			if c.Kept() == nil || c.Kept().Close() != nil || !map[bool]*testKeys{false: ka, true: kc}[tc.between].isClosed() {
+			if c.Kept() == nil || c.Kept().Close() != nil || !map[bool]*testKeys{true: ka, false: kc}[resumed].isClosed() {
 				t.Fatal("Kept.Close did not close the kept state's key store")
 			}
 		})
 	}
+}
+
+// equalStates counts the keys of want that got holds with the same state.
+func equalStates(got, want map[string][]byte) int {
+	n := 0
+	for k, b := range want {
+		if bytes.Equal(got[k], b) {
+			n++
+		}
+	}
+	return n
 }
 
 // blockingSink holds every write until released, counting the writes that

@@ -262,6 +262,10 @@ type Restored struct {
 	// Unparked is set, with Resumed, when that state was parked by a former
 	// process (Unpark) rather than kept in memory.
 	Unparked bool
+	// CaughtUp is, with Resumed, how many positions of the checkpoint log
+	// written after the kept state's last checkpoint (by other owners) were
+	// read to bring it up to date: 0 when nothing came between.
+	CaughtUp int64
 }
 
 // Restore loads the partition's checkpoint into an empty worker. A key whose
@@ -295,12 +299,22 @@ func (w *Worker) restore(ctx context.Context, store checkpoint.Store) (Restored,
 		sink.held = map[string]struct{}{}
 	}
 	snap, err := store.Load(ctx, w.partition, sink)
-	if err == nil {
-		err = sink.err
+	if err != nil {
+		return Restored{}, err
 	}
+	return w.restored(&snap, sink)
+}
+
+// restored finishes a restore, or a catch-up (Kept.tail), once the store
+// has handed every record to sink: it reports the records set aside, marks
+// their keys dirty, and sets the replay start.
+func (w *Worker) restored(snap *checkpoint.Snapshot, sink *restoring) (Restored, error) {
+	err := sink.err
 	if err == nil && w.cache != nil {
 		err = w.cache.store.Flush()
-		w.cache.count = len(sink.held)
+		if sink.held != nil {
+			w.cache.count = len(sink.held)
+		}
 	}
 	if err != nil {
 		return Restored{}, err
@@ -320,14 +334,14 @@ func (w *Worker) restore(ctx context.Context, store checkpoint.Store) (Restored,
 	}
 	for _, c := range snap.Corrupt {
 		if c.Key != "" {
-			w.markDirty(c.Key, nil)
+			w.markDirty(c.Key, w.keys[c.Key])
 		}
 	}
 	res.From = snap.ReplayFromKeys(func(key string) ([2]int64, bool) {
 		if ks, ok := w.keys[key]; ok {
 			return ks.applied, true
 		}
-		if _, ok := sink.held[key]; !ok {
+		if _, ok := sink.held[key]; w.cache == nil || (sink.held != nil && !ok) {
 			return [2]int64{}, false
 		}
 		rec, ok, serr := w.stored(key)
@@ -351,14 +365,20 @@ func (w *Worker) restore(ctx context.Context, store checkpoint.Store) (Restored,
 // restoring is the checkpoint.KeySink a restore loads into: each record is
 // decoded into the worker's key as it arrives, replacing the key's earlier
 // record, and then dropped. With a key store, the key is kept in memory
-// while the cache has room, and its record written there otherwise.
+// while the cache has room, and its record written there otherwise. A
+// catch-up (Kept.tail, inPlace) loads into a worker that already holds keys,
+// in memory and in its key store, which then answer Has.
 type restoring struct {
 	w *Worker
+	// inPlace is set when the worker already holds the keys from before the
+	// records loaded (a catch-up): it is not emptied, and its key store is
+	// asked for the keys it holds.
+	inPlace bool
 	// unheld holds the keys whose latest record gave no key state: nil for
 	// a key recorded as holding nothing, the decoding error otherwise.
 	unheld map[string]error
-	// held holds, with a key store, the keys whose latest record decoded:
-	// the keys in the store (a set of names, not states).
+	// held holds, with a key store and not in place, the keys whose latest
+	// record decoded: the keys in the store (a set of names, not states).
 	held map[string]struct{}
 	// err is the key store's first failure; the records after it are
 	// skipped, and the restore fails.
@@ -366,6 +386,9 @@ type restoring struct {
 }
 
 func (r *restoring) Reserve(n int) {
+	if r.inPlace {
+		return
+	}
 	if r.held != nil && len(r.held) == 0 {
 		r.held = make(map[string]struct{}, n) // the names of every key
 	}
@@ -378,13 +401,26 @@ func (r *restoring) Reserve(n int) {
 }
 
 func (r *restoring) Has(key string) bool {
-	if _, ok := r.w.keys[key]; ok {
-		return true
-	}
-	if _, ok := r.held[key]; ok {
+	if _, ok := r.w.keys[key]; ok || r.stored(key) {
 		return true
 	}
 	_, ok := r.unheld[key]
+	return ok
+}
+
+// stored reports whether the key store holds key.
+func (r *restoring) stored(key string) bool {
+	switch {
+	case r.held != nil:
+		_, ok := r.held[key]
+		return ok
+	case !r.inPlace || r.w.cache == nil || r.err != nil:
+		return false
+	}
+	_, ok, err := r.w.cache.store.Get(key)
+	if err != nil {
+		r.err = err
+	}
 	return ok
 }
 
@@ -401,11 +437,18 @@ func (r *restoring) Put(rec *checkpoint.KeyRecord) {
 			return
 		}
 	}
-	delete(r.w.keys, rec.Key)
-	if r.held != nil {
-		delete(r.held, rec.Key)
-		r.err = r.w.cache.store.Delete(rec.Key)
+	_, inMemory := r.w.keys[rec.Key]
+	if r.w.cache != nil && (inMemory || r.stored(rec.Key)) {
+		if r.held != nil {
+			delete(r.held, rec.Key)
+		} else {
+			r.w.cache.count--
+		}
+		if r.err == nil {
+			r.err = r.w.cache.store.Delete(rec.Key)
+		}
 	}
+	delete(r.w.keys, rec.Key)
 	if r.unheld == nil {
 		r.unheld = map[string]error{}
 	}
@@ -415,17 +458,25 @@ func (r *restoring) Put(rec *checkpoint.KeyRecord) {
 // hold keeps a key whose record decoded: in memory, or with a key store
 // and no room left in the cache, there.
 func (r *restoring) hold(rec *checkpoint.KeyRecord, ks *keyState) {
-	if r.held == nil {
+	if r.w.cache == nil {
 		r.w.keys[rec.Key] = ks
 		return
 	}
-	r.held[rec.Key] = struct{}{}
-	if _, ok := r.w.keys[rec.Key]; ok || len(r.w.keys) < r.w.cache.max {
+	_, inMemory := r.w.keys[rec.Key]
+	switch {
+	case r.held != nil:
+		r.held[rec.Key] = struct{}{}
+	case !inMemory && !r.stored(rec.Key):
+		r.w.cache.count++ // a key new to the worker (in place)
+	}
+	if inMemory || len(r.w.keys) < r.w.cache.max {
 		ks.unstored = true // written when evicted
 		r.w.keys[rec.Key] = ks
 		return
 	}
-	r.err = r.w.cache.set(rec)
+	if r.err == nil {
+		r.err = r.w.cache.set(rec)
+	}
 }
 
 // Through returns the last offset processed per input topic (−1 for none).

@@ -25,7 +25,8 @@ func Partition(ctx context.Context, conn *kafka.Conn, from int64, fn func(kafka.
 }
 
 // Range calls fn for every record of the partition behind conn from offset
-// next up to (not including) last, in order, for a caller that has read the
+// next up to (not including) last, in order (none past last, also where
+// compaction removed the records just before it), for a caller that has read the
 // partition's offsets itself (conn.ReadOffsets). It stops at the first error
 // fn returns.
 func Range(ctx context.Context, conn *kafka.Conn, next, last int64, fn func(kafka.Message) error) error {
@@ -45,6 +46,10 @@ func Range(ctx context.Context, conn *kafka.Conn, next, last int64, fn func(kafk
 		for next < last {
 			m, err := batch.ReadMessage()
 			if err != nil {
+				break
+			}
+			if m.Offset >= last { // compaction left a gap up to last: the range is done
+				next = last
 				break
 			}
 			next = m.Offset + 1
