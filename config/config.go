@@ -58,7 +58,7 @@ type Config struct {
 	FlushInterval    time.Duration `split_words:"true" default:"5ms" desc:"write predictions, queries and alerts this often between checkpoints (0: at checkpoints only)"`
 	StateDir         string        `split_words:"true" desc:"local directory for the keys beyond CacheKeys per partition, in a Pebble store rebuilt from the changelog on a restore (an emptyDir will do; one member's alone: stores left there are removed at start, except those ParkState parked); empty: every key in memory"`
 	CacheKeys        int           `split_words:"true" default:"100000" desc:"with StateDir: keys per partition held in memory after each checkpoint (plus those changed since)"`
-	ParkState        bool          `split_words:"true" default:"false" desc:"with StateDir on a persistent volume: at shutdown, park each partition's key store there; at start, resume a partition from it without reading the changelog when nothing was written to the changelog since (else restore as usual)"`
+	ParkState        bool          `split_words:"true" default:"false" desc:"with StateDir on a persistent volume: at shutdown, and when a rebalance moves a partition away, park its key store there; when the partition comes back, resume it from there, reading only what other members wrote to the changelog since (restore as usual only when that is gone)"`
 	MetricsAddr      string        `split_words:"true" default:":9090" desc:"address of /metrics, /healthz and /readyz"`
 	Pprof            bool          `default:"false" desc:"serve /debug/pprof on the metrics address"`
 	LogLevel         string        `split_words:"true" default:"info" desc:"debug, info, warn or error"`

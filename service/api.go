@@ -65,8 +65,12 @@ type PartitionInfo struct {
 	// Resumed: the partition was taken back from the state this process
 	// kept in memory across a rebalance; Unparked: from the key store a
 	// former process parked (neither: restored from the changelog).
-	Resumed  bool   `json:"resumed_from_memory"`
-	Unparked bool   `json:"resumed_from_parked"`
+	Resumed  bool `json:"resumed_from_memory"`
+	Unparked bool `json:"resumed_from_parked"`
+	// CaughtUp is, for a resumed partition, how many changelog positions
+	// that other members wrote since its state was kept were read to bring
+	// it up to date (0: nothing came between).
+	CaughtUp int64  `json:"caught_up_records"`
 	Error    string `json:"error,omitempty"`
 }
 
@@ -157,7 +161,7 @@ func (s *Service) Partitions(ctx context.Context) []PartitionInfo {
 	s.mu.Unlock()
 	out := []PartitionInfo{}
 	for _, st := range s.running() {
-		pi := PartitionInfo{Partition: st.p, State: "restoring", Keys: -1, KeysInMemory: -1, Lag: st.lag.Load(), Resumed: st.resumed.Load(), Unparked: st.unparked.Load()}
+		pi := PartitionInfo{Partition: st.p, State: "restoring", Keys: -1, KeysInMemory: -1, Lag: st.lag.Load(), Resumed: st.resumed.Load(), Unparked: st.unparked.Load(), CaughtUp: st.caughtUp.Load()}
 		if err, ok := failed[st.p]; ok {
 			pi.State, pi.Error = "failed", err.Error()
 		} else if r := st.runner.Load(); r != nil && st.restored.Load() {

@@ -24,6 +24,7 @@ type Metrics struct {
 	checkpointBytes                            prometheus.Histogram
 	partitionErrors, retries, driftAlerts      *prometheus.CounterVec
 	resets, labelsNoKey, resumed, unparked     prometheus.Counter
+	caughtUp                                   prometheus.Counter
 	keysInWarning                              *prometheus.GaugeVec
 	partitionFailed                            *prometheus.GaugeVec
 	groupErrors                                prometheus.Counter
@@ -82,12 +83,13 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "Drift alerts sent to the alerts topic, by detector and signal."}, []string{"detector", "signal"}),
 		resumed:     c("partitions_resumed_total", "Partitions taken back after a rebalance from the state this process kept in memory, without reading the changelog (restore_duration_seconds counts full restores)."),
 		unparked:    c("partitions_unparked_total", "Partitions resumed at start from the key store a former process parked on this member's state volume (DRIFTSTREAM_PARK_STATE), without reading the changelog."),
+		caughtUp:    c("partitions_caught_up_total", "Partitions resumed (from memory or a parked key store) whose changelog another member had written to meanwhile, brought up to date by reading only the records written since (the rest of the changelog is not read)."),
 		resets:      c("learner_resets_total", "Keys' learners restarted on a confirmed drift (DRIFTSTREAM_ON_DRIFT=reset)."),
 		labelsNoKey: c("labels_without_key_total", "Label records for a key the partition has never seen (in labels_unknown_total): events and labels partitioned differently, or a label for an event that never came."),
 		keysInWarning: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "driftstream", Name: "keys_in_warning",
 			Help: "Keys whose drift detectors last said warning, since the partition was assigned."}, []string{"partition"}),
 	}
-	for _, col := range []prometheus.Collector{m.resumed, m.unparked, m.labelsNoKey, m.driftAlerts, m.resets, m.keysInWarning, m.labeled, m.partitionErrors, m.retries, m.partitionFailed, m.groupErrors, m.events, m.predictions, m.mistakes, m.queries, m.labelsJoined, m.labelsUnknown, m.labelsExpired,
+	for _, col := range []prometheus.Collector{m.resumed, m.unparked, m.caughtUp, m.labelsNoKey, m.driftAlerts, m.resets, m.keysInWarning, m.labeled, m.partitionErrors, m.retries, m.partitionFailed, m.groupErrors, m.events, m.predictions, m.mistakes, m.queries, m.labelsJoined, m.labelsUnknown, m.labelsExpired,
 		m.deadLetters, m.windowAccuracy, m.lag, m.keys, m.keysResident, m.stateDirBytes, m.checkpointSeconds, m.checkpointBytes, m.restoreSeconds} {
 		if err := reg.Register(col); err != nil {
 			return nil, err
@@ -173,7 +175,14 @@ func (o *partitionObserver) Restored(res pipeline.Restored, keys pipeline.KeyCou
 	}
 	o.st.resumed.Store(res.Resumed && !res.Unparked)
 	o.st.unparked.Store(res.Unparked)
+	o.st.caughtUp.Store(res.CaughtUp)
+	if res.CaughtUp > 0 {
+		o.s.caughtUp.Add(1)
+	}
 	if m := o.s.cfg.Metrics; m != nil {
+		if res.CaughtUp > 0 {
+			m.caughtUp.Inc()
+		}
 		switch {
 		case res.Unparked:
 			m.unparked.Inc()

@@ -96,11 +96,13 @@ type Config struct {
 	// process left in it, except those it parked (ParkState).
 	StateDir string
 	// ParkState, with StateDir on a persistent volume, parks each
-	// partition's key store there when the service shuts down
-	// (pipeline.Kept.Park), and resumes a partition assigned to the next
-	// process from its parked store, without reading the changelog, when
-	// nothing was written to the partition's changelog in between; otherwise
-	// the partition is restored as usual and the parked store removed.
+	// partition's key store there when the service shuts down or a
+	// rebalance gives the partition to another member (pipeline.Kept.Park),
+	// and resumes a partition assigned to this process later from its
+	// parked store: without reading the changelog when nothing was written
+	// to it in between, and reading only what was written since otherwise
+	// (the records other members wrote meanwhile); it is restored as usual
+	// only when that tail is gone (retention) or the store cannot be used.
 	ParkState bool
 	// CacheKeys is the number of keys per partition held in memory after
 	// each checkpoint when StateDir is set.
@@ -121,6 +123,9 @@ type Totals struct {
 	// Unparked counts partitions resumed from the key store a former
 	// process parked (ParkState) instead of being restored.
 	Unparked int64
+	// CaughtUp counts the resumed partitions (from memory or parked) whose
+	// changelog had moved on, brought up to date from its tail.
+	CaughtUp int64
 }
 
 // Service is a running driftstream consumer.
@@ -131,7 +136,7 @@ type Service struct {
 	log   *slog.Logger
 
 	events, predictions, queries, labeled, mistakes, joined, dead atomic.Int64
-	resumed, unparked                                             atomic.Int64
+	resumed, unparked, caughtUp                                   atomic.Int64
 	parts                                                         sync.Map // partition → *partState
 
 	keptMu sync.Mutex
@@ -157,6 +162,7 @@ type partState struct {
 	restored atomic.Bool
 	resumed  atomic.Bool
 	unparked atomic.Bool
+	caughtUp atomic.Int64 // changelog positions read to catch up a resumed state
 	lag      atomic.Int64
 }
 
@@ -227,7 +233,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 // Totals returns the counters so far.
 func (s *Service) Totals() Totals {
 	return Totals{Events: s.events.Load(), Predictions: s.predictions.Load(), Queries: s.queries.Load(), Labeled: s.labeled.Load(),
-		Mistakes: s.mistakes.Load(), LabelsJoined: s.joined.Load(), DeadLetters: s.dead.Load(), Resumed: s.resumed.Load(), Unparked: s.unparked.Load()}
+		Mistakes: s.mistakes.Load(), LabelsJoined: s.joined.Load(), DeadLetters: s.dead.Load(), Resumed: s.resumed.Load(), Unparked: s.unparked.Load(), CaughtUp: s.caughtUp.Load()}
 }
 
 // Ready reports whether the service is doing its job: no partition has
@@ -442,7 +448,10 @@ func (s *Service) takeKept(p int) *pipeline.Kept {
 }
 
 // dropKept frees the kept state of partitions that a new generation did not
-// give back to this member.
+// give back to this member: parked with ParkState (release), so that the
+// partition, if it comes back — in a rolling update it often does —
+// catches up from its changelog's tail instead of being restored; closed
+// otherwise.
 func (s *Service) dropKept(assigned []kafka.PartitionAssignment) {
 	s.keptMu.Lock()
 	defer s.keptMu.Unlock()
@@ -452,7 +461,7 @@ func (s *Service) dropKept(assigned []kafka.PartitionAssignment) {
 	}
 	for p, k := range s.kept {
 		if !keep[p] {
-			s.closeKept(p, k)
+			s.release(p, k)
 			delete(s.kept, p)
 		}
 	}
@@ -462,7 +471,8 @@ func (s *Service) dropKept(assigned []kafka.PartitionAssignment) {
 // end, once every partition has stopped): parked with ParkState, so that
 // the next process may resume them, closed otherwise. A state kept for a
 // partition revoked before the stop, and now another member's, is parked
-// too; the next process finds that its changelog moved on and restores.
+// too; the next process that gets it catches it up from the changelog's
+// tail.
 func (s *Service) releaseKept() {
 	s.keptMu.Lock()
 	defer s.keptMu.Unlock()
@@ -472,8 +482,9 @@ func (s *Service) releaseKept() {
 	}
 }
 
-// release parks (ParkState) or closes the kept state of partition p at
-// shutdown.
+// release parks (ParkState) or closes the kept state of partition p, which
+// this process will not resume itself: at shutdown, or when a rebalance
+// gave the partition to another member.
 func (s *Service) release(p int, k *pipeline.Kept) {
 	if s.cfg.ParkState {
 		s.park(p, k)

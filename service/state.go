@@ -101,7 +101,7 @@ func (s *Service) keptOrParked(p int) *pipeline.Kept {
 		log.Warn("the parked key store cannot be resumed: restoring from the changelog", "err", err)
 		return nil
 	}
-	log.Info("reopened the parked key store; resuming from it if the changelog has not moved on", "keys", k.Keys())
+	log.Info("reopened the parked key store; resuming from it, after reading what other members wrote to the changelog since", "keys", k.Keys())
 	return k
 }
 
