@@ -34,8 +34,10 @@ func (o *restoredTook) Restored(res Restored, _ KeyCount, took time.Duration) {
 // the in-process broker), and resuming the key store that the former
 // process parked (keystore.Reopen, Unpark, then the Runner's claim). It
 // also reports how long Park takes at shutdown, which writes the keys held
-// in memory to the store and flushes it. Medians of b.N rounds; the key
-// count is DRIFTSTREAM_BENCH_KEYS (default 100,000).
+// in memory to the store and flushes it, and how long resuming takes when
+// another owner rewrote 1% of the keys in between (a rolling update): the
+// parked store catches up from the changelog's tail. Medians of b.N
+// rounds; the key count is DRIFTSTREAM_BENCH_KEYS (default 100,000).
 //
 //	DRIFTSTREAM_BENCH_KEYS=1000000 CGO_ENABLED=0 go test -run '^$' -bench ParkedRestart -benchtime 3x ./pipeline
 func BenchmarkParkedRestart(b *testing.B) {
@@ -78,7 +80,7 @@ func BenchmarkParkedRestart(b *testing.B) {
 		}
 		return rn, obs
 	}
-	var restore, park, resume []float64
+	var restore, park, resume, catchUp []float64
 	for i := range b.N {
 		dir := b.TempDir()
 		ks, err := keystore.Open(filepath.Join(dir, "keys"), opt)
@@ -112,10 +114,63 @@ func BenchmarkParkedRestart(b *testing.B) {
 			b.Fatalf("second runner: unparked %v, %d keys", obs.res.Unparked, second.Worker().Keys())
 		}
 		resume = append(resume, (unparking + obs.took).Seconds())
-		second.Kept().Close()
+
+		// Parked again; another owner rewrites 1% of the keys; the parked
+		// store catches up from what it wrote.
+		if err := second.Kept().Park(filepath.Join(dir, "parked"), "bench"); err != nil {
+			b.Fatal(err)
+		}
+		tail := rewriteKeys(b, store, second.Kept(), max(1, nkeys/100), int32(2*i+2))
+		start = time.Now()
+		s, manifest, err = keystore.Reopen(filepath.Join(dir, "parked"), opt)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if kept, err = Unpark(cfg, 0, s, cache, manifest, "bench"); err != nil {
+			b.Fatal(err)
+		}
+		unparking = time.Since(start)
+		third, obs := run(int32(2*i+3), nil, kept)
+		if !obs.res.Unparked || obs.res.CaughtUp != tail || third.Worker().Keys() != nkeys {
+			b.Fatalf("third runner: unparked %v, caught up %d positions (want %d), %d keys", obs.res.Unparked, obs.res.CaughtUp, tail, third.Worker().Keys())
+		}
+		catchUp = append(catchUp, (unparking + obs.took).Seconds())
+		third.Kept().Close()
 	}
 	med := func(v []float64) float64 { slices.Sort(v); return v[len(v)/2] }
 	b.ReportMetric(med(restore), "s/restore")
 	b.ReportMetric(med(park), "s/park")
 	b.ReportMetric(med(resume), "s/unpark")
+	b.ReportMetric(med(catchUp), "s/unpark-catch-up")
+}
+
+// rewriteKeys writes, as another owner of generation gen would after
+// claiming the partition from k, a checkpoint of n of k's keys (their
+// records rewritten under its epoch), and returns the positions it wrote.
+func rewriteKeys(b *testing.B, store *checkpoint.MemoryStore, k *Kept, n int, gen int32) int64 {
+	b.Helper()
+	ctx := context.Background()
+	before := len(store.Log(0))
+	epoch := checkpoint.NextEpoch(k.epoch, gen)
+	if err := store.Claim(ctx, checkpoint.Ownership{Partition: 0, Epoch: epoch, Owner: "other"}); err != nil {
+		b.Fatal(err)
+	}
+	var recs []checkpoint.KeyRecord
+	for _, e := range store.Log(0) {
+		if len(recs) == n {
+			break
+		}
+		rec, err := checkpoint.Decode(e.Value)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if rec.Key != nil {
+			rec.Key.Epoch = epoch
+			recs = append(recs, *rec.Key)
+		}
+	}
+	if err := store.Write(ctx, recs, checkpoint.Marker{Partition: 0, Epoch: epoch, Through: k.w.through}); err != nil {
+		b.Fatal(err)
+	}
+	return int64(len(store.Log(0)) - before)
 }

@@ -222,10 +222,11 @@ type PositionedStore interface {
 
 // Kept is a partition's state after a clean stop (final checkpoint written
 // and committed), held in memory for the partition's next Runner in the
-// same process. It is valid only while nothing else writes to the
-// partition's log: the next Runner checks that its own claim lands exactly
-// where this state's last checkpoint ended, and restores from the store when
-// it does not.
+// same process, or parked (Park) for the next process. It is the log's
+// state at the position where its last checkpoint ended: the next Runner
+// resumes it as is when its own claim lands right there, catches it up from
+// the records written in between otherwise (catchUp), and restores from the
+// store only when those cannot be read.
 type Kept struct {
 	w     *Worker
 	end   int64 // the store position after the last record written
