@@ -35,15 +35,21 @@ func (o *restoredTook) Restored(res Restored, _ KeyCount, took time.Duration) {
 // process parked (keystore.Reopen, Unpark, then the Runner's claim). It
 // also reports how long Park takes at shutdown, which writes the keys held
 // in memory to the store and flushes it, and how long resuming takes when
-// another owner rewrote 1% of the keys in between (a rolling update): the
-// parked store catches up from the changelog's tail. Medians of b.N
-// rounds; the key count is DRIFTSTREAM_BENCH_KEYS (default 100,000).
+// another owner rewrote DRIFTSTREAM_BENCH_REWRITE percent of the keys in
+// between (default 1; a rolling update): the parked store catches up from
+// the changelog's tail, against a full restore of the same changelog
+// (s/restore-now). Medians of b.N rounds; the key count is
+// DRIFTSTREAM_BENCH_KEYS (default 100,000).
 //
 //	DRIFTSTREAM_BENCH_KEYS=1000000 CGO_ENABLED=0 go test -run '^$' -bench ParkedRestart -benchtime 3x ./pipeline
 func BenchmarkParkedRestart(b *testing.B) {
 	nkeys := 100_000
 	if n, err := strconv.Atoi(os.Getenv("DRIFTSTREAM_BENCH_KEYS")); err == nil && n > 0 {
 		nkeys = n
+	}
+	rewrite := 1
+	if n, err := strconv.Atoi(os.Getenv("DRIFTSTREAM_BENCH_REWRITE")); err == nil && n > 0 && n <= 100 {
+		rewrite = n
 	}
 	ctx := context.Background()
 	vec, _ := topics.NewVectorizer(10, 0)
@@ -80,14 +86,14 @@ func BenchmarkParkedRestart(b *testing.B) {
 		}
 		return rn, obs
 	}
-	var restore, park, resume, catchUp []float64
+	var restore, park, resume, catchUp, restoreNow []float64
 	for i := range b.N {
 		dir := b.TempDir()
 		ks, err := keystore.Open(filepath.Join(dir, "keys"), opt)
 		if err != nil {
 			b.Fatal(err)
 		}
-		first, obs := run(int32(2*i+1), ks, nil)
+		first, obs := run(int32(5*i+1), ks, nil)
 		if obs.res.Resumed || first.Kept() == nil || first.Kept().Keys() != nkeys {
 			b.Fatalf("first runner: resumed %v, kept %v", obs.res.Resumed, first.Kept())
 		}
@@ -109,7 +115,7 @@ func BenchmarkParkedRestart(b *testing.B) {
 			b.Fatal(err)
 		}
 		unparking := time.Since(start)
-		second, obs := run(int32(2*i+2), nil, kept)
+		second, obs := run(int32(5*i+2), nil, kept)
 		if !obs.res.Unparked || second.Worker().Keys() != nkeys {
 			b.Fatalf("second runner: unparked %v, %d keys", obs.res.Unparked, second.Worker().Keys())
 		}
@@ -120,7 +126,7 @@ func BenchmarkParkedRestart(b *testing.B) {
 		if err := second.Kept().Park(filepath.Join(dir, "parked"), "bench"); err != nil {
 			b.Fatal(err)
 		}
-		tail := rewriteKeys(b, store, second.Kept(), max(1, nkeys/100), int32(2*i+2))
+		tail := rewriteKeys(b, store, second.Kept(), max(1, nkeys*rewrite/100), int32(5*i+3))
 		start = time.Now()
 		s, manifest, err = keystore.Reopen(filepath.Join(dir, "parked"), opt)
 		if err != nil {
@@ -130,18 +136,30 @@ func BenchmarkParkedRestart(b *testing.B) {
 			b.Fatal(err)
 		}
 		unparking = time.Since(start)
-		third, obs := run(int32(2*i+3), nil, kept)
+		third, obs := run(int32(5*i+4), nil, kept)
 		if !obs.res.Unparked || obs.res.CaughtUp != tail || third.Worker().Keys() != nkeys {
 			b.Fatalf("third runner: unparked %v, caught up %d positions (want %d), %d keys", obs.res.Unparked, obs.res.CaughtUp, tail, third.Worker().Keys())
 		}
 		catchUp = append(catchUp, (unparking + obs.took).Seconds())
 		third.Kept().Close()
+
+		ks, err = keystore.Open(filepath.Join(dir, "fresh"), opt)
+		if err != nil {
+			b.Fatal(err)
+		}
+		fourth, obs := run(int32(5*i+5), ks, nil)
+		if obs.res.Resumed || fourth.Worker().Keys() != nkeys {
+			b.Fatalf("fourth runner: resumed %v, %d keys", obs.res.Resumed, fourth.Worker().Keys())
+		}
+		restoreNow = append(restoreNow, obs.took.Seconds())
+		fourth.Kept().Close()
 	}
 	med := func(v []float64) float64 { slices.Sort(v); return v[len(v)/2] }
 	b.ReportMetric(med(restore), "s/restore")
 	b.ReportMetric(med(park), "s/park")
 	b.ReportMetric(med(resume), "s/unpark")
 	b.ReportMetric(med(catchUp), "s/unpark-catch-up")
+	b.ReportMetric(med(restoreNow), "s/restore-now")
 }
 
 // rewriteKeys writes, as another owner of generation gen would after
