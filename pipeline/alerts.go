@@ -197,6 +197,16 @@ func (w *Worker) feed(r Record, key string, ks *keyState, signal string, x float
 	}
 }
 
+// unwarn takes ks out of Totals.KeysInWarning if it is in warning: its
+// state is leaving memory (evicted to the key store, replaced by a record,
+// reset), and the level is not persisted, so the state that comes back, if
+// any, starts out of warning.
+func (w *Worker) unwarn(ks *keyState) {
+	if ks != nil && ks.watch != nil && slices.Contains(ks.watch.warns, true) {
+		w.stats.KeysInWarning--
+	}
+}
+
 // cooling reports whether detector i must stay quiet: the key (or, with
 // CooldownPerDetector, detector i itself) alerted fewer than AlertCooldown
 // events ago.

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/driftstream/driftstream/checkpoint"
 	"github.com/driftstream/driftstream/drift"
 )
 
@@ -243,5 +244,59 @@ func processLoop(b *testing.B, w *Worker, recs []Record, first int) {
 		if i++; i%1024 == 0 {
 			w.TakeOutputs()
 		}
+	}
+}
+
+// The keys-in-warning level follows a key's state out of memory: a key in
+// warning that is evicted to the key store, or replaced or emptied by a
+// record while a kept state catches up, leaves the level (the warning is
+// not persisted, so the state comes back out of warning).
+func TestKeysInWarningLeavesWithTheState(t *testing.T) {
+	for _, how := range []string{"evicted", "replaced", "emptied"} {
+		t.Run(how, func(t *testing.T) {
+			cfg := testConfig(t, "perceptron", "")
+			cfg.Detectors = []DetectorSpec{{Detector: "ddm", Signal: SignalMistakes}}
+			w, _ := NewWorker(cfg, 0)
+			if how == "evicted" {
+				if err := w.UseKeyStore(newTestKeys(t), 1); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, k := range []string{"a", "b"} {
+				ks, err := w.newKey(k)
+				if err != nil {
+					t.Fatal(err)
+				}
+				w.keys[k] = ks
+				if w.cache != nil {
+					w.cache.count++
+				}
+				w.markDirty(k, ks)
+			}
+			a := w.keys["a"]
+			a.watch.detectors = []drift.Detector{&verdictDetector{Detector: a.watch.detectors[0], verdict: drift.Warning}} // encodes as the DDM it wraps
+			w.feed(Record{Key: []byte("a")}, "a", a, SignalMistakes, 1, "e", time.Time{})
+			if got := w.Totals().KeysInWarning; got != 1 {
+				t.Fatalf("%d keys in warning, want 1", got)
+			}
+			sink := &restoring{w: w, inPlace: true}
+			switch how {
+			case "evicted": // the cache holds one key: the checkpoint evicts a, the first
+				if _, err := w.TakeCheckpoint(); err != nil {
+					t.Fatal(err)
+				}
+			case "replaced":
+				state, err := encodeState(a)
+				if err != nil {
+					t.Fatal(err)
+				}
+				sink.Put(&checkpoint.KeyRecord{Key: "a", AppliedThrough: a.applied, State: state})
+			case "emptied":
+				sink.Put(&checkpoint.KeyRecord{Key: "a"})
+			}
+			if got, ks := w.Totals().KeysInWarning, w.keys["a"]; got != 0 || ks == a {
+				t.Fatalf("%d keys in warning once a's state left memory (still held: %v), want 0", got, ks == a)
+			}
+		})
 	}
 }

@@ -199,9 +199,7 @@ func (w *Worker) Reset(key string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if ks.watch != nil && slices.Contains(ks.watch.warns, true) {
-		w.stats.KeysInWarning--
-	}
+	w.unwarn(ks)
 	ks.learner, ks.watch = fresh.learner, fresh.watch
 	ks.stats.rareForUpdate().resets++
 	w.stats.Resets++

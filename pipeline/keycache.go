@@ -181,6 +181,7 @@ func (w *Worker) spill(c *CheckpointBatch) error {
 		return err
 	}
 	for _, key := range victims {
+		w.unwarn(w.keys[key])
 		delete(w.keys, key)
 	}
 	return nil

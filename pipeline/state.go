@@ -437,7 +437,8 @@ func (r *restoring) Put(rec *checkpoint.KeyRecord) {
 			return
 		}
 	}
-	_, inMemory := r.w.keys[rec.Key]
+	old, inMemory := r.w.keys[rec.Key]
+	r.w.unwarn(old)
 	if r.w.cache != nil && (inMemory || r.stored(rec.Key)) {
 		if r.held != nil {
 			delete(r.held, rec.Key)
@@ -458,11 +459,12 @@ func (r *restoring) Put(rec *checkpoint.KeyRecord) {
 // hold keeps a key whose record decoded: in memory, or with a key store
 // and no room left in the cache, there.
 func (r *restoring) hold(rec *checkpoint.KeyRecord, ks *keyState) {
+	old, inMemory := r.w.keys[rec.Key]
+	r.w.unwarn(old) // replaced (in place): its warning level goes with it
 	if r.w.cache == nil {
 		r.w.keys[rec.Key] = ks
 		return
 	}
-	_, inMemory := r.w.keys[rec.Key]
 	switch {
 	case r.held != nil:
 		r.held[rec.Key] = struct{}{}
