@@ -28,6 +28,15 @@ func (m *mapSink) Has(key string) bool {
 	return ok
 }
 
+// applied is the AppliedThrough of the key's record, for ReplayFromKeys.
+func (m *mapSink) applied(key string) ([2]int64, bool) {
+	rec, ok := m.keys[key]
+	if !ok {
+		return [2]int64{}, false
+	}
+	return rec.AppliedThrough, true
+}
+
 // randomLog is a partition's log as owners, fenced former owners, torn
 // writes and misfiled records leave it: claims, key records (some with
 // empty states) and markers across epochs, in any order, some corrupted.
@@ -94,21 +103,14 @@ func TestLoadIntoSinkMatchesSnapshotKeys(t *testing.T) {
 		if sink.reserved != len(log) {
 			t.Fatalf("%s log %d: reserved %d for a log of %d", "memory", i, sink.reserved, len(log))
 		}
-		applied := func(key string) ([2]int64, bool) {
-			rec, ok := sink.keys[key]
-			if !ok {
-				return [2]int64{}, false
-			}
-			return rec.AppliedThrough, true
-		}
 		if !maps.EqualFunc(want.Keys, sink.keys, func(a, b *KeyRecord) bool { return reflect.DeepEqual(a, b) }) ||
 			fmt.Sprint(want.Corrupt) != fmt.Sprint(got.Corrupt) || fmt.Sprint(want.Ignored) != fmt.Sprint(got.Ignored) ||
 			!reflect.DeepEqual(want.Marker, got.Marker) || !reflect.DeepEqual(want.Owner, got.Owner) ||
-			want.MaxEpoch != got.MaxEpoch || want.Fenced != got.Fenced || want.ReplayFrom() != got.ReplayFromKeys(applied) {
+			want.MaxEpoch != got.MaxEpoch || want.Fenced != got.Fenced || want.ReplayFrom() != got.ReplayFromKeys(sink.applied) {
 			differing++
 			if differing <= 3 {
 				t.Errorf("%s log %d differs:\nkeys %v\nsink %v\ncorrupt %v / %v\nreplay %v / %v", "memory", i,
-					want.Keys, sink.keys, want.Corrupt, got.Corrupt, want.ReplayFrom(), got.ReplayFromKeys(applied))
+					want.Keys, sink.keys, want.Corrupt, got.Corrupt, want.ReplayFrom(), got.ReplayFromKeys(sink.applied))
 			}
 		}
 		if want.Fenced > 0 {
@@ -177,21 +179,14 @@ func TestResumedSnapshotMatchesAFullLoad(t *testing.T) {
 		got, err := Resume(sink, owner, m)
 		must(t, err)
 		must(t, s.LoadRange(ctx, p, end, end+int64(len(tail)), got))
-		applied := func(key string) ([2]int64, bool) {
-			rec, ok := sink.keys[key]
-			if !ok {
-				return [2]int64{}, false
-			}
-			return rec.AppliedThrough, true
-		}
 		if !maps.EqualFunc(want.Keys, sink.keys, func(a, b *KeyRecord) bool { return reflect.DeepEqual(a, b) }) ||
 			fmt.Sprint(want.Corrupt) != fmt.Sprint(got.Corrupt) || fmt.Sprint(want.Ignored[len(held.Ignored):]) != fmt.Sprint(got.Ignored) ||
 			!reflect.DeepEqual(want.Marker, got.Marker) || want.Owner.Epoch != got.Owner.Epoch ||
-			want.MaxEpoch != got.MaxEpoch || want.Fenced-held.Fenced != got.Fenced || want.ReplayFrom() != got.ReplayFromKeys(applied) {
+			want.MaxEpoch != got.MaxEpoch || want.Fenced-held.Fenced != got.Fenced || want.ReplayFrom() != got.ReplayFromKeys(sink.applied) {
 			differing++
 			if differing <= 3 {
 				t.Errorf("log %d differs:\nkeys %v\nsink %v\ncorrupt %v / %v\nmarker %+v / %+v\nreplay %v / %v", i,
-					want.Keys, sink.keys, want.Corrupt, got.Corrupt, want.Marker, got.Marker, want.ReplayFrom(), got.ReplayFromKeys(applied))
+					want.Keys, sink.keys, want.Corrupt, got.Corrupt, want.Marker, got.Marker, want.ReplayFrom(), got.ReplayFromKeys(sink.applied))
 			}
 		}
 		if got.Fenced > 0 {

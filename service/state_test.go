@@ -138,16 +138,7 @@ func TestParkedStateSurvivesARestart(t *testing.T) {
 			if missing, repeated := deliveries(ids, predictionsByID(t, addr)); missing != 0 || repeated != 0 {
 				t.Fatalf("%d events: %d predictions missing, %d repeated", len(ids), missing, repeated)
 			}
-			want, got := referenceStates(t, addr, cfg), changelogStates(t, addr)
-			differing := 0
-			for k, b := range want {
-				if !bytes.Equal(got[k], b) {
-					differing++
-				}
-			}
-			if len(want) != 20 || len(got) != len(want) || differing != 0 {
-				t.Fatalf("%d keys in the changelog, %d in an uninterrupted run, %d differing", len(got), len(want), differing)
-			}
+			statesMatchAnUninterruptedRun(t, addr, cfg)
 		})
 	}
 }
@@ -250,6 +241,15 @@ func TestRollingUpdateCatchesUpParkedPartitions(t *testing.T) {
 	if missing != 0 {
 		t.Fatalf("%d events: %d predictions missing", len(ids), missing)
 	}
+	statesMatchAnUninterruptedRun(t, addr, cfg)
+	t.Logf("events: first member %d, second %d; %d partitions unparked and caught up, %d resumed from memory; %d predictions repeated",
+		tot.Events, b.Totals().Events, tot.Unparked, tot.Resumed, repeated)
+}
+
+// statesMatchAnUninterruptedRun fails t unless the changelog holds the 20
+// keys of produce, each bit-identical to one uninterrupted run of cfg.
+func statesMatchAnUninterruptedRun(t *testing.T, addr string, cfg Config) {
+	t.Helper()
 	want, got := referenceStates(t, addr, cfg), changelogStates(t, addr)
 	differing := 0
 	for k, b := range want {
@@ -260,6 +260,4 @@ func TestRollingUpdateCatchesUpParkedPartitions(t *testing.T) {
 	if len(want) != 20 || len(got) != len(want) || differing != 0 {
 		t.Fatalf("%d keys in the changelog, %d in an uninterrupted run, %d differing", len(got), len(want), differing)
 	}
-	t.Logf("events: first member %d, second %d; %d partitions unparked and caught up, %d resumed from memory; %d predictions repeated",
-		tot.Events, b.Totals().Events, tot.Unparked, tot.Resumed, repeated)
 }
