@@ -13,7 +13,9 @@ import (
 // Streams restores a local store from its checkpointed changelog offset:
 // the records written after the kept state's last checkpoint are absorbed
 // into it under the fencing rule (checkpoint.Resume and LoadRange), which
-// gives the state a full restore gives (TestCaughtUpStateMatchesARestore).
+// gives the state a full restore gives (checked record by record by
+// checkpoint's TestResumedSnapshotMatchesAFullLoad, and end to end by
+// TestKeptStateResumesOnlyWhenNothingCameBetween).
 
 // catchUp brings k, whose last checkpoint ended at log position k.end, up
 // to the Runner's claim of epoch, which landed later, and makes it the

@@ -305,7 +305,7 @@ func (w *Worker) restore(ctx context.Context, store checkpoint.Store) (Restored,
 	return w.restored(&snap, sink)
 }
 
-// restored finishes a restore, or a catch-up (Kept.tail), once the store
+// restored finishes a restore, or a catch-up (Runner.catchUp), once the store
 // has handed every record to sink: it reports the records set aside, marks
 // their keys dirty, and sets the replay start.
 func (w *Worker) restored(snap *checkpoint.Snapshot, sink *restoring) (Restored, error) {
@@ -366,7 +366,7 @@ func (w *Worker) restored(snap *checkpoint.Snapshot, sink *restoring) (Restored,
 // decoded into the worker's key as it arrives, replacing the key's earlier
 // record, and then dropped. With a key store, the key is kept in memory
 // while the cache has room, and its record written there otherwise. A
-// catch-up (Kept.tail, inPlace) loads into a worker that already holds keys,
+// catch-up (Runner.catchUp, inPlace) loads into a worker that already holds keys,
 // in memory and in its key store, which then answer Has.
 type restoring struct {
 	w *Worker
