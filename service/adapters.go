@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 
 	"github.com/driftstream/driftstream/internal/kafkaread"
@@ -111,11 +113,21 @@ func newKafkaSink(cfg Config) *kafkaSink {
 // whole batch is written again by the Runner's retry: outputs are
 // at-least-once, and the ones delivered twice are identical.
 func (s *kafkaSink) Write(ctx context.Context, outs []pipeline.Output) error {
-	byKind := map[string][]kafka.Message{}
+	counts := map[string]int{}
+	for _, o := range outs {
+		counts[o.Kind]++
+	}
+	byKind := make(map[string][]kafka.Message, len(counts))
+	for kind, n := range counts {
+		byKind[kind] = make([]kafka.Message, 0, n)
+	}
 	for _, o := range outs {
 		m := kafka.Message{Key: o.Key, Value: o.Value}
-		for k, v := range o.Headers {
-			m.Headers = append(m.Headers, kafka.Header{Key: k, Value: []byte(v)})
+		if len(o.Headers) > 0 { // in key order: a replay writes the same record
+			m.Headers = make([]kafka.Header, 0, len(o.Headers))
+			for _, k := range slices.Sorted(maps.Keys(o.Headers)) {
+				m.Headers = append(m.Headers, kafka.Header{Key: k, Value: []byte(o.Headers[k])})
+			}
 		}
 		byKind[o.Kind] = append(byKind[o.Kind], m)
 	}

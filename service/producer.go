@@ -73,13 +73,20 @@ func (p *OutputProducer) Write(ctx context.Context, msgs []kafka.Message) error 
 	if err != nil {
 		return err
 	}
-	byPart := make([][]kafka.Message, len(parts))
-	for _, m := range msgs {
+	part, counts := make([]int, len(msgs)), make([]int, len(parts))
+	for j, m := range msgs {
 		if size := recordSize(m); size > outputBatchBytes {
 			return fmt.Errorf("record of %d bytes for topic %s is over the %d a produce request carries: %w", size, p.topic, outputBatchBytes, kafka.MessageSizeTooLarge)
 		}
-		i := p.balancer.Balance(m, parts...)
-		byPart[i] = append(byPart[i], m)
+		part[j] = p.balancer.Balance(m, parts...)
+		counts[part[j]]++
+	}
+	byPart := make([][]kafka.Message, len(parts))
+	for i, n := range counts {
+		byPart[i] = make([]kafka.Message, 0, n)
+	}
+	for j, m := range msgs {
+		byPart[part[j]] = append(byPart[part[j]], m)
 	}
 	errs := make([]error, len(parts))
 	var wg sync.WaitGroup

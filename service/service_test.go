@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -187,10 +188,15 @@ func TestServiceOverTCP(t *testing.T) {
 	}
 	for _, d := range dead {
 		var reason string
+		var keys []string
 		for _, h := range d.Headers {
 			if h.Key == "error" {
 				reason = string(h.Value)
 			}
+			keys = append(keys, h.Key)
+		}
+		if len(keys) < 4 || !slices.IsSorted(keys) { // a replay writes the same record
+			t.Fatalf("dead letter headers %v, want at least 4 in key order", keys)
 		}
 		if !bytes.Contains([]byte(reason), []byte("malformed JSON")) {
 			t.Fatalf("dead letter reason %q", reason)
