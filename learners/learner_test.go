@@ -70,6 +70,17 @@ func TestNewDefaults(t *testing.T) {
 	}
 }
 
+// Several unknown parameters: the error names the first by name, every
+// time (a Go map's order would pick one at random).
+func TestUnknownParameterNamedTheSameEveryTime(t *testing.T) {
+	for range 30 {
+		_, err := New("swin", json.RawMessage(`{"zeta":1,"omega":2,"alfa":3,"mu":4}`), Config{Dim: 3})
+		if err == nil || !strings.Contains(err.Error(), `unknown parameter "alfa"`) {
+			t.Fatalf("err = %v, want the first unknown parameter by name, \"alfa\"", err)
+		}
+	}
+}
+
 func TestNewRejects(t *testing.T) {
 	tests := []struct {
 		name, params string

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"reflect"
 	"slices"
@@ -262,7 +263,7 @@ func decodeParams(name string, raw json.RawMessage, p any) error {
 		return fmt.Errorf("learner %s: parameters must be a JSON object: %v: %w", name, err, ErrParam)
 	}
 	valid := paramNames(p)
-	for k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(keys)) { // the first unknown by name, every time
 		if !slices.Contains(valid, k) {
 			if len(valid) == 0 {
 				return fmt.Errorf("learner %s: unknown parameter %q; it takes no parameters: %w", name, k, ErrParam)

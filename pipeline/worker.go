@@ -710,10 +710,16 @@ func checkRange(ev topics.Event, max float64) error {
 			return fmt.Errorf(`"x"[%d] = %g exceeds the input bound %g (DRIFTSTREAM_MAX_ABS_VALUE): scale or clip the inputs: %w`, i, v, max, topics.ErrInvalid)
 		}
 	}
+	var over []string
 	for name, v := range ev.Features {
 		if math.Abs(v) > max {
-			return fmt.Errorf("feature %q = %g exceeds the input bound %g (DRIFTSTREAM_MAX_ABS_VALUE): scale or clip the inputs: %w", name, v, max, topics.ErrInvalid)
+			over = append(over, name)
 		}
+	}
+	if len(over) > 0 { // the first by name: a replay dead-letters it with the same reason
+		name := slices.Min(over)
+		return fmt.Errorf("feature %q = %g exceeds the input bound %g (DRIFTSTREAM_MAX_ABS_VALUE): scale or clip the inputs (%d features over it): %w",
+			name, ev.Features[name], max, len(over), topics.ErrInvalid)
 	}
 	return nil
 }

@@ -127,6 +127,18 @@ func states(t *testing.T, w *Worker) map[string][]byte {
 	return out
 }
 
+// Several features over the input bound: the dead letter's reason names
+// the first by name, every time, so that a replay writes the same record.
+func TestOverBoundFeaturesGiveTheSameReason(t *testing.T) {
+	ev := topics.Event{Features: map[string]float64{"zeta": 1e200, "omega": -1e200, "alpha": 1e200, "mu": 1e200, "beta": 1}}
+	for range 30 {
+		err := checkRange(ev, 1e150)
+		if err == nil || !strings.Contains(err.Error(), `feature "alpha" = 1e+200`) || !strings.Contains(err.Error(), "(4 features over it)") || !errors.Is(err, topics.ErrInvalid) {
+			t.Fatalf("err = %v", err)
+		}
+	}
+}
+
 func TestEveryEventOnePredictionAndBadInputsDeadLetter(t *testing.T) {
 	w, err := NewWorker(testConfig(t, "lasec", ""), 0)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -108,6 +109,7 @@ func FromTopic(ctx context.Context, rng TopicRange) (Input, error) {
 		in.spans[p] = sp
 		in.total += (sp[0].end - sp[0].start) + (sp[1].end - sp[1].start)
 	}
+	slices.Sort(in.parts)
 	return in, nil
 }
 

@@ -7,9 +7,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -239,7 +241,7 @@ func runExperiment(name string, set map[string]bool, seed uint64, repeats, windo
 	if err != nil {
 		return fail(usageError{err})
 	}
-	for f := range set {
+	for _, f := range slices.Sorted(maps.Keys(set)) { // the first by name, every time
 		switch f {
 		case "experiment", "seed", "repeats", "window", "out", "data-dir":
 		default:
@@ -309,7 +311,7 @@ func learnerSpecs(names, params string) ([]backtest.Spec, error) {
 		seen[n] = true
 		specs = append(specs, backtest.Spec{Name: n, Params: per[n]})
 	}
-	for n := range per {
+	for _, n := range slices.Sorted(maps.Keys(per)) {
 		if !seen[n] {
 			return nil, usageError{fmt.Errorf("-params has parameters for %s, which is not in -learners", n)}
 		}

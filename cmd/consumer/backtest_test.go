@@ -82,6 +82,27 @@ func TestBacktestUsageErrors(t *testing.T) {
 	}
 }
 
+// Several misplaced flags or parameters: the error names the first by
+// name, every time.
+func TestBacktestUsageErrorsNameTheFirst(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		args []string
+		frag string
+	}{
+		{[]string{"-data", "synth:sea", "-learners", "lasec", "-params", `{"sop":{},"bbq":{},"odm":{}}`, "-out", dir}, "parameters for bbq"},
+		{[]string{"-experiment", "crammer-random-d5", "-window", "5", "-learners", "lasec", "-data", "synth:sea", "-query-rate-target", "0.1", "-out", dir}, "-data does not apply"},
+	}
+	for _, tc := range tests {
+		for range 10 {
+			var errb bytes.Buffer
+			if code := run(append([]string{"backtest"}, tc.args...), &bytes.Buffer{}, &errb); code != exitUsage || !strings.Contains(errb.String(), tc.frag) {
+				t.Fatalf("%v: exit %d, stderr %q, want %d and %q", tc.args, code, errb.String(), exitUsage, tc.frag)
+			}
+		}
+	}
+}
+
 // Keyed and topic backtests run the service's pipeline and write a report
 // per learner with per-key figures; the same stream from a file and from the
 // topic the producer wrote it to gives the same report.
