@@ -27,9 +27,7 @@ func openKafkaStore(t *testing.T) Store {
 // control its answers.
 func kafkaStoreCluster(t *testing.T) (*kfake.Cluster, *KafkaStore) {
 	t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1))
-	must(t, err)
-	t.Cleanup(c.Close)
+	c := kafkatest.Cluster(t)
 	addr := c.ListenAddrs()[0]
 	conn, err := kafka.Dial("tcp", addr)
 	must(t, err)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/driftstream/driftstream/internal/kafkatest"
 	"github.com/driftstream/driftstream/learners"
 	"github.com/driftstream/driftstream/pipeline"
 	"github.com/driftstream/driftstream/service"
@@ -92,11 +93,7 @@ func TestSameCodeSameAnswer(t *testing.T) {
 	opts := MessageOptions{Keys: keys, LabelsDelay: 7}
 	for _, tc := range []struct{ learner, params string }{{"lasec-ss", `{"a":0.5}`}, {"perceptron", ``}} {
 		t.Run(tc.learner, func(t *testing.T) {
-			c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(partitions, "events"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
+			c := kafkatest.Cluster(t, kfake.SeedTopics(partitions, "events"))
 			addr := c.ListenAddrs()[0]
 			// As the producer writes: in order, acks=all.
 			w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "events", Balancer: &kafka.Hash{}, BatchTimeout: time.Millisecond, RequiredAcks: kafka.RequireAll}

@@ -19,11 +19,7 @@ import (
 // resolved is an error naming the offsets lost, not a backtest that silently
 // starts later.
 func TestTopicRangeRefusesDeletedRecords(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "events"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := kafkatest.Cluster(t, kfake.SeedTopics(1, "events"))
 	addr := c.ListenAddrs()[0]
 	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "events", BatchTimeout: time.Millisecond, BatchSize: 1000, RequiredAcks: kafka.RequireAll}
 	msgs := make([]kafka.Message, 100)
@@ -55,11 +51,7 @@ func TestTopicRangeRefusesDeletedRecords(t *testing.T) {
 // partition order: a topic backtest's curve is the same at every run (in
 // Go's map order it was not).
 func TestTopicBacktestCurveIsTheSameEveryRun(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "events"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := kafkatest.Cluster(t, kfake.SeedTopics(3, "events"))
 	addr := c.ListenAddrs()[0]
 	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "events", Balancer: &kafka.Hash{}, BatchTimeout: time.Millisecond, RequiredAcks: kafka.RequireAll}
 	r := rand.New(rand.NewPCG(4, 4))

@@ -85,11 +85,7 @@ func BenchmarkOutputProducer(b *testing.B) {
 // (which sees the request's partition and number; nil refuses none).
 func producerCluster(t *testing.T, refuse func(partition int32, n int) bool) (addr string, requests func() (n, records int, sizes []int)) {
 	t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(partitions, "a", "b"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
+	c := kafkatest.Cluster(t, kfake.SeedTopics(partitions, "a", "b"))
 	var mu sync.Mutex
 	var count, recs int
 	var sizes []int

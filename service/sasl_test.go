@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/driftstream/driftstream/config"
+	"github.com/driftstream/driftstream/internal/kafkatest"
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
 )
@@ -16,11 +17,7 @@ import (
 func TestSASL(t *testing.T) {
 	for _, mech := range []struct{ kfake, ours string }{{"SCRAM-SHA-256", "scram-sha-256"}, {"PLAIN", "plain"}} {
 		t.Run(mech.ours, func(t *testing.T) {
-			c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.EnableSASL(), kfake.Superuser(mech.kfake, "admin", "s3cret"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
+			c := kafkatest.Cluster(t, kfake.EnableSASL(), kfake.Superuser(mech.kfake, "admin", "s3cret"))
 			addr := c.ListenAddrs()[0]
 			good := config.Config{SASLMechanism: mech.ours, SASLUsername: "admin", SASLPassword: "s3cret"}
 			dialer, transport, err := good.Kafka()

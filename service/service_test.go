@@ -14,6 +14,7 @@ import (
 
 	"github.com/driftstream/driftstream/checkpoint"
 	"github.com/driftstream/driftstream/internal/kafkaread"
+	"github.com/driftstream/driftstream/internal/kafkatest"
 	"github.com/driftstream/driftstream/pipeline"
 	"github.com/driftstream/driftstream/topics"
 	"github.com/segmentio/kafka-go"
@@ -24,11 +25,7 @@ const partitions = 3
 
 func cluster(t *testing.T) string {
 	t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(-1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
+	c := kafkatest.Cluster(t, kfake.SeedTopics(-1))
 	return c.ListenAddrs()[0]
 }
 

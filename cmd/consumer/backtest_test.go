@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/driftstream/driftstream/internal/kafkatest"
 	"github.com/driftstream/driftstream/replay"
 	"github.com/driftstream/driftstream/streams"
 	"github.com/segmentio/kafka-go"
@@ -107,11 +108,7 @@ func TestBacktestUsageErrorsNameTheFirst(t *testing.T) {
 // per learner with per-key figures; the same stream from a file and from the
 // topic the producer wrote it to gives the same report.
 func TestKeyedAndTopicBacktests(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "events"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := kafkatest.Cluster(t, kfake.SeedTopics(3, "events"))
 	addr := c.ListenAddrs()[0]
 	data := "synth:switching-gaussian?T=3000&d=4&period=1000"
 	if code := runProducerForTest(t, addr, data); code != 0 {

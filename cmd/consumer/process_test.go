@@ -19,6 +19,7 @@ import (
 	"github.com/driftstream/driftstream/checkpoint"
 	"github.com/driftstream/driftstream/config"
 	"github.com/driftstream/driftstream/internal/kafkaread"
+	"github.com/driftstream/driftstream/internal/kafkatest"
 	"github.com/driftstream/driftstream/pipeline"
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -51,11 +52,7 @@ func newBlackBox(t *testing.T) *blackBox {
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("build the consumer: %v\n%s", err, out)
 	}
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.GroupMinSessionTimeout(500*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
+	c := kafkatest.Cluster(t, kfake.GroupMinSessionTimeout(500*time.Millisecond))
 	addr := c.ListenAddrs()[0]
 	// The events topic exists before the first consumer, as in production;
 	// the consumer creates the others.

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/driftstream/driftstream/internal/kafkatest"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kfake"
 )
@@ -218,11 +219,7 @@ func (l *lockedBuffer) String() string {
 // record — the plain-text progress line stays out — and a Ctrl-C stops
 // cleanly: exit 0, no ERROR record, "stopped cleanly" last.
 func TestJSONLogsAndACleanInterrupt(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(-1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := kafkatest.Cluster(t, kfake.SeedTopics(-1))
 	var out, errb lockedBuffer
 	exit := make(chan int, 1)
 	go func() {

@@ -12,17 +12,13 @@ import (
 	"testing"
 
 	"github.com/driftstream/driftstream/internal/kafkaread"
+	"github.com/driftstream/driftstream/internal/kafkatest"
 	"github.com/segmentio/kafka-go"
-	"github.com/twmb/franz-go/pkg/kfake"
 )
 
 func broker(t *testing.T, topics ...string) string {
 	t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
+	c := kafkatest.Cluster(t)
 	addr := c.ListenAddrs()[0]
 	conn, _ := kafka.Dial("tcp", addr)
 	for _, tp := range topics {

@@ -16,11 +16,7 @@ import (
 // partition 0 of topic t.
 func topicOf(t *testing.T, n int) string {
 	t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "t"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
+	c := kafkatest.Cluster(t, kfake.SeedTopics(1, "t"))
 	addr := c.ListenAddrs()[0]
 	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "t", BatchTimeout: time.Millisecond, BatchSize: 10_000, RequiredAcks: kafka.RequireAll}
 	defer w.Close()

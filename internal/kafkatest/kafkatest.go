@@ -6,9 +6,22 @@ import (
 	"context"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
+
+// Cluster starts an in-process broker (one node, with opts), closed when
+// the test ends.
+func Cluster(t testing.TB, opts ...kfake.Opt) *kfake.Cluster {
+	t.Helper()
+	c, err := kfake.NewCluster(append([]kfake.Opt{kfake.NumBrokers(1)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
 
 // DeleteRecords deletes the records of topic/partition below offset, as
 // retention would (kafka-go has no DeleteRecords call; franz-go's client,
