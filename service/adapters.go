@@ -113,28 +113,20 @@ func newKafkaSink(cfg Config) *kafkaSink {
 // whole batch is written again by the Runner's retry: outputs are
 // at-least-once, and the ones delivered twice are identical.
 func (s *kafkaSink) Write(ctx context.Context, outs []pipeline.Output) error {
-	counts := map[string]int{}
-	for _, o := range outs {
-		counts[o.Kind]++
-	}
-	byKind := make(map[string][]kafka.Message, len(counts))
-	for kind, n := range counts {
-		byKind[kind] = make([]kafka.Message, 0, n)
-	}
-	for _, o := range outs {
-		m := kafka.Message{Key: o.Key, Value: o.Value}
-		if len(o.Headers) > 0 { // in key order: a replay writes the same record
-			m.Headers = make([]kafka.Header, 0, len(o.Headers))
-			for _, k := range slices.Sorted(maps.Keys(o.Headers)) {
-				m.Headers = append(m.Headers, kafka.Header{Key: k, Value: []byte(o.Headers[k])})
-			}
-		}
-		byKind[o.Kind] = append(byKind[o.Kind], m)
-	}
-	for kind, msgs := range byKind {
+	for kind, group := range grouped(outs, func(o pipeline.Output) string { return o.Kind }) {
 		p, ok := s.producers[kind]
 		if !ok {
 			return fmt.Errorf("no topic for outputs of kind %q", kind)
+		}
+		msgs := make([]kafka.Message, len(group))
+		for i, o := range group {
+			msgs[i] = kafka.Message{Key: o.Key, Value: o.Value}
+			if len(o.Headers) > 0 { // in key order: a replay writes the same record
+				msgs[i].Headers = make([]kafka.Header, 0, len(o.Headers))
+				for _, k := range slices.Sorted(maps.Keys(o.Headers)) {
+					msgs[i].Headers = append(msgs[i].Headers, kafka.Header{Key: k, Value: []byte(o.Headers[k])})
+				}
+			}
 		}
 		if err := p.Write(ctx, msgs); err != nil {
 			return fmt.Errorf("write %d %s outputs to %s: %w", len(msgs), kind, p.Topic(), err)

@@ -73,29 +73,16 @@ func (p *OutputProducer) Write(ctx context.Context, msgs []kafka.Message) error 
 	if err != nil {
 		return err
 	}
-	part, counts := make([]int, len(msgs)), make([]int, len(parts))
-	for j, m := range msgs {
+	for _, m := range msgs {
 		if size := recordSize(m); size > outputBatchBytes {
 			return fmt.Errorf("record of %d bytes for topic %s is over the %d a produce request carries: %w", size, p.topic, outputBatchBytes, kafka.MessageSizeTooLarge)
 		}
-		part[j] = p.balancer.Balance(m, parts...)
-		counts[part[j]]++
 	}
-	byPart := make([][]kafka.Message, len(parts))
-	for i, n := range counts {
-		byPart[i] = make([]kafka.Message, 0, n)
-	}
-	for j, m := range msgs {
-		byPart[part[j]] = append(byPart[part[j]], m)
-	}
+	byPart := grouped(msgs, func(m kafka.Message) int { return p.balancer.Balance(m, parts...) })
 	errs := make([]error, len(parts))
 	var wg sync.WaitGroup
-	sent := 0
 	for i, ms := range byPart {
-		if len(ms) > 0 {
-			sent++
-			wg.Go(func() { errs[i] = p.produce(ctx, i, ms) })
-		}
+		wg.Go(func() { errs[i] = p.produce(ctx, i, ms) })
 	}
 	wg.Wait()
 	failed, first := 0, error(nil)
@@ -107,7 +94,7 @@ func (p *OutputProducer) Write(ctx context.Context, msgs []kafka.Message) error 
 		}
 	}
 	if failed > 0 {
-		return fmt.Errorf("%d of %d partitions of %s failed, first: %w", failed, sent, p.topic, first)
+		return fmt.Errorf("%d of %d partitions of %s failed, first: %w", failed, len(byPart), p.topic, first)
 	}
 	return nil
 }
@@ -171,6 +158,25 @@ func (p *OutputProducer) partitions(ctx context.Context) ([]int, error) {
 		p.parts = parts // callers may hold the old slice: it is never written again
 	}
 	return p.parts, nil
+}
+
+// grouped splits items by key, keeping their order within each group; each
+// group is allocated once, at its size (appending ~150-byte kafka.Messages
+// one by one showed up in the throughput benchmark's CPU profile).
+func grouped[K comparable, T any](items []T, key func(T) K) map[K][]T {
+	keys, counts := make([]K, len(items)), map[K]int{}
+	for i, it := range items {
+		keys[i] = key(it)
+		counts[keys[i]]++
+	}
+	out := make(map[K][]T, len(counts))
+	for k, n := range counts {
+		out[k] = make([]T, 0, n)
+	}
+	for i, it := range items {
+		out[keys[i]] = append(out[keys[i]], it)
+	}
+	return out
 }
 
 // recordSize bounds a record's bytes in a produce request.
