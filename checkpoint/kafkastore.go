@@ -14,6 +14,13 @@ import (
 // maxBatchBytes keeps one produce request under the broker's default limit.
 const maxBatchBytes = 512 << 10
 
+// A record batch's header, and the most one record's framing adds to its
+// key and value: what a broker counts against max.message.bytes.
+const (
+	batchOverhead  = 61
+	recordOverhead = 41
+)
+
 // KafkaStore keeps checkpoints in a compacted changelog topic partitioned
 // like the events topic: the record key is the entity key (so compaction
 // keeps the latest state per key, and a corrupt value still names its key),
@@ -27,8 +34,22 @@ type KafkaStore struct {
 	brokers []string
 	topic   string
 
+	// batchLimit bounds one produce request's records (maxBatchBytes, or
+	// less for a topic whose max.message.bytes is lower: SetBatchLimit).
+	batchLimit int
+
 	mu    sync.Mutex
 	conns map[int]*partitionConn
+}
+
+// SetBatchLimit keeps every produce request within the topic's
+// max.message.bytes (a record batch's framing aside); call it before use.
+// A single record larger than that is still sent, alone, and refused by the
+// broker: the pipeline's key-record bound keeps them below it.
+func (s *KafkaStore) SetBatchLimit(maxMessageBytes int) {
+	if maxMessageBytes > 0 {
+		s.batchLimit = min(maxBatchBytes, maxMessageBytes-batchOverhead)
+	}
 }
 
 // partitionConn is the cached leader connection of one partition; its mutex
@@ -47,7 +68,7 @@ func NewKafkaStore(dialer *kafka.Dialer, brokers []string, topic string) (*Kafka
 	if dialer == nil {
 		dialer = &kafka.Dialer{Timeout: 10 * time.Second}
 	}
-	return &KafkaStore{dialer: dialer, brokers: brokers, topic: topic, conns: map[int]*partitionConn{}}, nil
+	return &KafkaStore{dialer: dialer, brokers: brokers, topic: topic, batchLimit: maxBatchBytes, conns: map[int]*partitionConn{}}, nil
 }
 
 // leader connects to the leader of partition p.
@@ -96,8 +117,12 @@ func (s *KafkaStore) produce(ctx context.Context, p int, msgs []kafka.Message) (
 	pc.conn.SetReadDeadline(deadline) // the produce response
 	for start := 0; start < len(msgs); {
 		end, size := start, 0
-		for end < len(msgs) && (end == start || size+len(msgs[end].Value) < maxBatchBytes) {
-			size += len(msgs[end].Key) + len(msgs[end].Value)
+		for end < len(msgs) {
+			n := len(msgs[end].Key) + len(msgs[end].Value) + recordOverhead
+			if end > start && size+n > s.batchLimit {
+				break
+			}
+			size += n
 			end++
 		}
 		_, _, base, _, err := pc.conn.WriteCompressedMessagesAt(nil, msgs[start:end]...)

@@ -68,6 +68,8 @@ type Config struct {
 	MaxKeyMemory     int64         `split_words:"true" default:"268435456" desc:"largest learner state of one key in memory, in bytes; checked at start"`
 	MaxPendingBytes  int           `split_words:"true" default:"131072" desc:"bytes of awaited events and early labels kept per key (oldest dropped)"`
 	MaxAbsValue      float64       `split_words:"true" default:"1e12" desc:"largest magnitude of an input value; larger ones are dead-lettered"`
+	MaxKeyLength     int           `split_words:"true" default:"4096" desc:"longest record key in bytes; a longer one is dead-lettered (key_too_long) and gets no key state"`
+	OnOutputError    string        `split_words:"true" default:"dead-letter" desc:"an output the broker refuses for itself (too large, invalid): dead-letter (replace it with a dead letter and go on) or fail (fail the partition)"`
 	Standardize      bool          `default:"false" desc:"z-score each key's inputs by the running statistics of its earlier inputs before its learner sees them (dense inputs; checkpointed with the key)"`
 	RetryTimeout     time.Duration `split_words:"true" default:"2m" desc:"how long a failing Kafka read, write or commit is retried before its partition fails"`
 	FailExitAfter    time.Duration `split_words:"true" default:"30s" desc:"after a partition fails: report it (/readyz 503, metrics) this long, then exit 1"`
@@ -233,6 +235,12 @@ func (c *Config) Validate() error {
 	}
 	if c.RetryTimeout <= 0 || c.FailExitAfter <= 0 || c.SessionTimeout <= 0 {
 		bad("DRIFTSTREAM_RETRY_TIMEOUT, DRIFTSTREAM_FAIL_EXIT_AFTER and DRIFTSTREAM_SESSION_TIMEOUT must be positive")
+	}
+	if c.MaxKeyLength <= 0 {
+		bad("DRIFTSTREAM_MAX_KEY_LENGTH=%d: must be positive", c.MaxKeyLength)
+	}
+	if c.OnOutputError != "dead-letter" && c.OnOutputError != "fail" {
+		bad("DRIFTSTREAM_ON_OUTPUT_ERROR=%q: use dead-letter or fail", c.OnOutputError)
 	}
 	if c.MaxKeyMemory <= 0 || c.MaxPendingBytes <= 0 || !(c.MaxAbsValue > 0) || c.MaxKeyBytes == 0 {
 		bad("DRIFTSTREAM_MAX_KEY_MEMORY, DRIFTSTREAM_MAX_PENDING_BYTES and DRIFTSTREAM_MAX_ABS_VALUE must be positive, DRIFTSTREAM_MAX_KEY_BYTES positive or -1")

@@ -21,6 +21,11 @@ const FormatVersion = 2
 // unknown version, or taken from a different learner configuration.
 var ErrSnapshot = errors.New("bad learner snapshot")
 
+// ErrConfiguration reports a snapshot taken from a learner of another name,
+// dimension or parameters (it wraps ErrSnapshot too): the state of a
+// deployment whose learner configuration changed.
+var ErrConfiguration = errors.New("snapshot of another learner configuration")
+
 // maxSnapshotLen bounds any length read from a snapshot so that a corrupt
 // length cannot trigger a huge allocation.
 const maxSnapshotLen = 1 << 31
@@ -138,11 +143,11 @@ func (m *meta) open(data []byte) (decoder, error) {
 	case err != nil:
 		return d, err
 	case string(h.name) != m.name:
-		return d, fmt.Errorf("snapshot of learner %q restored into %q: %w", h.name, m.name, ErrSnapshot)
+		return d, fmt.Errorf("snapshot of learner %q restored into %q: %w: %w", h.name, m.name, ErrConfiguration, ErrSnapshot)
 	case h.dim != m.dim:
-		return d, fmt.Errorf("snapshot of dimension %d restored into dimension %d: %w", h.dim, m.dim, ErrSnapshot)
+		return d, fmt.Errorf("snapshot of dimension %d restored into dimension %d: %w: %w", h.dim, m.dim, ErrConfiguration, ErrSnapshot)
 	case !bytes.Equal(h.params, m.params):
-		return d, fmt.Errorf("snapshot parameters %s differ from the learner's %s (use Restore to take the snapshot's): %w", h.params, m.params, ErrSnapshot)
+		return d, fmt.Errorf("snapshot parameters %s differ from the learner's %s (use Restore to take the snapshot's): %w: %w", h.params, m.params, ErrConfiguration, ErrSnapshot)
 	}
 	return d, nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/driftstream/driftstream/checkpoint"
 	"github.com/driftstream/driftstream/internal/wire"
 	"github.com/driftstream/driftstream/learners"
+	"github.com/driftstream/driftstream/topics"
 )
 
 // errState reports a key state that cannot be decoded.
@@ -305,6 +306,34 @@ func (w *Worker) restore(ctx context.Context, store checkpoint.Store) (Restored,
 	return w.restored(&snap, sink)
 }
 
+// ErrLearnerChanged reports a checkpoint whose key states belong to another
+// learner configuration (name, dimension or parameters) than the
+// configured one: changing the learner of a running deployment is a
+// migration, which a restore never does silently.
+var ErrLearnerChanged = errors.New("the changelog holds key states of another learner configuration")
+
+// configurationChanged refuses a restore that met key states of another
+// learner configuration: rebuilding each such key from the input topics (as
+// any undecodable record is) would drop operator resets, cost one warning per
+// key, and stop at the input's retention. It says what to do instead.
+func configurationChanged(unheld map[string]error) error {
+	n, first := 0, ""
+	for _, key := range slices.Sorted(maps.Keys(unheld)) {
+		if err := unheld[key]; errors.Is(err, learners.ErrConfiguration) {
+			if n++; n == 1 {
+				first = fmt.Sprintf("key %s: %v", topics.Excerpt(key), err)
+			}
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w (%d keys; first, %s). Changing DRIFTSTREAM_LEARNER, DRIFTSTREAM_LEARNER_PARAMS, DRIFTSTREAM_DIM or DRIFTSTREAM_HASH_BITS is a migration, not a restart: "+
+		"either deploy the former configuration again, or run the new one as a new deployment with its own DRIFTSTREAM_CHANGELOG_TOPIC and DRIFTSTREAM_GROUP, "+
+		"which learns every key afresh from the input topics' earliest retained records (operator resets are not carried over; docs/OPERATIONS.md, \"Changing the learner\")",
+		ErrLearnerChanged, n, first)
+}
+
 // restored finishes a restore, or a catch-up (Runner.catchUp), once the store
 // has handed every record to sink: it reports the records set aside, marks
 // their keys dirty, and sets the replay start.
@@ -325,6 +354,9 @@ func (w *Worker) restored(snap *checkpoint.Snapshot, sink *restoring) (Restored,
 	}
 	for _, c := range snap.Corrupt {
 		res.Problems = append(res.Problems, c)
+	}
+	if err := configurationChanged(sink.unheld); err != nil {
+		return Restored{}, err
 	}
 	for _, key := range slices.Sorted(maps.Keys(sink.unheld)) {
 		if err := sink.unheld[key]; err != nil {

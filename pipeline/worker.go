@@ -15,7 +15,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/driftstream/driftstream/checkpoint"
@@ -50,8 +49,17 @@ type Output struct {
 	Kind  string
 	Key   []byte
 	Value []byte
-	// Headers are set on dead letters: error, source-topic, partition, offset.
+	// Headers are set on dead letters (DeadLetter.Output).
 	Headers map[string]string
+	// Source is the input record the output came from: the original of a
+	// dead letter that replaces an output the broker refuses.
+	Source Position
+}
+
+// Position locates an input record.
+type Position struct {
+	Topic, Partition int // Topic: EventsTopic or LabelsTopic
+	Offset           int64
 }
 
 // Config configures every worker of a service.
@@ -89,6 +97,12 @@ type Config struct {
 	MaxAbsValue float64
 	// TopicNames name the input topics in dead-letter headers.
 	TopicNames [2]string
+	// MaxKeyLength bounds an input record's key (0: DefaultMaxKeyLength):
+	// a longer one is dead-lettered (ReasonKeyTooLong) and gets no state.
+	MaxKeyLength int
+	// Outputs are the output topics' record limits; Validate refuses bounds
+	// whose outputs could exceed them, and dead letters are cut to fit.
+	Outputs OutputLimits
 	// Detectors are the drift detectors run per key (package drift), each on
 	// one signal; none by default.
 	Detectors []DetectorSpec
@@ -158,6 +172,9 @@ func (c *Config) Validate() error {
 		return errors.New("standardize needs dense inputs (\"x\"): hashed named features would all become dense; scale them at the producer, or set a dense dimension")
 	}
 	if err := c.validateDetectors(); err != nil {
+		return err
+	}
+	if err := c.validateOutputs(); err != nil {
 		return err
 	}
 	if _, err := learners.New(c.Learner, c.Params, learners.Config{Dim: c.Vector.Dim}); err != nil {
@@ -244,7 +261,7 @@ type Totals struct {
 	// rate; Queries counts the label requests emitted for unlabeled events.
 	Asked int64
 	// Dead letters by reason; DeadLetters is their sum.
-	MissingKey, InvalidEvent, Rejected, DeadLetters int64
+	MissingKey, KeyTooLong, InvalidEvent, Rejected, DeadLetters int64
 	// Skipped counts replayed records a key had already absorbed.
 	Skipped int64
 }
@@ -270,6 +287,7 @@ func (t *Totals) Add(o Totals) {
 	}
 	t.Asked += o.Asked
 	t.MissingKey += o.MissingKey
+	t.KeyTooLong += o.KeyTooLong
 	t.InvalidEvent += o.InvalidEvent
 	t.Rejected += o.Rejected
 	t.DeadLetters += o.DeadLetters
@@ -279,8 +297,14 @@ func (t *Totals) Add(o Totals) {
 // Dead-letter reasons, the values of the metric label and of the counters above.
 const (
 	ReasonMissingKey   = "missing_key"
+	ReasonKeyTooLong   = "key_too_long"
 	ReasonInvalidEvent = "invalid_event"
 	ReasonRejected     = "rejected_by_learner"
+	// ReasonOutputTooLarge and ReasonOutputInvalid are the dead letters that
+	// replace an output the broker refused as too large, or as an invalid
+	// or corrupt record (made by the service's sink, not by a worker).
+	ReasonOutputTooLarge = "output_too_large"
+	ReasonOutputInvalid  = "output_invalid"
 )
 
 // Totals returns the cumulative counters.
@@ -537,12 +561,15 @@ func (w *Worker) newLearner(key string) (learners.Learner, error) {
 	return w.maker.New(learners.Config{Dim: w.cfg.Vector.Dim, Seed: w.cfg.Seed, Key: key})
 }
 
-// deadLetter emits the original bytes with the reason.
+// deadLetter emits the original record with the reason, cut to fit the
+// dead-letter topic (DeadLetter.Output).
 func (w *Worker) deadLetter(r Record, class string, err error) {
 	w.stats.DeadLetters++
 	switch class {
 	case ReasonMissingKey:
 		w.stats.MissingKey++
+	case ReasonKeyTooLong:
+		w.stats.KeyTooLong++
 	case ReasonInvalidEvent:
 		w.stats.InvalidEvent++
 	default:
@@ -551,14 +578,10 @@ func (w *Worker) deadLetter(r Record, class string, err error) {
 	if r.Offset < w.suppress[r.Topic] {
 		return
 	}
-	h := map[string]string{"error": err.Error(), "source-topic": w.cfg.TopicNames[r.Topic],
-		"partition": strconv.Itoa(r.Partition), "offset": strconv.FormatInt(r.Offset, 10)}
-	value := r.Value
-	if len(value) > MaxDeadLetterBytes {
-		value = value[:MaxDeadLetterBytes]
-		h["truncated"] = fmt.Sprintf("the first %d of %d bytes", MaxDeadLetterBytes, len(r.Value))
-	}
-	w.out = append(w.out, Output{Kind: OutDeadLetter, Key: r.Key, Value: value, Headers: h})
+	d := DeadLetter{Reason: class, Err: err, SourceTopic: w.cfg.TopicNames[r.Topic], Partition: r.Partition, Offset: r.Offset, Key: r.Key, Value: r.Value}
+	o := d.Output(w.cfg.Outputs.Of(OutDeadLetter), w.cfg.MaxKeyLength)
+	o.Source = Position{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}
+	w.out = append(w.out, o)
 }
 
 // outputChunk is the size of the chunks output values are encoded into: one
@@ -578,7 +601,8 @@ func emit[T jsonAppender](w *Worker, r Record, kind string, v T) { // generic: v
 	}
 	start := len(w.outBytes)
 	w.outBytes = v.appendJSON(w.outBytes)
-	w.out = append(w.out, Output{Kind: kind, Key: r.Key, Value: w.outBytes[start:len(w.outBytes):len(w.outBytes)]})
+	w.out = append(w.out, Output{Kind: kind, Key: r.Key, Value: w.outBytes[start:len(w.outBytes):len(w.outBytes)],
+		Source: Position{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}})
 }
 
 // predictionMsg and queryMsg are the DESIGN §2 output contracts.
@@ -616,13 +640,18 @@ func (w *Worker) Process(ctx context.Context, r Record) error {
 		return fmt.Errorf("unknown input topic index %d", r.Topic)
 	}
 	w.through[r.Topic] = max(w.through[r.Topic], r.Offset)
+	if len(r.Key) > w.cfg.MaxKeyLength {
+		w.deadLetter(r, ReasonKeyTooLong, fmt.Errorf("record key of %d bytes is over the key length bound of %d (DRIFTSTREAM_MAX_KEY_LENGTH): %w",
+			len(r.Key), w.cfg.MaxKeyLength, topics.ErrInvalid))
+		return nil
+	}
 	key := string(r.Key)
 	if key == "" {
 		w.deadLetter(r, ReasonMissingKey, errors.New("record has no key: the key names the entity whose learner it feeds"))
 		return nil
 	}
 	if checkpoint.ReservedKey(key) {
-		w.deadLetter(r, ReasonInvalidEvent, fmt.Errorf("record key %q starts with the checkpoint store's reserved prefix", key))
+		w.deadLetter(r, ReasonInvalidEvent, fmt.Errorf("record key %s starts with the checkpoint store's reserved prefix", topics.Excerpt(key)))
 		return nil
 	}
 	ev, err := topics.Decode(r.Value, w.cfg.MaxBytes)
@@ -718,8 +747,8 @@ func checkRange(ev topics.Event, max float64) error {
 	}
 	if len(over) > 0 { // the first by name: a replay dead-letters it with the same reason
 		name := slices.Min(over)
-		return fmt.Errorf("feature %q = %g exceeds the input bound %g (DRIFTSTREAM_MAX_ABS_VALUE): scale or clip the inputs (%d features over it): %w",
-			name, ev.Features[name], max, len(over), topics.ErrInvalid)
+		return fmt.Errorf("feature %s = %g exceeds the input bound %g (DRIFTSTREAM_MAX_ABS_VALUE): scale or clip the inputs (%d features over it): %w",
+			topics.Excerpt(name), ev.Features[name], max, len(over), topics.ErrInvalid)
 	}
 	return nil
 }

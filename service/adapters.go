@@ -82,14 +82,30 @@ func (src *kafkaSource) Close() error {
 	return nil
 }
 
+// The policies for an output the broker refuses for itself
+// (Config.OnOutputError), as Kafka Streams' production exception handler.
+const (
+	// OnOutputErrorDeadLetter replaces the refused output with a dead
+	// letter naming it (cut to fit) and goes on.
+	OnOutputErrorDeadLetter = "dead-letter"
+	// OnOutputErrorFail fails the partition, as any permanent error does.
+	OnOutputErrorFail = "fail"
+)
+
 // kafkaSink writes outputs to the output topics, keyed by entity so that a
 // key's outputs stay in order on one partition.
 type kafkaSink struct {
 	producers map[string]*OutputProducer
 	transport *kafka.Transport
+	// inputs name the input topics in the dead letters of refused outputs.
+	inputs  [2]string
+	onError string
+	maxKey  int
+	// refused is told of each refused output replaced by a dead letter.
+	refused func(kind, reason string)
 }
 
-func newKafkaSink(cfg Config) *kafkaSink {
+func newKafkaSink(cfg Config, refused func(kind, reason string)) *kafkaSink {
 	// The producers get a transport of their own, never kafka-go's shared
 	// DefaultTransport: its metadata cache (6 s) may predate the topics
 	// New just created, and writes to them would fail as unknown topics for
@@ -98,41 +114,89 @@ func newKafkaSink(cfg Config) *kafkaSink {
 	if transport == nil {
 		transport = &kafka.Transport{}
 	}
-	s := &kafkaSink{producers: map[string]*OutputProducer{}, transport: transport}
+	if cfg.OnOutputError == "" {
+		cfg.OnOutputError = OnOutputErrorDeadLetter
+	}
+	if cfg.Pipeline.MaxKeyLength == 0 {
+		cfg.Pipeline.MaxKeyLength = pipeline.DefaultMaxKeyLength
+	}
+	s := &kafkaSink{producers: map[string]*OutputProducer{}, transport: transport, inputs: [2]string{cfg.Topics.Events, cfg.Topics.Labels},
+		onError: cfg.OnOutputError, maxKey: cfg.Pipeline.MaxKeyLength, refused: refused}
 	for kind, topic := range map[string]string{pipeline.OutPrediction: cfg.Topics.Predictions, pipeline.OutQuery: cfg.Topics.Queries,
 		pipeline.OutDeadLetter: cfg.Topics.DeadLetters, pipeline.OutAlert: cfg.Topics.Alerts} {
 		if topic == "" {
 			continue
 		}
-		s.producers[kind] = NewOutputProducer(cfg.Brokers, topic, transport)
+		s.producers[kind] = NewOutputProducer(cfg.Brokers, topic, transport, cfg.Pipeline.Outputs.Of(kind))
 	}
 	return s
 }
 
 // Write writes every output, grouped by topic. After a partial failure the
 // whole batch is written again by the Runner's retry: outputs are
-// at-least-once, and the ones delivered twice are identical.
+// at-least-once, and the ones delivered twice are identical. An output the
+// broker refuses for itself (too large, invalid) is replaced by a dead
+// letter, written after the others, unless the policy is to fail.
 func (s *kafkaSink) Write(ctx context.Context, outs []pipeline.Output) error {
+	var replacements []pipeline.Output
 	for kind, group := range grouped(outs, func(o pipeline.Output) string { return o.Kind }) {
 		p, ok := s.producers[kind]
 		if !ok {
 			return fmt.Errorf("no topic for outputs of kind %q", kind)
 		}
-		msgs := make([]kafka.Message, len(group))
-		for i, o := range group {
-			msgs[i] = kafka.Message{Key: o.Key, Value: o.Value}
-			if len(o.Headers) > 0 { // in key order: a replay writes the same record
-				msgs[i].Headers = make([]kafka.Header, 0, len(o.Headers))
-				for _, k := range slices.Sorted(maps.Keys(o.Headers)) {
-					msgs[i].Headers = append(msgs[i].Headers, kafka.Header{Key: k, Value: []byte(o.Headers[k])})
-				}
+		err := p.Write(ctx, messages(group))
+		var re *RefusedError
+		if errors.As(err, &re) && s.onError == OnOutputErrorDeadLetter && kind != pipeline.OutDeadLetter {
+			for _, r := range re.Refused {
+				replacements = append(replacements, s.replacement(group[r.Index], p.Topic(), r.Err))
 			}
+			continue
 		}
-		if err := p.Write(ctx, msgs); err != nil {
-			return fmt.Errorf("write %d %s outputs to %s: %w", len(msgs), kind, p.Topic(), err)
+		if err != nil {
+			return fmt.Errorf("write %d %s outputs to %s: %w", len(group), kind, p.Topic(), err)
 		}
 	}
+	if len(replacements) == 0 {
+		return nil
+	}
+	p := s.producers[pipeline.OutDeadLetter]
+	if err := p.Write(ctx, messages(replacements)); err != nil {
+		return fmt.Errorf("write %d dead letters for refused outputs to %s: %w", len(replacements), p.Topic(), err)
+	}
+	for _, o := range replacements {
+		s.refused(o.Headers["output-kind"], o.Headers["reason"])
+	}
 	return nil
+}
+
+// replacement is the dead letter of output o, which topic refused with err.
+func (s *kafkaSink) replacement(o pipeline.Output, topic string, err error) pipeline.Output {
+	reason := pipeline.ReasonOutputInvalid
+	if errors.Is(err, kafka.MessageSizeTooLarge) || errors.Is(err, kafka.RecordListTooLarge) {
+		reason = pipeline.ReasonOutputTooLarge
+	}
+	d := pipeline.DeadLetter{Reason: reason, Err: fmt.Errorf("the %s output of this record (%d bytes) was refused by topic %s: %w", o.Kind, len(o.Value), topic, err),
+		SourceTopic: s.inputs[o.Source.Topic], Partition: o.Source.Partition, Offset: o.Source.Offset, Key: o.Key, Value: o.Value,
+		Extra: map[string]string{"output-kind": o.Kind, "output-topic": topic}}
+	dl := d.Output(s.producers[pipeline.OutDeadLetter].limit, s.maxKey)
+	dl.Source = o.Source
+	return dl
+}
+
+// messages are outputs as kafka-go messages, their headers in key order (a
+// replay writes the same record).
+func messages(outs []pipeline.Output) []kafka.Message {
+	msgs := make([]kafka.Message, len(outs))
+	for i, o := range outs {
+		msgs[i] = kafka.Message{Key: o.Key, Value: o.Value}
+		if len(o.Headers) > 0 {
+			msgs[i].Headers = make([]kafka.Header, 0, len(o.Headers))
+			for _, k := range slices.Sorted(maps.Keys(o.Headers)) {
+				msgs[i].Headers = append(msgs[i].Headers, kafka.Header{Key: k, Value: []byte(o.Headers[k])})
+			}
+		}
+	}
+	return msgs
 }
 
 // Close closes the producers' idle connections.

@@ -95,7 +95,7 @@ func passThrough(b *testing.B, addr string, n int) (rate float64, cpu time.Durat
 			defer wg.Done()
 			r := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{addr}, Topic: "events", Partition: p, MinBytes: 1, MaxBytes: 16 << 20, MaxWait: 50 * time.Millisecond})
 			defer r.Close()
-			w := NewOutputProducer([]string{addr}, "pass-through", &kafka.Transport{})
+			w := NewOutputProducer([]string{addr}, "pass-through", &kafka.Transport{}, 0)
 			conn, _ := kafka.DialLeader(context.Background(), "tcp", addr, "events", p)
 			_, end, _ := conn.ReadOffsets()
 			conn.Close()

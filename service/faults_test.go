@@ -46,7 +46,7 @@ func crashing(t *testing.T, cfg Config) (*crash, checkpoint.Store, pipeline.Sink
 		t.Fatal(err)
 	}
 	c := &crash{}
-	return c, crashStore{st, c}, crashSink{newKafkaSink(cfg), c}
+	return c, crashStore{st, c}, crashSink{newKafkaSink(cfg, func(string, string) {}), c}
 }
 
 var errCrashed = fmt.Errorf("crashed: %w", pipeline.ErrLost)
@@ -114,7 +114,7 @@ func TestPermanentFailureEndsThePartitionNotTheService(t *testing.T) {
 	broken.okWrites.Store(2) // two checkpoints succeed, then every write is refused
 	cfg.Store = broken
 	var outputs atomic.Int64
-	sink := newKafkaSink(cfg)
+	sink := newKafkaSink(cfg, func(string, string) {})
 	cfg.Sink = sinkFunc(func(ctx context.Context, outs []pipeline.Output) error {
 		outputs.Add(int64(len(outs)))
 		return sink.Write(ctx, outs)

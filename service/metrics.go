@@ -18,7 +18,7 @@ type Metrics struct {
 	events, predictions, labeled, mistakes     prometheus.Counter
 	queries                                    prometheus.Counter
 	labelsJoined, labelsUnknown, labelsExpired prometheus.Counter
-	deadLetters                                *prometheus.CounterVec
+	deadLetters, outputsRefused                *prometheus.CounterVec
 	windowAccuracy, lag, keys, keysResident    *prometheus.GaugeVec
 	checkpointSeconds, restoreSeconds          prometheus.Histogram
 	checkpointBytes                            prometheus.Histogram
@@ -56,6 +56,8 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		labelsExpired: c("labels_expired_total", "Unlabeled events whose awaited label was given up (TTL or the per-key bounds)."),
 		deadLetters: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "driftstream", Name: "dead_letters_total",
 			Help: "Records sent to the dead-letter topic, by reason."}, []string{"reason"}),
+		outputsRefused: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "driftstream", Name: "outputs_refused_total",
+			Help: "Outputs the broker refused for themselves (too large, invalid), each replaced by a dead letter (DRIFTSTREAM_ON_OUTPUT_ERROR=dead-letter), by output kind and reason; counted again when a retried flush writes it again."}, []string{"kind", "reason"}),
 		windowAccuracy: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "driftstream", Name: "window_accuracy",
 			Help: "Accuracy over the partition's last 1000 labeled events."}, []string{"partition"}),
 		lag: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "driftstream", Name: "consumer_lag",
@@ -90,7 +92,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "Keys whose drift detectors last said warning, since the partition was assigned."}, []string{"partition"}),
 	}
 	for _, col := range []prometheus.Collector{m.resumed, m.unparked, m.caughtUp, m.labelsNoKey, m.driftAlerts, m.resets, m.keysInWarning, m.labeled, m.partitionErrors, m.retries, m.partitionFailed, m.groupErrors, m.events, m.predictions, m.mistakes, m.queries, m.labelsJoined, m.labelsUnknown, m.labelsExpired,
-		m.deadLetters, m.windowAccuracy, m.lag, m.keys, m.keysResident, m.stateDirBytes, m.checkpointSeconds, m.checkpointBytes, m.restoreSeconds} {
+		m.deadLetters, m.outputsRefused, m.windowAccuracy, m.lag, m.keys, m.keysResident, m.stateDirBytes, m.checkpointSeconds, m.checkpointBytes, m.restoreSeconds} {
 		if err := reg.Register(col); err != nil {
 			return nil, err
 		}
@@ -259,6 +261,7 @@ func (s *Service) count(before, after *pipeline.Totals) {
 		}
 		if after.DeadLetters > before.DeadLetters {
 			m.deadLetters.WithLabelValues(pipeline.ReasonMissingKey).Add(float64(after.MissingKey - before.MissingKey))
+			m.deadLetters.WithLabelValues(pipeline.ReasonKeyTooLong).Add(float64(after.KeyTooLong - before.KeyTooLong))
 			m.deadLetters.WithLabelValues(pipeline.ReasonInvalidEvent).Add(float64(after.InvalidEvent - before.InvalidEvent))
 			m.deadLetters.WithLabelValues(pipeline.ReasonRejected).Add(float64(after.Rejected - before.Rejected))
 		}
@@ -270,4 +273,14 @@ func (s *Service) count(before, after *pipeline.Totals) {
 	s.mistakes.Add(after.Mistakes - before.Mistakes)
 	s.joined.Add(after.LabelsJoined - before.LabelsJoined)
 	s.dead.Add(after.DeadLetters - before.DeadLetters)
+}
+
+// refusedOutput counts an output the broker refused, replaced by a dead
+// letter.
+func (s *Service) refusedOutput(kind, reason string) {
+	s.dead.Add(1)
+	if m := s.cfg.Metrics; m != nil {
+		m.deadLetters.WithLabelValues(reason).Inc()
+		m.outputsRefused.WithLabelValues(kind, reason).Inc()
+	}
 }

@@ -3,6 +3,7 @@ package service
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -10,25 +11,19 @@ import (
 	"sync"
 	"time"
 
+	"github.com/driftstream/driftstream/pipeline"
 	"github.com/segmentio/kafka-go"
 )
 
 // Output batching. The Runner hands the sink a flush interval's outputs in
 // one call and waits for it (on its write-behind goroutine, not the
 // partition loop), so each call sends at once: one produce request per
-// output partition and up to outputBatchBytes of records, the partitions in
-// parallel.
+// output partition, each one record batch within the topic's limit, the
+// partitions in parallel.
 const (
-	// outputBatchBytes is the most record bytes one produce request
-	// carries: the broker's default message.max.bytes (1 MiB) less room
-	// for the batch's framing.
-	outputBatchBytes = 1<<20 - 16<<10
 	// outputWriteTimeout bounds one produce request, as kafka-go's Writer
 	// bounds its own (WriteTimeout).
 	outputWriteTimeout = 10 * time.Second
-	// recordOverhead is a record's framing beside its key, value and
-	// headers, at most (lengths, offset and time deltas as varints).
-	recordOverhead = 32
 )
 
 // OutputProducer writes records to the partitions of one topic, keyed as
@@ -43,6 +38,7 @@ const (
 type OutputProducer struct {
 	client   *kafka.Client
 	topic    string
+	limit    int // the topic's max.message.bytes: the largest batch a request carries
 	balancer kafka.Hash
 	parts    []int // 0..n-1 for the last partition count seen
 	mu       sync.Mutex
@@ -51,20 +47,58 @@ type OutputProducer struct {
 // NewOutputProducer returns a producer for topic on brokers over transport
 // (nil: a transport of its own, never kafka-go's shared DefaultTransport,
 // whose metadata cache may predate the topics the service just created).
-func NewOutputProducer(brokers []string, topic string, transport *kafka.Transport) *OutputProducer {
+// limit is the topic's max.message.bytes (≤ 0: Kafka's default): no request
+// carries a batch over it, and a record that cannot fit alone is refused
+// without being sent (RefusedError).
+func NewOutputProducer(brokers []string, topic string, transport *kafka.Transport, limit int) *OutputProducer {
 	if transport == nil {
 		transport = &kafka.Transport{}
 	}
-	return &OutputProducer{client: &kafka.Client{Addr: kafka.TCP(brokers...), Transport: transport}, topic: topic}
+	if limit <= 0 {
+		limit = pipeline.DefaultMaxMessageBytes
+	}
+	return &OutputProducer{client: &kafka.Client{Addr: kafka.TCP(brokers...), Transport: transport}, topic: topic, limit: limit}
 }
 
 // Topic is the topic the producer writes.
 func (p *OutputProducer) Topic() string { return p.topic }
 
+// Refusal is one record that the broker refused for itself (or that could
+// not fit a request), not for its partition or the connection: sending it
+// again cannot succeed.
+type Refusal struct {
+	Index int   // into the call's records
+	Err   error // kafka.MessageSizeTooLarge, CorruptMessage, InvalidRecord…
+}
+
+// RefusedError reports that every record of a call was written except
+// Refused, in index order.
+type RefusedError struct {
+	Topic   string
+	Refused []Refusal
+}
+
+func (e *RefusedError) Error() string {
+	return fmt.Sprintf("%d records refused by topic %s, first record %d: %v", len(e.Refused), e.Topic, e.Refused[0].Index, e.Refused[0].Err)
+}
+
+// Unwrap exposes the first refusal's cause.
+func (e *RefusedError) Unwrap() error { return e.Refused[0].Err }
+
+// recordRefused reports whether err is the broker's verdict on a record
+// itself: too large, corrupt, invalid, or with a bad timestamp.
+func recordRefused(err error) bool {
+	return errors.Is(err, kafka.MessageSizeTooLarge) || errors.Is(err, kafka.RecordListTooLarge) || errors.Is(err, kafka.InvalidMessage) ||
+		errors.Is(err, kafka.InvalidRecord) || errors.Is(err, kafka.InvalidTimestamp)
+}
+
 // Write produces msgs, each partition's in the order given, and returns
-// once every one is acknowledged, or with the first partition's error
-// (errors are per partition: the records of the other partitions may have
-// been written, and the caller writes the whole call again).
+// once every one is acknowledged. A record the broker refuses for itself
+// (recordRefused) is left out and the others are written: the call then
+// returns a *RefusedError naming it. Any other failure is per partition:
+// the call returns the first partition's error, the records of the other
+// partitions may have been written, and the caller writes the whole call
+// again.
 func (p *OutputProducer) Write(ctx context.Context, msgs []kafka.Message) error {
 	if len(msgs) == 0 {
 		return nil
@@ -73,16 +107,16 @@ func (p *OutputProducer) Write(ctx context.Context, msgs []kafka.Message) error 
 	if err != nil {
 		return err
 	}
-	for _, m := range msgs {
-		if size := recordSize(m); size > outputBatchBytes {
-			return fmt.Errorf("record of %d bytes for topic %s is over the %d a produce request carries: %w", size, p.topic, outputBatchBytes, kafka.MessageSizeTooLarge)
-		}
+	idx := make([]int, len(msgs))
+	for i := range idx {
+		idx[i] = i
 	}
-	byPart := grouped(msgs, func(m kafka.Message) int { return p.balancer.Balance(m, parts...) })
+	byPart := grouped(idx, func(i int) int { return p.balancer.Balance(msgs[i], parts...) })
 	errs := make([]error, len(parts))
+	refused := make([][]Refusal, len(parts))
 	var wg sync.WaitGroup
-	for i, ms := range byPart {
-		wg.Go(func() { errs[i] = p.produce(ctx, i, ms) })
+	for part, is := range byPart {
+		wg.Go(func() { refused[part], errs[part] = p.produce(ctx, part, msgs, is) })
 	}
 	wg.Wait()
 	failed, first := 0, error(nil)
@@ -96,35 +130,81 @@ func (p *OutputProducer) Write(ctx context.Context, msgs []kafka.Message) error 
 	if failed > 0 {
 		return fmt.Errorf("%d of %d partitions of %s failed, first: %w", failed, len(byPart), p.topic, first)
 	}
+	var all []Refusal
+	for _, r := range refused {
+		all = append(all, r...)
+	}
+	if len(all) > 0 {
+		slices.SortFunc(all, func(a, b Refusal) int { return a.Index - b.Index })
+		return &RefusedError{Topic: p.topic, Refused: all}
+	}
 	return nil
 }
 
-// produce sends one partition's records in requests of at most
-// outputBatchBytes, in order, stopping at the first failure.
-func (p *OutputProducer) produce(ctx context.Context, partition int, msgs []kafka.Message) error {
-	for len(msgs) > 0 {
-		n, size := 0, 0
-		for ; n < len(msgs); n++ { // Write checked that every record fits alone
-			if size += recordSize(msgs[n]); size > outputBatchBytes {
+// produce sends one partition's records (msgs at indexes is), in order, in
+// requests of at most one batch within the topic's limit, stopping at the
+// first failure. A record too large for any batch is refused without being
+// sent; a request the broker refuses for a record (recordRefused) is sent
+// again one record a request, and the records refused alone are returned.
+func (p *OutputProducer) produce(ctx context.Context, partition int, msgs []kafka.Message, is []int) ([]Refusal, error) {
+	var refused []Refusal
+	batch := make([]kafka.Message, 0, len(is))
+	for len(is) > 0 {
+		n, size := 0, pipeline.BatchOverhead
+		for ; n < len(is); n++ {
+			rs := recordSize(msgs[is[n]])
+			if pipeline.BatchOverhead+rs > p.limit {
+				break // refused below, alone
+			}
+			if size += rs; size > p.limit {
 				break
 			}
 		}
-		rctx, cancel := context.WithTimeout(ctx, outputWriteTimeout)
-		res, err := p.client.Produce(rctx, &kafka.ProduceRequest{Topic: p.topic, Partition: partition,
-			RequiredAcks: kafka.RequireAll, Records: &messageRecords{msgs: msgs[:n]}})
-		cancel()
-		switch {
-		case err != nil:
-		case res.Error != nil:
-			err = res.Error
-		case len(res.RecordErrors) > 0:
-			i := slices.Min(slices.Collect(maps.Keys(res.RecordErrors)))
-			err = fmt.Errorf("%d records refused, first record %d: %w", len(res.RecordErrors), i, res.RecordErrors[i])
+		if n == 0 { // the first record cannot fit any request
+			refused = append(refused, Refusal{Index: is[0], Err: fmt.Errorf("record of %d bytes is over topic %s's limit of %d (max.message.bytes): %w",
+				recordSize(msgs[is[0]]), p.topic, p.limit, kafka.MessageSizeTooLarge)})
+			is = is[1:]
+			continue
 		}
+		batch = batch[:0]
+		for _, i := range is[:n] {
+			batch = append(batch, msgs[i])
+		}
+		err := p.send(ctx, partition, batch)
+		if err != nil && recordRefused(err) {
+			if n > 1 {
+				n = 1 // again one record a request, to find the one refused
+				if err = p.send(ctx, partition, batch[:1]); err == nil || !recordRefused(err) {
+					goto next
+				}
+			}
+			refused = append(refused, Refusal{Index: is[0], Err: err})
+			err = nil
+		}
+	next:
 		if err != nil {
-			return fmt.Errorf("partition %d: %w", partition, err)
+			return nil, fmt.Errorf("partition %d: %w", partition, err)
 		}
-		msgs = msgs[n:]
+		is = is[n:]
+	}
+	return refused, nil
+}
+
+// send produces one record batch to partition and waits for all in-sync
+// replicas.
+func (p *OutputProducer) send(ctx context.Context, partition int, batch []kafka.Message) error {
+	rctx, cancel := context.WithTimeout(ctx, outputWriteTimeout)
+	defer cancel()
+	res, err := p.client.Produce(rctx, &kafka.ProduceRequest{Topic: p.topic, Partition: partition,
+		RequiredAcks: kafka.RequireAll, Records: &messageRecords{msgs: batch}})
+	switch {
+	case err != nil:
+		return err
+	case res.Error != nil:
+		return res.Error
+	case len(res.RecordErrors) > 0:
+		i := slices.Min(slices.Collect(maps.Keys(res.RecordErrors)))
+		return fmt.Errorf("%d records refused, first record %d: %w", len(res.RecordErrors), i, res.RecordErrors[i])
 	}
 	return nil
 }
@@ -179,11 +259,11 @@ func grouped[K comparable, T any](items []T, key func(T) K) map[K][]T {
 	return out
 }
 
-// recordSize bounds a record's bytes in a produce request.
+// recordSize bounds a record's bytes in a batch (pipeline.RecordBytes).
 func recordSize(m kafka.Message) int {
-	n := len(m.Key) + len(m.Value) + recordOverhead
+	n := len(m.Key) + len(m.Value) + pipeline.RecordOverhead
 	for _, h := range m.Headers {
-		n += len(h.Key) + len(h.Value) + 8
+		n += len(h.Key) + len(h.Value) + pipeline.HeaderOverhead
 	}
 	return n
 }

@@ -47,7 +47,7 @@ func BenchmarkOutputProducer(b *testing.B) {
 	}
 	writers := map[string]func(tr *kafka.Transport) (write func([]kafka.Message) error, close func()){
 		"producer": func(tr *kafka.Transport) (func([]kafka.Message) error, func()) {
-			p := NewOutputProducer(addrs, "out", tr)
+			p := NewOutputProducer(addrs, "out", tr, 0)
 			return func(ms []kafka.Message) error { return p.Write(ctx, ms) }, func() {}
 		},
 		"kafka-go-writer": func(tr *kafka.Transport) (func([]kafka.Message) error, func()) {
@@ -81,9 +81,10 @@ func BenchmarkOutputProducer(b *testing.B) {
 
 // producerCluster is a broker with topics "a" and "b" of the test
 // partition count, and a request counter for topic a's produce requests:
-// each request's record count, and whether it was refused by refuse
-// (which sees the request's partition and number; nil refuses none).
-func producerCluster(t *testing.T, refuse func(partition int32, n int) bool) (addr string, requests func() (n, records int, sizes []int)) {
+// each request's record count, and the error code refuse answers it with
+// (refuse sees the request's partition, number and records; 0 or a nil
+// refuse accepts it).
+func producerCluster(t *testing.T, refuse func(partition int32, n int, records []byte) int16) (addr string, requests func() (n, records int, sizes []int)) {
 	t.Helper()
 	c := kafkatest.Cluster(t, kfake.SeedTopics(partitions, "a", "b"))
 	var mu sync.Mutex
@@ -106,8 +107,10 @@ func producerCluster(t *testing.T, refuse func(partition int32, n int) bool) (ad
 		recs += int(batch.NumRecords)
 		sizes = append(sizes, len(part.Records))
 		mu.Unlock()
-		if refuse != nil && refuse(part.Partition, n) {
-			return kafkatest.ProduceRefused(pr, kerr.NotLeaderForPartition.Code), nil, true
+		if code := int16(0); refuse != nil {
+			if code = refuse(part.Partition, n, part.Records); code != 0 {
+				return kafkatest.ProduceRefused(pr, code), nil, true
+			}
 		}
 		return nil, nil, false
 	})
@@ -144,7 +147,7 @@ func values(msgs []kafka.Message) []string {
 func TestOutputProducerPartitionsAsTheWriterDid(t *testing.T) {
 	addr, _ := producerCluster(t, nil)
 	msgs := outputs(600, 20)
-	if err := NewOutputProducer([]string{addr}, "a", nil).Write(context.Background(), msgs); err != nil {
+	if err := NewOutputProducer([]string{addr}, "a", nil, 0).Write(context.Background(), msgs); err != nil {
 		t.Fatal(err)
 	}
 	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "b", Balancer: &kafka.Hash{}, BatchTimeout: time.Millisecond, RequiredAcks: kafka.RequireAll}
@@ -176,7 +179,7 @@ func TestOutputProducerPartitionsAsTheWriterDid(t *testing.T) {
 func TestOutputProducerSplitsLargeCalls(t *testing.T) {
 	addr, requests := producerCluster(t, nil)
 	msgs := outputs(3000, 1024) // about 3.2 MB
-	if err := NewOutputProducer([]string{addr}, "a", nil).Write(context.Background(), msgs); err != nil {
+	if err := NewOutputProducer([]string{addr}, "a", nil, 0).Write(context.Background(), msgs); err != nil {
 		t.Fatal(err)
 	}
 	n, recs, sizes := requests()
@@ -204,17 +207,61 @@ func TestOutputProducerSplitsLargeCalls(t *testing.T) {
 	}
 }
 
-// A record no request can carry is refused before anything is sent, with
-// kafka-go's MessageSizeTooLarge, which the Runner does not retry.
+// A record no request can carry is refused without being sent, and the
+// others are written: the call reports exactly that record, with kafka-go's
+// MessageSizeTooLarge, which the Runner does not retry.
 func TestOutputProducerRefusesOversizedRecords(t *testing.T) {
 	addr, requests := producerCluster(t, nil)
-	msgs := append(outputs(10, 20), outputs(1, 2<<20)...)
-	err := NewOutputProducer([]string{addr}, "a", nil).Write(context.Background(), msgs)
-	if !errors.Is(err, kafka.MessageSizeTooLarge) || pipeline.IsRetriable(err) {
-		t.Fatalf("error %v, want a permanent MessageSizeTooLarge", err)
+	msgs := slices.Concat(outputs(10, 20), outputs(1, 2<<20), outputs(10, 20))
+	err := NewOutputProducer([]string{addr}, "a", nil, 0).Write(context.Background(), msgs)
+	var re *RefusedError
+	if !errors.As(err, &re) || !errors.Is(err, kafka.MessageSizeTooLarge) || pipeline.IsRetriable(err) {
+		t.Fatalf("error %v, want a permanent MessageSizeTooLarge refusal", err)
 	}
-	if n, _, _ := requests(); n != 0 {
-		t.Fatalf("%d produce requests sent, want 0", n)
+	if len(re.Refused) != 1 || re.Refused[0].Index != 10 {
+		t.Fatalf("refused %+v, want record 10 alone", re.Refused)
+	}
+	_, recs, sizes := requests()
+	if recs != 20 || slices.Max(sizes) > pipeline.DefaultMaxMessageBytes {
+		t.Fatalf("%d records sent in requests of up to %d bytes, want the 20 others within the limit", recs, slices.Max(sizes))
+	}
+}
+
+// A record the broker refuses (MESSAGE_TOO_LARGE, CORRUPT_MESSAGE or
+// INVALID_RECORD, each a verdict on a record) is found by sending its
+// request again a record at a time; every other record is written exactly
+// once, in order, and the call names the refused record alone.
+func TestOutputProducerIsolatesARefusedRecord(t *testing.T) {
+	for _, e := range []*kerr.Error{kerr.MessageTooLarge, kerr.CorruptMessage, kerr.InvalidRecord} {
+		code := e.Code
+		t.Run(e.Message, func(t *testing.T) {
+			addr, _ := producerCluster(t, func(_ int32, _ int, records []byte) int16 {
+				if bytes.Contains(records, []byte("poison")) {
+					return code
+				}
+				return 0
+			})
+			msgs := outputs(300, 20)
+			msgs[123].Value = []byte("poison-123")
+			err := NewOutputProducer([]string{addr}, "a", nil, 0).Write(context.Background(), msgs)
+			var re *RefusedError
+			if !errors.As(err, &re) || len(re.Refused) != 1 || re.Refused[0].Index != 123 {
+				t.Fatalf("error %v, want record 123 refused alone", err)
+			}
+			seen, outOfOrder, last := map[string]int{}, 0, map[int]string{}
+			for _, m := range readAll(t, addr, "a") {
+				seen[string(m.Value)]++
+				if v := string(m.Value); v < last[m.Partition] {
+					outOfOrder++
+				}
+				last[m.Partition] = string(m.Value)
+			}
+			want := values(slices.Delete(slices.Clone(msgs), 123, 124))
+			missing, repeated := deliveries(want, seen)
+			if missing != 0 || repeated != 0 || outOfOrder != 0 || seen["poison-123"] != 0 {
+				t.Fatalf("%d missing, %d repeated, %d out of order, %d poison written", missing, repeated, outOfOrder, seen["poison-123"])
+			}
+		})
 	}
 }
 
@@ -222,9 +269,14 @@ func TestOutputProducerRefusesOversizedRecords(t *testing.T) {
 // names it; the other partitions' records are written, so the caller's
 // retry repeats exactly those, and writes the refused ones once.
 func TestOutputProducerReportsRefusedPartitions(t *testing.T) {
-	addr, requests := producerCluster(t, func(p int32, n int) bool { return p == 1 && n <= partitions })
+	addr, requests := producerCluster(t, func(p int32, n int, _ []byte) int16 {
+		if p == 1 && n <= partitions {
+			return kerr.NotLeaderForPartition.Code
+		}
+		return 0
+	})
 	msgs := outputs(300, 20)
-	prod := NewOutputProducer([]string{addr}, "a", nil)
+	prod := NewOutputProducer([]string{addr}, "a", nil, 0)
 	err := prod.Write(context.Background(), msgs)
 	if err == nil || !pipeline.IsRetriable(err) || !strings.Contains(err.Error(), "1 of 3 partitions of a failed, first: partition 1: ") {
 		t.Fatalf("error %v, want partition 1 refused, retriable", err)

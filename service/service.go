@@ -67,6 +67,11 @@ type Config struct {
 	Store checkpoint.Store
 	// Sink receives the outputs; nil means the output topics.
 	Sink pipeline.Sink
+	// OnOutputError is what an output the broker refuses for itself (too
+	// large, an invalid record) does: OnOutputErrorDeadLetter (the default)
+	// replaces it with a dead letter and goes on, OnOutputErrorFail fails
+	// the partition. Errors of the broker or the partition are retried.
+	OnOutputError string
 	// CheckpointEvery checkpoints a partition after this many records
 	// (default defaultCheckpointEvery), or after CheckpointInterval,
 	// whichever comes first.
@@ -149,6 +154,12 @@ type Service struct {
 	// eventPartitions is the events topic's partition count, as checked
 	// at start.
 	eventPartitions int
+	// changelogLimit is the changelog topic's max.message.bytes.
+	changelogLimit int
+	// assigned is the number of events partitions the current consumer-group
+	// generation gave this member; -1 outside a generation (joining, or a
+	// rebalance in progress).
+	assigned atomic.Int64
 
 	mu       sync.Mutex
 	failed   map[int]error // partitions that failed; sticky for the life of the process
@@ -174,6 +185,13 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	}
 	if err := cfg.Pipeline.Validate(); err != nil {
 		return nil, err
+	}
+	switch cfg.OnOutputError {
+	case "":
+		cfg.OnOutputError = OnOutputErrorDeadLetter
+	case OnOutputErrorDeadLetter, OnOutputErrorFail:
+	default:
+		return nil, fmt.Errorf("on output error %q: use %s or %s", cfg.OnOutputError, OnOutputErrorDeadLetter, OnOutputErrorFail)
 	}
 	if len(cfg.Pipeline.Detectors) > 0 && cfg.Topics.Alerts == "" && cfg.Sink == nil {
 		return nil, errors.New("drift detectors are configured but no alerts topic: set one")
@@ -209,10 +227,14 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	cfg.Partitions = max(cfg.Partitions, 1)
 	cfg.Replication = max(cfg.Replication, 1)
 	s := &Service{cfg: cfg, log: cfg.Logger, failed: map[int]error{}, failedCh: make(chan struct{}), kept: map[int]*pipeline.Kept{}}
+	s.assigned.Store(-1)
 	if err := s.prepareStateDir(); err != nil {
 		return nil, err
 	}
 	if err := s.ensureTopics(ctx); err != nil {
+		return nil, s.explain(ctx, err)
+	}
+	if err := s.sizeOutputs(ctx); err != nil {
 		return nil, s.explain(ctx, err)
 	}
 	s.store = cfg.Store
@@ -221,11 +243,12 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 		if err != nil {
 			return nil, err
 		}
+		st.SetBatchLimit(s.changelogLimit)
 		s.store = st
 	}
 	s.sink = cfg.Sink
 	if s.sink == nil {
-		s.sink = newKafkaSink(cfg)
+		s.sink = newKafkaSink(s.cfg, s.refusedOutput)
 	}
 	return s, nil
 }
@@ -236,9 +259,11 @@ func (s *Service) Totals() Totals {
 		Mistakes: s.mistakes.Load(), LabelsJoined: s.joined.Load(), DeadLetters: s.dead.Load(), Resumed: s.resumed.Load(), Unparked: s.unparked.Load(), CaughtUp: s.caughtUp.Load()}
 }
 
-// Ready reports whether the service is doing its job: no partition has
-// failed and every assigned partition has been restored. When it is not,
-// reason says why.
+// Ready reports whether the service is doing its job: it is in a
+// consumer-group generation (not joining or rebalancing), no partition has
+// failed, and every partition the generation assigned it runs, restored. A
+// member in a generation that assigned it nothing (more members than
+// partitions) is ready: a standby. When it is not ready, reason says why.
 func (s *Service) Ready() (ok bool, reason string) {
 	s.mu.Lock()
 	if len(s.failed) > 0 {
@@ -248,8 +273,14 @@ func (s *Service) Ready() (ok bool, reason string) {
 		return false, fmt.Sprintf("%d partition(s) failed %v: %v; the process exits within %s", len(ps), ps, err, s.cfg.FailExitAfter)
 	}
 	s.mu.Unlock()
+	assigned := s.assigned.Load()
+	if assigned < 0 {
+		return false, fmt.Sprintf("joining consumer group %s (a rebalance is in progress, or the group has not answered yet)", s.cfg.Group)
+	}
 	var restoring []int
+	running := int64(0)
 	s.parts.Range(func(k, v any) bool {
+		running++
 		if !v.(*partState).restored.Load() {
 			restoring = append(restoring, k.(int))
 		}
@@ -258,6 +289,9 @@ func (s *Service) Ready() (ok bool, reason string) {
 	if len(restoring) > 0 {
 		slices.Sort(restoring)
 		return false, fmt.Sprintf("restoring partitions %v", restoring)
+	}
+	if running < assigned {
+		return false, fmt.Sprintf("starting %d of %d assigned partitions", assigned-running, assigned)
 	}
 	return true, ""
 }
@@ -377,6 +411,8 @@ func (s *Service) runGeneration(ctx context.Context, gen *kafka.Generation) {
 		labelsAt[a.ID] = a.Offset
 	}
 	s.dropKept(gen.Assignments[s.cfg.Topics.Events])
+	s.assigned.Store(int64(len(gen.Assignments[s.cfg.Topics.Events])))
+	defer s.assigned.Store(-1) // the generation is over: rebalancing
 	var wg sync.WaitGroup
 	for _, a := range gen.Assignments[s.cfg.Topics.Events] {
 		wg.Add(1)

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/driftstream/driftstream/pipeline"
 	"github.com/segmentio/kafka-go"
 )
 
@@ -120,4 +121,103 @@ func (s *Service) checkCompacted(ctx context.Context, addr, topic string) error 
 			topic, strings.TrimSpace(policy), addr, topic)
 	}
 	return nil
+}
+
+// sizeOutputs reads the record limit of every output topic and of the
+// changelog (the topic's max.message.bytes, else the broker's
+// message.max.bytes) and sizes the pipeline's outputs below them: it
+// refuses a configuration whose own records could exceed one
+// (pipeline.Config.Validate for the outputs; the key records' bound here).
+func (s *Service) sizeOutputs(ctx context.Context) error {
+	t := s.cfg.Topics
+	names := []string{}
+	for _, n := range []string{t.Predictions, t.Queries, t.DeadLetters, t.Alerts, t.Changelog} {
+		if n != "" && !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	limits, err := s.messageLimits(ctx, names)
+	if err != nil {
+		return err
+	}
+	s.cfg.Pipeline.Outputs = pipeline.OutputLimits{Predictions: limits[t.Predictions], Queries: limits[t.Queries],
+		DeadLetters: limits[t.DeadLetters], Alerts: limits[t.Alerts]}
+	if err := s.cfg.Pipeline.Validate(); err != nil {
+		return err
+	}
+	s.changelogLimit = limits[t.Changelog]
+	if t.Changelog == "" || s.cfg.Store != nil || s.cfg.Pipeline.MaxKeyBytes <= 0 {
+		return nil
+	}
+	need := pipeline.BatchOverhead + pipeline.RecordBytes(s.cfg.Pipeline.MaxKeyLength, int(s.cfg.Pipeline.MaxKeyBytes), nil)
+	if need > s.changelogLimit {
+		return fmt.Errorf("a key record of up to DRIFTSTREAM_MAX_KEY_BYTES = %d bytes with a key of up to DRIFTSTREAM_MAX_KEY_LENGTH = %d bytes takes %d bytes, over changelog topic %s's limit of %d (max.message.bytes): lower DRIFTSTREAM_MAX_KEY_BYTES or raise the topic's limit: %w",
+			s.cfg.Pipeline.MaxKeyBytes, s.cfg.Pipeline.MaxKeyLength, need, t.Changelog, s.changelogLimit, pipeline.ErrTooLarge)
+	}
+	return nil
+}
+
+// messageLimits returns each topic's max.message.bytes where the topic sets
+// it, else the controller's message.max.bytes: a topic without its own
+// setting reports a default that a broker's setting overrides (the
+// in-process broker reports the built-in default there).
+// configSourceTopic is DescribeConfigs' DYNAMIC_TOPIC_CONFIG: a value set on
+// the topic itself.
+const configSourceTopic = 1
+
+func (s *Service) messageLimits(ctx context.Context, topics []string) (map[string]int, error) {
+	client := &kafka.Client{Addr: kafka.TCP(s.cfg.Brokers...), Timeout: s.cfg.Dialer.Timeout}
+	if s.cfg.Transport != nil {
+		client.Transport = s.cfg.Transport
+	}
+	req := &kafka.DescribeConfigsRequest{}
+	for _, name := range topics {
+		req.Resources = append(req.Resources, kafka.DescribeConfigRequestResource{ResourceType: kafka.ResourceTypeTopic, ResourceName: name,
+			ConfigNames: []string{"max.message.bytes"}})
+	}
+	resp, err := client.DescribeConfigs(ctx, req)
+	if err != nil {
+		return nil, fmt.Errorf("describe the output topics' max.message.bytes: %w", err)
+	}
+	limits := map[string]int{}
+	for _, r := range resp.Resources {
+		if r.Error != nil {
+			return nil, fmt.Errorf("describe topic %s: %w", r.ResourceName, r.Error)
+		}
+		for _, e := range r.ConfigEntries {
+			if e.ConfigName == "max.message.bytes" && e.ConfigSource == configSourceTopic {
+				n, err := strconv.Atoi(strings.TrimSpace(e.ConfigValue))
+				if err != nil || n <= 0 {
+					return nil, fmt.Errorf("topic %s: max.message.bytes = %q is not a positive number", r.ResourceName, e.ConfigValue)
+				}
+				limits[r.ResourceName] = n
+			}
+		}
+	}
+	if len(limits) == len(topics) {
+		return limits, nil
+	}
+	meta, err := client.Metadata(ctx, &kafka.MetadataRequest{})
+	if err != nil {
+		return nil, fmt.Errorf("find the controller for message.max.bytes: %w", err)
+	}
+	bresp, err := client.DescribeConfigs(ctx, &kafka.DescribeConfigsRequest{Resources: []kafka.DescribeConfigRequestResource{{
+		ResourceType: kafka.ResourceTypeBroker, ResourceName: strconv.Itoa(meta.Controller.ID), ConfigNames: []string{"message.max.bytes"}}}})
+	if err != nil {
+		return nil, fmt.Errorf("describe broker %d's message.max.bytes: %w", meta.Controller.ID, err)
+	}
+	broker := pipeline.DefaultMaxMessageBytes
+	for _, r := range bresp.Resources {
+		for _, e := range r.ConfigEntries {
+			if n, err := strconv.Atoi(strings.TrimSpace(e.ConfigValue)); e.ConfigName == "message.max.bytes" && err == nil && n > 0 {
+				broker = n
+			}
+		}
+	}
+	for _, name := range topics {
+		if _, ok := limits[name]; !ok {
+			limits[name] = broker
+		}
+	}
+	return limits, nil
 }

@@ -288,7 +288,7 @@ func (s *scanner) float() (float64, error) {
 	}
 	v, err := strconv.ParseFloat(string(tok), 64) // no allocation: the conversion is not kept
 	if err != nil || math.IsInf(v, 0) {
-		return 0, fmt.Errorf("malformed JSON: number %s out of range: %w", tok, ErrInvalid)
+		return 0, fmt.Errorf("malformed JSON: number %s out of range: %w", excerptBytes(tok), ErrInvalid)
 	}
 	return v, nil
 }
@@ -349,7 +349,7 @@ func (s *scanner) features() (map[string]float64, error) {
 			return nil, err
 		}
 		if _, dup := out[name]; dup {
-			return nil, fmt.Errorf("feature %q given twice: %w", name, ErrInvalid)
+			return nil, fmt.Errorf("feature %s given twice: %w", Excerpt(name), ErrInvalid)
 		}
 		out[name] = v
 		switch s.peek() {
@@ -389,10 +389,10 @@ func decodeWire(b []byte, w *wireFields) error {
 				field, known = fieldIndex[name]
 			}
 			if !known {
-				return fmt.Errorf("malformed JSON: json: unknown field %q: %w", raw, ErrInvalid)
+				return fmt.Errorf("malformed JSON: json: unknown field %s: %w", excerptBytes(raw), ErrInvalid)
 			}
 			if seen[field] {
-				return fmt.Errorf("malformed JSON: field %q given twice: %w", raw, ErrInvalid)
+				return fmt.Errorf("malformed JSON: field %s given twice: %w", excerptBytes(raw), ErrInvalid)
 			}
 			seen[field] = true
 			if err := s.expect(':'); err != nil {
@@ -400,7 +400,7 @@ func decodeWire(b []byte, w *wireFields) error {
 			}
 			if !s.null() {
 				if err := w.read(&s, field); err != nil {
-					return err
+					return fmt.Errorf("field %q: %w", fieldNames[field], err)
 				}
 			}
 			switch s.peek() {
@@ -433,6 +433,12 @@ const (
 )
 
 var fieldIndex = map[string]int{"id": fieldID, "ts": fieldTS, "x": fieldX, "features": fieldFeatures, "label": fieldLabel}
+
+// fieldNames names the fields by index, for errors.
+var fieldNames = [numFields]string{fieldID: "id", fieldTS: "ts", fieldX: "x", fieldFeatures: "features", fieldLabel: "label"}
+
+// excerptBytes is Excerpt of a token the scanner holds as bytes.
+func excerptBytes(b []byte) string { return Excerpt(string(b)) }
 
 // wireFields is what the object holds, before validation; present marks
 // the fields given with a value other than null.

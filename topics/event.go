@@ -79,7 +79,7 @@ func Decode(b []byte, maxBytes int) (Event, error) {
 	if hasTS {
 		ts, err := time.Parse(time.RFC3339Nano, w.ts)
 		if err != nil {
-			return Event{}, fmt.Errorf(`"ts" %q is not RFC 3339: %w`, w.ts, ErrInvalid)
+			return Event{}, fmt.Errorf(`"ts" %s is not RFC 3339: %w`, Excerpt(w.ts), ErrInvalid)
 		}
 		ev.TS = ts
 	}

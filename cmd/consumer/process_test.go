@@ -347,6 +347,22 @@ func (b *blackBox) verify(ids []string) (dups, fenced int) {
 	return dups, fenced
 }
 
+// waitPredicted waits until every event of ids has a prediction.
+func (b *blackBox) waitPredicted(ids []string) {
+	b.t.Helper()
+	waitFor(b.t, 90*time.Second, "every event predicted", func() bool {
+		seen := map[string]bool{}
+		for _, msgs := range readTopic(b.t, b.addr, "predictions") {
+			for _, m := range msgs {
+				var id struct{ ID string }
+				json.Unmarshal(m.Value, &id)
+				seen[id.ID] = true
+			}
+		}
+		return len(seen) >= len(ids)
+	})
+}
+
 // finishWith runs a last consumer, alongside the live ones given, until
 // every event is predicted, stops them all with SIGTERM, and checks that
 // each stop was clean: exit 0, nothing logged at ERROR.
@@ -365,17 +381,7 @@ func (b *blackBox) finishWith(ids []string, live ...*proc) {
 			}
 		}
 	}()
-	waitFor(t, 90*time.Second, "every event predicted", func() bool {
-		seen := map[string]bool{}
-		for _, msgs := range readTopic(t, b.addr, "predictions") {
-			for _, m := range msgs {
-				var id struct{ ID string }
-				json.Unmarshal(m.Value, &id)
-				seen[id.ID] = true
-			}
-		}
-		return len(seen) >= len(ids)
-	})
+	b.waitPredicted(ids)
 	for _, p := range all {
 		p.signal(t, syscall.SIGTERM)
 	}

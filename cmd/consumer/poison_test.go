@@ -1,0 +1,88 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/driftstream/driftstream/pipeline"
+	"github.com/segmentio/kafka-go"
+)
+
+// The five records of issue 29 that crash-looped the service, each between
+// ordinary events, through the built binary against a broker over TCP with
+// Kafka's default 1 MB limit (message.max.bytes = 1,048,588): a record key
+// of 600 KB on an event and on a label record (their outputs would carry the
+// key twice), and three malformed events of about 1 MB whose errors quoted
+// the bad token in full (a long number, an unknown field name, a long ts).
+// Each becomes one dead letter with its reason, every other event is
+// predicted exactly once, identically to an uninterrupted reference run,
+// the process never fails a partition or restarts, and stops cleanly.
+func TestBlackBoxPoisonRecordsNeverStopTheStream(t *testing.T) {
+	b := newBlackBox(t)
+	first := b.start()
+	prod := startProducer(t, b.addr, 40, 1500, 3000)
+	big := strings.Repeat("9", 1_000_000)
+	poison := []struct {
+		msg    kafka.Message
+		reason string
+	}{
+		{kafka.Message{Key: bytes.Repeat([]byte{'K'}, 600_000), Value: []byte(`{"id":"p1","x":[1,2,3,4,5,6],"label":1}`)}, pipeline.ReasonKeyTooLong},
+		{kafka.Message{Key: bytes.Repeat([]byte{'L'}, 600_000), Value: []byte(`{"id":"p2","label":1}`)}, pipeline.ReasonKeyTooLong},
+		{kafka.Message{Key: []byte("k1"), Value: []byte(`{"id":"p3","x":[` + big + `e99999]}`)}, pipeline.ReasonInvalidEvent},
+		{kafka.Message{Key: []byte("k2"), Value: []byte(`{"id":"p4","` + big + `":1}`)}, pipeline.ReasonInvalidEvent},
+		{kafka.Message{Key: []byte("k3"), Value: []byte(`{"id":"p5","ts":"` + big + `","x":[1,2,3,4,5,6]}`)}, pipeline.ReasonInvalidEvent},
+	}
+	w := &kafka.Writer{Addr: kafka.TCP(b.addr), Topic: "events", Balancer: &kafka.Hash{}, BatchSize: 1, BatchBytes: pipeline.DefaultMaxMessageBytes,
+		RequiredAcks: kafka.RequireAll}
+	defer w.Close()
+	for _, p := range poison {
+		time.Sleep(50 * time.Millisecond) // between the producer's events
+		if err := w.WriteMessages(context.Background(), p.msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ids := prod.finish(t)
+	b.waitPredicted(ids)
+	waitFor(t, 30*time.Second, "the dead letters", func() bool { return countAll(readTopic(t, b.addr, "dead-letters")) >= len(poison) })
+	first.signal(t, syscall.SIGTERM)
+	select {
+	case err := <-first.done:
+		if err != nil {
+			t.Fatalf("the consumer exited with %v:\n%s", err, tail(first.logText(), 3000))
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("the consumer did not stop on SIGTERM")
+	}
+	if n := first.count("partition failed"); n != 0 {
+		t.Fatalf("%d partitions failed:\n%s", n, tail(first.logText(), 3000))
+	}
+	dups, _ := b.verify(ids)
+	reasons := map[string]int{}
+	for _, msgs := range readTopic(t, b.addr, "dead-letters") {
+		for _, m := range msgs {
+			h := map[string]string{}
+			for _, x := range m.Headers {
+				h[x.Key] = string(x.Value)
+			}
+			reasons[h["reason"]]++
+			if len(h["error"]) > pipeline.MaxErrorHeaderBytes || h["offset"] == "" || h["source-topic"] != "events" {
+				t.Errorf("dead letter headers %v", h)
+			}
+		}
+	}
+	if dups != 0 || len(reasons) != 2 || reasons[pipeline.ReasonKeyTooLong] != 2 || reasons[pipeline.ReasonInvalidEvent] != 3 {
+		t.Fatalf("%d duplicate predictions; dead letters by reason %v, want 2 %s and 3 %s", dups, reasons, pipeline.ReasonKeyTooLong, pipeline.ReasonInvalidEvent)
+	}
+}
+
+func countAll(parts map[int][]kafka.Message) int {
+	n := 0
+	for _, msgs := range parts {
+		n += len(msgs)
+	}
+	return n
+}
