@@ -3,6 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -73,6 +76,17 @@ func TestBlackBoxPoisonRecordsNeverStopTheStream(t *testing.T) {
 				t.Errorf("dead letter headers %v", h)
 			}
 		}
+	}
+	// A topic backtest over the same topic goes through the five records too.
+	out := t.TempDir()
+	cmd := exec.Command(b.bin, "backtest", "-brokers", b.addr, "-topic", "events", "-dim", "6", "-learners", "lasec-ss",
+		"-params", `{"lasec-ss":{"a":0.3}}`, "-out", out, "-q")
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("topic backtest: %v\n%s", err, tail(string(msg), 3000))
+	}
+	summary, err := os.ReadFile(filepath.Join(out, "summary.json"))
+	if err != nil || !bytes.Contains(summary, []byte(`"dead_letters": 5,`)) || !bytes.Contains(summary, []byte(`"predictions": 1500`)) {
+		t.Fatalf("topic backtest summary (%v): %s", err, tail(string(summary), 2000))
 	}
 	if dups != 0 || len(reasons) != 2 || reasons[pipeline.ReasonKeyTooLong] != 2 || reasons[pipeline.ReasonInvalidEvent] != 3 {
 		t.Fatalf("%d duplicate predictions; dead letters by reason %v, want 2 %s and 3 %s", dups, reasons, pipeline.ReasonKeyTooLong, pipeline.ReasonInvalidEvent)
