@@ -14,18 +14,36 @@
 // removes it before anything else, so a store is reopened at most once per
 // Park: one that was reopened, or whose Park did not finish, has no manifest
 // and is never reopened (Parked reports false and the caller removes it).
+// Park also records the database's live tables (number and size of each),
+// and Reopen opens the store only when Pebble opens exactly those: a
+// MANIFEST that lost its last records (which Pebble reads as an earlier
+// version of the database, silently) or a missing or resized table is
+// refused with ErrDamaged.
+//
+// Failures reach the caller, never the process: an error of Pebble's
+// background work (a flush that met a full disk) fails every later call; a
+// write stalled for longer than Options.StallTimeout fails; a panic inside
+// Pebble on a call (a corrupt block) is that call's error, and the store is
+// failed from then on.
 package keystore
 
 import (
+	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/sstable"
+	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 // Options size a Store's memory. The zero value takes the defaults.
@@ -38,8 +56,17 @@ type Options struct {
 	// BatchBytes is how many bytes of Sets and Deletes are staged before
 	// they are committed (DefaultBatchBytes when 0).
 	BatchBytes int
-	// Logger receives Pebble's messages (discarded when nil).
+	// fs, when set, is the file system Pebble uses, and noCompactions
+	// turns Pebble's compactions off (tests inject faults and lay out tables).
+	fs            vfs.FS
+	noCompactions bool
+	// Logger receives Pebble's messages (discarded when nil), its errors at
+	// most once per ten seconds with a count of the ones left out.
 	Logger *slog.Logger
+	// StallTimeout bounds how long a commit may wait in Pebble's write
+	// stall (memtables full, a flush failing): past it the commit fails,
+	// and so does the store (DefaultStallTimeout when 0).
+	StallTimeout time.Duration
 }
 
 // Defaults of Options.
@@ -47,10 +74,19 @@ const (
 	DefaultCacheBytes    = 32 << 20
 	DefaultMemTableBytes = 16 << 20
 	DefaultBatchBytes    = 4 << 20
+	DefaultStallTimeout  = 30 * time.Second
 )
 
 // ErrClosed reports the use of a closed store.
 var ErrClosed = errors.New("key store closed")
+
+// ErrFailed reports a store that met an error it cannot recover from (a
+// background error, a stall past its bound, a panic inside Pebble): every
+// call fails with it from then on, and the caller rebuilds the store.
+var ErrFailed = errors.New("key store failed")
+
+// ErrDamaged reports a parked store that did not reopen as it was parked.
+var ErrDamaged = errors.New("parked key store damaged")
 
 // Store is one partition's key records on disk. It is not safe for
 // concurrent use: the partition's goroutine owns it, as it owns the worker.
@@ -59,6 +95,42 @@ type Store struct {
 	db    *pebble.DB
 	batch *pebble.Batch // staged writes, committed by Flush or when full
 	opt   Options
+	// failed holds the error that failed the store (ErrFailed wrapped): set
+	// by Pebble's goroutines (background errors) and by calls.
+	failed atomic.Pointer[error]
+	// failedCh is closed when failed is set: a commit waiting in a stall
+	// gives up at once.
+	failedCh   chan struct{}
+	failedOnce sync.Once
+	// wedged is set when a commit was abandoned in a stall: its goroutine
+	// still holds the batch and the database, which are then never closed.
+	wedged bool
+}
+
+// fail records the store's first unrecoverable error.
+func (s *Store) fail(err error) {
+	err = fmt.Errorf("key store %s: %w: %w", s.dir, ErrFailed, err)
+	if s.failed.CompareAndSwap(nil, &err) {
+		s.failedOnce.Do(func() { close(s.failedCh) })
+	}
+}
+
+// failure is the error that failed the store, nil while it is usable.
+func (s *Store) failure() error {
+	if p := s.failed.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// guard turns a panic inside Pebble during a call into the call's error
+// (*err) and fails the store: a corrupt block must fail its partition, not
+// the process.
+func (s *Store) guard(err *error) {
+	if r := recover(); r != nil {
+		s.fail(fmt.Errorf("pebble panicked: %v", r))
+		*err = s.failure()
+	}
 }
 
 // Open creates a store in dir, which must be missing or empty.
@@ -72,7 +144,7 @@ func Open(dir string, opt Options) (*Store, error) {
 	} else if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("key store %s: %w", dir, err)
 	}
-	s := &Store{dir: dir, opt: opt}
+	s := &Store{dir: dir, opt: opt, failedCh: make(chan struct{})}
 	if err := s.open(true); err != nil {
 		return nil, err
 	}
@@ -96,6 +168,9 @@ func withDefaults(opt Options) (Options, error) {
 	if opt.Logger == nil {
 		opt.Logger = slog.New(slog.DiscardHandler)
 	}
+	if opt.StallTimeout <= 0 {
+		opt.StallTimeout = DefaultStallTimeout
+	}
 	return opt, nil
 }
 
@@ -105,12 +180,17 @@ func (s *Store) open(fresh bool) error {
 	cache := pebble.NewCache(s.opt.CacheBytes)
 	defer cache.Unref() // the DB holds its own reference
 	o := &pebble.Options{
-		Cache:            cache,
-		MemTableSize:     s.opt.MemTableBytes,
-		DisableWAL:       true, // rebuilt from the changelog after any crash; Park flushes
-		ErrorIfExists:    fresh,
-		ErrorIfNotExists: !fresh,
-		Logger:           pebbleLogger{s.opt.Logger.With("key_store", s.dir)},
+		Cache:                       cache,
+		MemTableSize:                s.opt.MemTableBytes,
+		DisableWAL:                  true, // rebuilt from the changelog after any crash; Park flushes
+		ErrorIfExists:               fresh,
+		ErrorIfNotExists:            !fresh,
+		Logger:                      &pebbleLogger{l: s.opt.Logger.With("key_store", s.dir)},
+		FS:                          s.opt.fs,
+		DisableAutomaticCompactions: s.opt.noCompactions,
+		EventListener: &pebble.EventListener{
+			BackgroundError: func(err error) { s.fail(fmt.Errorf("background error: %w", err)) },
+		},
 	}
 	for i := range o.Levels {
 		o.Levels[i].FilterPolicy = bloom.FilterPolicy(10) // a miss (a new key) costs no block read
@@ -140,10 +220,11 @@ func (s *Store) Dir() string { return s.dir }
 // Get returns key's record, false when the store has none. Staged writes
 // are committed first, so Get sees every Set and Delete before it. The
 // bytes are the caller's.
-func (s *Store) Get(key string) ([]byte, bool, error) {
+func (s *Store) Get(key string) (_ []byte, _ bool, err error) {
 	if err := s.Flush(); err != nil {
 		return nil, false, err
 	}
+	defer s.guard(&err)
 	v, closer, err := s.db.Get([]byte(key))
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, false, nil
@@ -161,6 +242,9 @@ func (s *Store) Set(key string, record []byte) error {
 	if s.db == nil {
 		return fmt.Errorf("key store %s: set %q: %w", s.dir, key, ErrClosed)
 	}
+	if err := s.failure(); err != nil {
+		return err
+	}
 	if err := s.batch.Set([]byte(key), record, nil); err != nil {
 		return fmt.Errorf("key store %s: set %q: %w", s.dir, key, err)
 	}
@@ -171,6 +255,9 @@ func (s *Store) Set(key string, record []byte) error {
 func (s *Store) Delete(key string) error {
 	if s.db == nil {
 		return fmt.Errorf("key store %s: delete %q: %w", s.dir, key, ErrClosed)
+	}
+	if err := s.failure(); err != nil {
+		return err
 	}
 	if err := s.batch.Delete([]byte(key), nil); err != nil {
 		return fmt.Errorf("key store %s: delete %q: %w", s.dir, key, err)
@@ -186,16 +273,45 @@ func (s *Store) commitIfFull() error {
 }
 
 // Flush commits the staged writes (unsynced: the changelog is what survives
-// a crash).
-func (s *Store) Flush() error {
+// a crash). A commit that waits in Pebble's write stall for longer than
+// Options.StallTimeout fails, and so does the store.
+func (s *Store) Flush() (err error) {
 	if s.db == nil {
 		return fmt.Errorf("key store %s: %w", s.dir, ErrClosed)
+	}
+	if err := s.failure(); err != nil {
+		return err
 	}
 	if s.batch.Empty() {
 		return nil
 	}
-	if err := s.batch.Commit(pebble.NoSync); err != nil {
+	done := make(chan error, 1)
+	go func() {
+		var err error
+		defer func() { done <- err }()
+		defer s.guard(&err)
+		err = s.batch.Commit(pebble.NoSync)
+	}()
+	t := time.NewTimer(s.opt.StallTimeout)
+	defer t.Stop()
+	select {
+	case err = <-done:
+	case <-s.failedCh: // a background error while it waits: Pebble retries the flush, the commit would wait on
+		s.wedged = true
+		return s.failure()
+	case <-t.C:
+		s.wedged = true
+		s.fail(fmt.Errorf("a commit of %d records waited in Pebble's write stall for %s (is the disk full?)", s.batch.Count(), s.opt.StallTimeout))
+		return s.failure()
+	}
+	if err != nil {
+		if errors.Is(err, ErrFailed) {
+			return err
+		}
 		return fmt.Errorf("key store %s: commit %d records: %w", s.dir, s.batch.Count(), err)
+	}
+	if err := s.failure(); err != nil { // a background error while it committed
+		return err
 	}
 	s.batch.Reset()
 	return nil
@@ -211,18 +327,34 @@ func (s *Store) Reset() error {
 }
 
 // shut closes the database and removes its files.
-func (s *Store) shut() error {
+func (s *Store) shut() (err error) {
 	if s.db == nil {
 		return ErrClosed
 	}
-	s.batch.Close()
-	err := s.db.Close()
+	db, batch := s.db, s.batch
 	s.db, s.batch = nil, nil
-	return errors.Join(err, os.RemoveAll(s.dir))
+	if s.wedged || s.failure() != nil {
+		// A commit may still wait on them, or Pebble retry a flush against a
+		// full disk, which Close would wait for: left to the process's end
+		// (a failed store fails its partition, and the process exits).
+		return errors.Join(s.failure(), os.RemoveAll(s.dir))
+	}
+	defer func() {
+		if r := recover(); r != nil { // a database that failed may panic closing
+			err = fmt.Errorf("pebble panicked closing: %v", r)
+		}
+		err = errors.Join(err, os.RemoveAll(s.dir))
+	}()
+	batch.Close()
+	return db.Close()
 }
 
-// manifestFile is the file Park writes last in a parked store's directory.
-const manifestFile = "DRIFTSTREAM-PARKED"
+// manifestFile is the file Park writes last in a parked store's directory;
+// tablesFile, written before it, lists the database's live tables.
+const (
+	manifestFile = "DRIFTSTREAM-PARKED"
+	tablesFile   = "DRIFTSTREAM-TABLES"
+)
 
 // Park leaves the store on disk for a later process: it commits the staged
 // writes, flushes the memtables to tables (the store has no write-ahead
@@ -243,9 +375,16 @@ func (s *Store) Park(dir string, manifest []byte) (err error) {
 	if err == nil {
 		err = s.db.Flush()
 	}
+	if s.wedged {
+		return s.failure()
+	}
 	s.batch.Close()
-	err = errors.Join(err, s.db.Close())
+	err = errors.Join(err, s.db.Close(), s.failure())
 	s.db, s.batch = nil, nil
+	if err != nil {
+		return err
+	}
+	tables, err := liveTables(s.dir, s.opt.fs)
 	if err != nil {
 		return err
 	}
@@ -261,7 +400,43 @@ func (s *Store) Park(dir string, manifest []byte) (err error) {
 			return err
 		}
 	}
+	if err := writeSynced(filepath.Join(dir, tablesFile), tables); err != nil {
+		return err
+	}
 	return writeSynced(filepath.Join(dir, manifestFile), manifest)
+}
+
+// liveTables lists the live tables of the database in dir, one "number
+// size" line each, in number order, from a read-only open (which neither
+// flushes nor compacts, so the list is the database's as it is on disk).
+func liveTables(dir string, fs vfs.FS) (_ []byte, err error) {
+	db, err := pebble.Open(dir, &pebble.Options{ReadOnly: true, ErrorIfNotExists: true, FS: fs, Logger: &pebbleLogger{l: slog.New(slog.DiscardHandler)}})
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("pebble panicked listing tables: %v", r)
+		}
+		err = errors.Join(err, db.Close())
+	}()
+	levels, err := db.SSTables()
+	if err != nil {
+		return nil, err
+	}
+	var lines []string
+	for _, level := range levels {
+		for _, t := range level {
+			lines = append(lines, fmt.Sprintf("%d %d", t.FileNum, t.Size))
+		}
+	}
+	slices.Sort(lines)
+	var b bytes.Buffer
+	for _, l := range lines {
+		b.WriteString(l)
+		b.WriteByte('\n')
+	}
+	return b.Bytes(), nil
 }
 
 // Parked reports whether dir holds a store that Park finished (its
@@ -290,13 +465,28 @@ func Reopen(dir string, opt Options) (s *Store, manifest []byte, err error) {
 	if manifest, err = os.ReadFile(path); err != nil {
 		return nil, nil, err
 	}
+	parked, err := os.ReadFile(filepath.Join(dir, tablesFile))
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: no list of its tables (parked by an earlier release?): %w", ErrDamaged, err)
+	}
 	if err := os.Remove(path); err != nil {
 		return nil, nil, err
 	}
 	if err := syncDir(dir); err != nil {
 		return nil, nil, err
 	}
-	s = &Store{dir: dir, opt: opt}
+	found, err := liveTables(dir, opt.fs)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %w", ErrDamaged, err)
+	}
+	if !bytes.Equal(found, parked) {
+		return nil, nil, fmt.Errorf("%w: Pebble opens tables %s, the park left %s (a MANIFEST that lost records opens an earlier version of the database)",
+			ErrDamaged, tableList(found), tableList(parked))
+	}
+	if err := os.Remove(filepath.Join(dir, tablesFile)); err != nil {
+		return nil, nil, err
+	}
+	s = &Store{dir: dir, opt: opt, failedCh: make(chan struct{})}
 	if err := s.open(false); err != nil {
 		return nil, nil, err
 	}
@@ -341,15 +531,50 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// pebbleLogger routes Pebble's messages to slog. Pebble calls Fatalf on
-// invariant violations and expects it not to return.
-type pebbleLogger struct{ l *slog.Logger }
-
-func (p pebbleLogger) Infof(format string, args ...any) { p.l.Debug(fmt.Sprintf(format, args...)) }
-func (p pebbleLogger) Errorf(format string, args ...any) {
-	p.l.Error(fmt.Sprintf(format, args...))
+// tableList is a tables file's lines as one line, for an error.
+func tableList(b []byte) string {
+	var out []string
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		out = append(out, "["+sc.Text()+"]")
+	}
+	if len(out) == 0 {
+		return "none"
+	}
+	return fmt.Sprint(out)
 }
-func (p pebbleLogger) Fatalf(format string, args ...any) {
+
+// pebbleLogger routes Pebble's messages to slog, its errors at most once per
+// errorEvery (a flush retried against a full disk logs one a few
+// milliseconds). Pebble calls Fatalf on invariant violations and expects it
+// not to return: it panics, which a call's guard turns into the call's error.
+type pebbleLogger struct {
+	l          *slog.Logger
+	mu         sync.Mutex
+	lastError  time.Time
+	suppressed int
+}
+
+// errorEvery is the least time between two of Pebble's errors in the log.
+const errorEvery = 10 * time.Second
+
+func (p *pebbleLogger) Infof(format string, args ...any) { p.l.Debug(fmt.Sprintf(format, args...)) }
+
+func (p *pebbleLogger) Errorf(format string, args ...any) {
+	p.mu.Lock()
+	now := time.Now()
+	if now.Sub(p.lastError) < errorEvery {
+		p.suppressed++
+		p.mu.Unlock()
+		return
+	}
+	n := p.suppressed
+	p.lastError, p.suppressed = now, 0
+	p.mu.Unlock()
+	p.l.Error(fmt.Sprintf(format, args...), "suppressed_since_last", n)
+}
+
+func (p *pebbleLogger) Fatalf(format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	p.l.Error(msg)
 	panic("pebble: " + msg)

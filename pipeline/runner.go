@@ -90,6 +90,13 @@ func IsRetriable(err error) bool {
 	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE),
 		errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF), errors.Is(err, context.DeadlineExceeded):
 		return true
+	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH), errors.Is(err, syscall.ENETDOWN),
+		errors.Is(err, syscall.ECONNABORTED), errors.Is(err, syscall.EHOSTDOWN), errors.Is(err, syscall.ETIMEDOUT):
+		// The network between here and a broker: a failover or a healed
+		// partition cures them (Kafka moves a partition's leadership in
+		// seconds), so they are retried for the retry timeout like a refused
+		// connection.
+		return true
 	case errors.As(err, &tmp):
 		return tmp.Temporary()
 	}

@@ -24,7 +24,7 @@ type Metrics struct {
 	checkpointBytes                            prometheus.Histogram
 	partitionErrors, retries, driftAlerts      *prometheus.CounterVec
 	resets, labelsNoKey, resumed, unparked     prometheus.Counter
-	caughtUp                                   prometheus.Counter
+	caughtUp, parkedRefused                    prometheus.Counter
 	keysInWarning                              *prometheus.GaugeVec
 	partitionFailed                            *prometheus.GaugeVec
 	groupErrors                                prometheus.Counter
@@ -83,15 +83,16 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		groupErrors: c("group_errors_total", "Consumer-group errors (kafka-go rejoins by itself)."),
 		driftAlerts: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "driftstream", Name: "drift_alerts_total",
 			Help: "Drift alerts sent to the alerts topic, by detector and signal."}, []string{"detector", "signal"}),
-		resumed:     c("partitions_resumed_total", "Partitions taken back after a rebalance from the state this process kept in memory, without reading the changelog (restore_duration_seconds counts full restores)."),
-		unparked:    c("partitions_unparked_total", "Partitions resumed at start from the key store a former process parked on this member's state volume (DRIFTSTREAM_PARK_STATE), without reading the changelog."),
-		caughtUp:    c("partitions_caught_up_total", "Partitions resumed (from memory or a parked key store) whose changelog another member had written to meanwhile, brought up to date by reading only the records written since (the rest of the changelog is not read)."),
-		resets:      c("learner_resets_total", "Keys' learners restarted on a confirmed drift (DRIFTSTREAM_ON_DRIFT=reset)."),
-		labelsNoKey: c("labels_without_key_total", "Label records for a key the partition has never seen (in labels_unknown_total): events and labels partitioned differently, or a label for an event that never came."),
+		resumed:       c("partitions_resumed_total", "Partitions taken back after a rebalance from the state this process kept in memory, without reading the changelog (restore_duration_seconds counts full restores)."),
+		unparked:      c("partitions_unparked_total", "Partitions resumed at start from the key store a former process parked on this member's state volume (DRIFTSTREAM_PARK_STATE), without reading the changelog."),
+		caughtUp:      c("partitions_caught_up_total", "Partitions resumed (from memory or a parked key store) whose changelog another member had written to meanwhile, brought up to date by reading only the records written since (the rest of the changelog is not read)."),
+		parkedRefused: c("parked_stores_refused_total", "Parked key stores (DRIFTSTREAM_PARK_STATE) found at start that could not be resumed (damaged: Pebble did not reopen the tables the park left; or parked for another partition, changelog, release or configuration), removed, their partitions restored from the changelog."),
+		resets:        c("learner_resets_total", "Keys' learners restarted on a confirmed drift (DRIFTSTREAM_ON_DRIFT=reset)."),
+		labelsNoKey:   c("labels_without_key_total", "Label records for a key the partition has never seen (in labels_unknown_total): events and labels partitioned differently, or a label for an event that never came."),
 		keysInWarning: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "driftstream", Name: "keys_in_warning",
 			Help: "Keys whose drift detectors last said warning, since the partition was assigned."}, []string{"partition"}),
 	}
-	for _, col := range []prometheus.Collector{m.resumed, m.unparked, m.caughtUp, m.labelsNoKey, m.driftAlerts, m.resets, m.keysInWarning, m.labeled, m.partitionErrors, m.retries, m.partitionFailed, m.groupErrors, m.events, m.predictions, m.mistakes, m.queries, m.labelsJoined, m.labelsUnknown, m.labelsExpired,
+	for _, col := range []prometheus.Collector{m.resumed, m.unparked, m.caughtUp, m.parkedRefused, m.labelsNoKey, m.driftAlerts, m.resets, m.keysInWarning, m.labeled, m.partitionErrors, m.retries, m.partitionFailed, m.groupErrors, m.events, m.predictions, m.mistakes, m.queries, m.labelsJoined, m.labelsUnknown, m.labelsExpired,
 		m.deadLetters, m.outputsRefused, m.windowAccuracy, m.lag, m.keys, m.keysResident, m.stateDirBytes, m.checkpointSeconds, m.checkpointBytes, m.restoreSeconds} {
 		if err := reg.Register(col); err != nil {
 			return nil, err

@@ -93,16 +93,25 @@ func (s *Service) keptOrParked(p int) *pipeline.Kept {
 	log := s.log.With("partition", p, "dir", dir)
 	store, manifest, err := keystore.Reopen(dir, keystore.Options{Logger: log})
 	if err != nil {
-		log.Warn("cannot reopen the parked key store: restoring from the changelog", "err", err)
+		log.Warn("cannot reopen the parked key store: removed; restoring from the changelog", "err", err)
+		s.refuseParked()
 		return nil
 	}
 	k, err := pipeline.Unpark(s.cfg.Pipeline, p, store, s.cfg.CacheKeys, manifest, s.parkScope())
 	if err != nil {
-		log.Warn("the parked key store cannot be resumed: restoring from the changelog", "err", err)
+		log.Warn("the parked key store cannot be resumed: removed; restoring from the changelog", "err", err)
+		s.refuseParked()
 		return nil
 	}
 	log.Info("reopened the parked key store; resuming from it, after reading what other members wrote to the changelog since", "keys", k.Keys())
 	return k
+}
+
+// refuseParked counts a parked store that could not be resumed.
+func (s *Service) refuseParked() {
+	if m := s.cfg.Metrics; m != nil {
+		m.parkedRefused.Inc()
+	}
 }
 
 // park leaves partition p's kept state on disk for the next process

@@ -1,0 +1,50 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"syscall"
+	"testing"
+
+	"github.com/driftstream/driftstream/topics"
+)
+
+// Network errors that a failover or a healed network cures are retried;
+// errors about the data or the configuration are not. Each network error is
+// wrapped as a dial or read failure wraps it (net.OpError, os.SyscallError).
+func TestIsRetriable(t *testing.T) {
+	dial := func(errno syscall.Errno) error {
+		return fmt.Errorf("read events/3: %w", &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", errno)})
+	}
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"ECONNREFUSED", dial(syscall.ECONNREFUSED), true},
+		{"ECONNRESET", dial(syscall.ECONNRESET), true},
+		{"EHOSTUNREACH", dial(syscall.EHOSTUNREACH), true},
+		{"ENETUNREACH", dial(syscall.ENETUNREACH), true},
+		{"ENETDOWN", dial(syscall.ENETDOWN), true},
+		{"ECONNABORTED", dial(syscall.ECONNABORTED), true},
+		{"EHOSTDOWN", dial(syscall.EHOSTDOWN), true},
+		{"ETIMEDOUT", dial(syscall.ETIMEDOUT), true},
+		{"EPIPE", dial(syscall.EPIPE), true},
+		{"unexpected EOF", fmt.Errorf("fetch: %w", io.ErrUnexpectedEOF), true},
+		{"deadline", context.DeadlineExceeded, true},
+		{"EACCES", dial(syscall.EACCES), false},
+		{"ENOSPC", fmt.Errorf("key store: %w", syscall.ENOSPC), false},
+		{"cancelled", context.Canceled, false},
+		{"lost", fmt.Errorf("commit: %w", ErrLost), false},
+		{"invalid event", topics.ErrInvalid, false},
+		{"plain", errors.New("boom"), false},
+	} {
+		if got := IsRetriable(tc.err); got != tc.want {
+			t.Errorf("%s: IsRetriable(%v) = %v, want %v", tc.name, tc.err, got, tc.want)
+		}
+	}
+}
