@@ -34,6 +34,15 @@ type KafkaStore struct {
 	brokers []string
 	topic   string
 
+	// Verify, when set, is called before every connection to a partition's
+	// leader (a first write, a reconnect after an error, a load): it fails
+	// when the topic is missing or not as the caller checked it at start.
+	// kafka-go looks a leader up with a metadata request, which a broker
+	// with auto.create.topics.enable answers by creating a missing topic:
+	// without the check, a deleted changelog comes back, empty and with the
+	// broker's default policy, on the next write.
+	Verify func(ctx context.Context) error
+
 	// batchLimit bounds one produce request's records (maxBatchBytes, or
 	// less for a topic whose max.message.bytes is lower: SetBatchLimit).
 	batchLimit int
@@ -73,6 +82,11 @@ func NewKafkaStore(dialer *kafka.Dialer, brokers []string, topic string) (*Kafka
 
 // leader connects to the leader of partition p.
 func (s *KafkaStore) leader(ctx context.Context, p int) (*kafka.Conn, error) {
+	if s.Verify != nil {
+		if err := s.Verify(ctx); err != nil {
+			return nil, err
+		}
+	}
 	var errs []error
 	for _, b := range s.brokers {
 		c, err := s.dialer.DialLeader(ctx, "tcp", b, s.topic, p)

@@ -119,6 +119,11 @@ type Snapshot struct {
 	MaxEpoch Epoch
 	// Fenced counts records ignored or demoted by the fencing rule.
 	Fenced int
+	// Unowned counts the markers and key records of the ownership protocol
+	// (epoch > 0) read before any ownership record: a log every owner
+	// starts with a claim never has one, so a log that has them started
+	// over (the topic was deleted and recreated) and lacks what came before.
+	Unowned int
 	// sink receives the key records when the caller of Load gave one.
 	sink KeySink
 }
@@ -220,6 +225,8 @@ func (s *Snapshot) absorb(p int, key []byte, value []byte, owned bool) {
 	current := Epoch(0)
 	if s.Owner != nil {
 		current = s.Owner.Epoch
+	} else if (rec.Marker != nil && rec.Marker.Epoch > 0) || (rec.Key != nil && rec.Key.Epoch > 0) {
+		s.Unowned++
 	}
 	switch {
 	case rec.Owner != nil:

@@ -115,6 +115,9 @@ const (
 	StepSink    Step = "sink"
 	StepStore   Step = "store"
 	StepCommit  Step = "commit"
+	// StepFinal is the last checkpoint of a stopping partition, when it
+	// failed for want of time rather than at one step.
+	StepFinal Step = "final"
 )
 
 // PartitionError ends a partition: a permanent error, or a retriable one
@@ -419,11 +422,23 @@ func (r *Runner) Run(ctx context.Context) error {
 		return nil
 	}
 	var pe *PartitionError
-	if !errors.As(err, &pe) {
+	switch {
+	case errors.As(err, &pe): // its own step (the sink's, the store's…)
+	case IsFinal(err):
+		err = &PartitionError{Partition: r.cfg.Partition, Step: StepFinal, Err: err}
+	default:
 		err = &PartitionError{Partition: r.cfg.Partition, Step: StepProcess, Err: err}
 	}
 	return err
 }
+
+// IsFinal reports whether err is a failure of the last checkpoint written
+// when the partition stopped (its outputs, key records or commit not
+// written within FinalTimeout). Nothing is lost then: the partition's next
+// owner replays from the last checkpoint written; after a revocation (the
+// broker unreachable past the session timeout) it is not the partition's
+// failure.
+func IsFinal(err error) bool { return errors.As(err, new(finalError)) }
 
 // claim writes the ownership record of epoch e.
 func (r *Runner) claim(ctx context.Context, e checkpoint.Epoch) error {
@@ -480,6 +495,9 @@ func (r *Runner) run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		if err := res.complete(r.cfg.Partition, r.cfg.Committed[EventsTopic]); err != nil {
+			return &PartitionError{Partition: r.cfg.Partition, Step: StepRestore, Err: err}
+		}
 		for _, p := range res.Problems {
 			r.log.Warn("checkpoint record set aside; its key replays from further back", "problem", p)
 		}
@@ -509,7 +527,9 @@ func (r *Runner) run(ctx context.Context) error {
 	wb := r.startWriteBehind(ctx)
 	defer wb.abort()                   // a no-op after the final drain
 	pctx := context.WithoutCancel(ctx) // a record once taken is processed whole
-	since, last := 0, time.Now()
+	since := 0
+	// A checkpoint comes CheckpointInterval after the last one at the
+	// latest while records arrive: the ticker restarts at every checkpoint.
 	tick := time.NewTicker(r.cfg.CheckpointInterval)
 	defer tick.Stop()
 	var flushC <-chan time.Time
@@ -571,15 +591,16 @@ func (r *Runner) run(ctx context.Context) error {
 					if err := r.checkpoint(wb, nil); err != nil {
 						return err
 					}
-					since, last = 0, time.Now()
+					since = 0
+					tick.Reset(r.cfg.CheckpointInterval) // the period counts from the last checkpoint
 				}
 			}
 		case <-tick.C:
-			if since > 0 && time.Since(last) >= r.cfg.CheckpointInterval {
+			if since > 0 {
 				if err := r.checkpoint(wb, nil); err != nil {
 					return err
 				}
-				since, last = 0, time.Now()
+				since = 0
 			}
 		case <-flushC:
 			if len(r.w.out) > 0 {
@@ -596,7 +617,8 @@ func (r *Runner) run(ctx context.Context) error {
 				q.reply <- err
 				return err
 			}
-			since, last = 0, time.Now()
+			since = 0
+			tick.Reset(r.cfg.CheckpointInterval)
 		}
 	}
 }

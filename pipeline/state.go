@@ -257,6 +257,12 @@ type Restored struct {
 	MaxEpoch checkpoint.Epoch
 	// Fenced counts records of former owners that the fencing rule set aside.
 	Fenced int
+	// Marker is the last checkpoint's marker restored from (nil: none), and
+	// Unowned the checkpoint records read before any ownership record:
+	// what Runner checks against the group's committed offsets to refuse a
+	// changelog that cannot be complete.
+	Marker  *checkpoint.Marker
+	Unowned int
 	// Resumed is set when the partition was not restored but resumed from
 	// the state this process kept across a rebalance (RunnerConfig.Kept).
 	Resumed bool
@@ -306,6 +312,30 @@ func (w *Worker) restore(ctx context.Context, store checkpoint.Store) (Restored,
 	return w.restored(&snap, sink)
 }
 
+// ErrChangelogIncomplete reports a changelog that cannot hold every key's
+// state: it started over (records before any ownership claim), or it holds
+// no checkpoint as recent as the consumer group's committed offsets, which
+// are only committed after a checkpoint is written.
+var ErrChangelogIncomplete = errors.New("the changelog cannot be complete")
+
+// complete refuses to run from a changelog that cannot be complete: the
+// keys missing from it would silently start over.
+func (res Restored) complete(partition int, committed int64) error {
+	const what = "restoring from it would start every key it lacks from nothing; rebuild the state from the input topics instead (docs/OPERATIONS.md, \"Rebuilding state\")"
+	switch {
+	case res.Unowned > 0:
+		return fmt.Errorf("partition %d: %w: it holds %d checkpoint records before any ownership claim, so it started over (the topic was deleted and recreated?); %s",
+			partition, ErrChangelogIncomplete, res.Unowned, what)
+	case committed > 0 && res.Marker == nil:
+		return fmt.Errorf("partition %d: %w: the consumer group committed offset %d of the events topic, which follows a checkpoint, but the changelog holds none; %s",
+			partition, ErrChangelogIncomplete, committed, what)
+	case committed > 0 && res.Marker.Through[EventsTopic]+1 < committed:
+		return fmt.Errorf("partition %d: %w: its last checkpoint covers the events topic through offset %d, but the consumer group committed offset %d, after a later one; %s",
+			partition, ErrChangelogIncomplete, res.Marker.Through[EventsTopic], committed, what)
+	}
+	return nil
+}
+
 // ErrLearnerChanged reports a checkpoint whose key states belong to another
 // learner configuration (name, dimension or parameters) than the
 // configured one: changing the learner of a running deployment is a
@@ -348,7 +378,7 @@ func (w *Worker) restored(snap *checkpoint.Snapshot, sink *restoring) (Restored,
 	if err != nil {
 		return Restored{}, err
 	}
-	res := Restored{MaxEpoch: snap.MaxEpoch, Fenced: snap.Fenced}
+	res := Restored{MaxEpoch: snap.MaxEpoch, Fenced: snap.Fenced, Marker: snap.Marker, Unowned: snap.Unowned}
 	for _, c := range snap.Ignored {
 		res.Problems = append(res.Problems, c)
 	}

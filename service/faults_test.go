@@ -6,8 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"os"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -377,4 +380,99 @@ func controlledCluster(t *testing.T, group string, tune func(*Config)) (*kfake.C
 		t.Fatal(err)
 	}
 	return c, cfg
+}
+
+// A changelog deleted under a running service is never recreated by its
+// writes, even on a broker that creates missing topics on a metadata
+// request (as Apache Kafka does by default): the next connection of the
+// changelog store checks the topic first, and the partition fails with
+// ErrChangelogGone instead of writing checkpoints to a new, empty topic.
+func TestDeletedChangelogIsNeverRecreated(t *testing.T) {
+	c := kafkatest.Cluster(t, kfake.SeedTopics(-1), kfake.AllowAutoTopicCreation())
+	addr := c.ListenAddrs()[0]
+	cfg := testConfig(t, addr, "g-deleted-changelog")
+	cfg.CheckpointEvery, cfg.CheckpointInterval = 50, 100*time.Millisecond
+	cfg.FailExitAfter = time.Hour
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s, err := New(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	produce(t, addr, 21, 300)
+	eventually(t, 60*time.Second, func() bool { return s.Totals().Events >= 300 }, func() string { return fmt.Sprintf("%+v", s.Totals()) })
+	conn, err := kafka.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if err := conn.DeleteTopics("changelog"); err != nil {
+		t.Fatal(err)
+	}
+	produce(t, addr, 22, 300)
+	eventually(t, 60*time.Second, s.isFailedAny, func() string { _, r := s.Ready(); return fmt.Sprintf("no partition failed: %+v %s", s.Totals(), r) })
+	_, reason := s.Ready()
+	if !strings.Contains(reason, "changelog topic changelog does not exist") {
+		t.Fatalf("failed with %q, want the deleted changelog named", reason)
+	}
+	if kafkatest.TopicExists(t, addr, "changelog") {
+		t.Fatal("the changelog came back")
+	}
+}
+
+// An outage that outlasts a generation (here: the outputs' broker refusing
+// connections while a rebalance revokes partitions) is ridden through: a
+// revoked partition whose last checkpoint cannot be written within
+// FinalTimeout is not a failure (its next owner replays from the last
+// checkpoint), no partition fails, and once the outage ends every event is
+// predicted.
+func TestRevokedDuringAnOutageIsNoFailure(t *testing.T) {
+	addr := cluster(t)
+	var outage atomic.Bool
+	var refused atomic.Int64
+	cfg := testConfig(t, addr, "g-outage")
+	cfg.FinalTimeout, cfg.FailExitAfter = 300*time.Millisecond, time.Hour
+	sink := newKafkaSink(cfg, func(string, string) {})
+	cfg.Sink = sinkFunc(func(ctx context.Context, outs []pipeline.Output) error {
+		if outage.Load() {
+			refused.Add(1)
+			return &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
+		}
+		return sink.Write(ctx, outs)
+	})
+	a, stopA := started(t, cfg)
+	ids := produce(t, addr, 31, 600)
+	eventually(t, 60*time.Second, func() bool { return a.Totals().Events >= 600 }, func() string { return fmt.Sprintf("%+v", a.Totals()) })
+	outage.Store(true)
+	more := produce(t, addr, 32, 600)
+	eventually(t, 60*time.Second, func() bool { return a.Totals().Events >= 900 }, func() string { return fmt.Sprintf("%+v", a.Totals()) })
+	b, stopB := started(t, cfg) // a rebalance: a's partitions are revoked while nothing can be written
+	eventually(t, 60*time.Second, func() bool { return b.Assigned() > 0 && refused.Load() > 10 }, func() string { return "no rebalance under the outage" })
+	time.Sleep(2 * cfg.FinalTimeout) // the revoked partitions' final checkpoints time out
+	outage.Store(false)
+	eventually(t, 60*time.Second, func() bool {
+		seen := map[string]bool{}
+		for _, m := range readAll(t, addr, "predictions") {
+			var id struct{ ID string }
+			json.Unmarshal(m.Value, &id)
+			seen[id.ID] = true
+		}
+		n := 0
+		for _, id := range append(ids, more...) {
+			if seen[id] {
+				n++
+			}
+		}
+		return n == len(ids)+len(more)
+	}, func() string { return "not every event predicted" })
+	if a.isFailedAny() || b.isFailedAny() {
+		_, ra := a.Ready()
+		_, rb := b.Ready()
+		t.Fatalf("a partition failed: %q %q", ra, rb)
+	}
+	stopB()
+	stopA()
 }

@@ -156,6 +156,9 @@ type Service struct {
 	eventPartitions int
 	// changelogLimit is the changelog topic's max.message.bytes.
 	changelogLimit int
+	// shuttingDown is set when Run's context ends: a partition stopped then
+	// is shut down, not revoked.
+	shuttingDown atomic.Bool
 	// assigned is the number of events partitions the current consumer-group
 	// generation gave this member; -1 outside a generation (joining, or a
 	// rebalance in progress).
@@ -244,6 +247,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 			return nil, err
 		}
 		st.SetBatchLimit(s.changelogLimit)
+		st.Verify = s.checkChangelog
 		s.store = st
 	}
 	s.sink = cfg.Sink
@@ -344,6 +348,7 @@ func (s *Service) Run(ctx context.Context) error {
 	defer s.releaseKept() // and the states kept for partitions that did not come back: parked, or their key stores closed
 	runCtx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
+	defer context.AfterFunc(runCtx, func() { s.shuttingDown.Store(true) })()
 	go func() { // a failed partition ends the run after the grace period
 		select {
 		case <-s.failedCh:
@@ -460,6 +465,16 @@ func (s *Service) runPartition(ctx, gctx context.Context, gen *kafka.Generation,
 	}
 	st.runner.Store(r)
 	if err := r.Run(ctx); err != nil {
+		if gctx.Err() != nil && !s.shuttingDown.Load() && pipeline.IsFinal(err) {
+			// Revoked (the generation ended: the broker was unreachable past
+			// the session timeout, or a rebalance) while the broker could not
+			// take the last checkpoint: nothing is lost, the partition's next
+			// owner — perhaps this member, once the group is rejoined —
+			// replays from the last checkpoint written. Not a failure.
+			s.log.Warn("partition revoked before its last checkpoint could be written; its next owner replays from the last one written",
+				"partition", p, "error", err)
+			return nil
+		}
 		return err
 	}
 	switch k := r.Kept(); {

@@ -51,7 +51,7 @@ func (s *Service) ensureTopics(ctx context.Context) error {
 		}
 	}
 	if t.Changelog != "" && s.cfg.Store == nil {
-		if err := s.checkCompacted(ctx, addr, t.Changelog); err != nil {
+		if err := s.checkChangelog(ctx); err != nil {
 			return err
 		}
 	}
@@ -92,21 +92,33 @@ func (s *Service) dialAny(ctx context.Context) (*kafka.Conn, error) {
 	return nil, errors.Join(errs...)
 }
 
-// checkCompacted refuses a changelog whose cleanup policy deletes records:
-// retention would drop the state of keys that have been quiet for a while,
-// and a restore would silently start them from scratch.
-func (s *Service) checkCompacted(ctx context.Context, addr, topic string) error {
-	client := &kafka.Client{Addr: kafka.TCP(addr), Timeout: s.cfg.Dialer.Timeout}
+// ErrChangelogGone reports a changelog topic that is missing, or no longer
+// compacted, after the service checked it: deleted (and perhaps recreated
+// by a broker's auto-creation). The service never writes to it then.
+var ErrChangelogGone = errors.New("the changelog topic is gone or changed")
+
+// checkChangelog refuses a changelog that is missing or whose cleanup policy
+// deletes records: retention would drop the state of keys that have been
+// quiet for a while, and a restore would silently start them from scratch.
+// It runs at start and before every connection the changelog store makes
+// (checkpoint.KafkaStore.Verify); its errors are permanent.
+func (s *Service) checkChangelog(ctx context.Context) error {
+	topic := s.cfg.Topics.Changelog
+	client := &kafka.Client{Addr: kafka.TCP(s.cfg.Brokers...), Timeout: s.cfg.Dialer.Timeout}
 	if s.cfg.Transport != nil {
 		client.Transport = s.cfg.Transport
 	}
 	resp, err := client.DescribeConfigs(ctx, &kafka.DescribeConfigsRequest{Resources: []kafka.DescribeConfigRequestResource{{
 		ResourceType: kafka.ResourceTypeTopic, ResourceName: topic, ConfigNames: []string{"cleanup.policy"}}}})
 	if err != nil {
-		return fmt.Errorf("describe changelog topic %s: %w", topic, err)
+		return fmt.Errorf("describe changelog topic %s: %w", topic, err) // the broker: retried
 	}
 	policy := "delete" // the broker default when the topic does not set it
 	for _, r := range resp.Resources {
+		if errors.Is(r.Error, kafka.UnknownTopicOrPartition) {
+			return fmt.Errorf("changelog topic %s does not exist (deleted?); the service never recreates it, since a new one would hold none of the keys' state: %w (docs/OPERATIONS.md, \"Rebuilding state\")",
+				topic, ErrChangelogGone)
+		}
 		if r.Error != nil {
 			return fmt.Errorf("describe changelog topic %s: %w", topic, r.Error)
 		}
@@ -117,8 +129,8 @@ func (s *Service) checkCompacted(ctx context.Context, addr, topic string) error 
 		}
 	}
 	if policy != "compact" {
-		return fmt.Errorf("changelog topic %s has cleanup.policy=%s: it must be exactly compact, or retention deletes the state of quiet keys; fix it with\n  kafka-configs.sh --bootstrap-server %s --alter --entity-type topics --entity-name %s --add-config cleanup.policy=compact",
-			topic, strings.TrimSpace(policy), addr, topic)
+		return fmt.Errorf("changelog topic %s has cleanup.policy=%s: it must be exactly compact, or retention deletes the state of quiet keys (a changelog the broker auto-created after a deletion also has the broker's default policy, and none of the state: see docs/OPERATIONS.md, \"Rebuilding state\"); fix the policy with\n  kafka-configs.sh --bootstrap-server %s --alter --entity-type topics --entity-name %s --add-config cleanup.policy=compact: %w",
+			topic, strings.TrimSpace(policy), s.cfg.Brokers[0], topic, ErrChangelogGone)
 	}
 	return nil
 }

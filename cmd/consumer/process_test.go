@@ -410,7 +410,9 @@ func TestBlackBoxZombieWriter(t *testing.T) {
 	b := newBlackBox(t)
 	a := b.start()
 	waitFor(t, 60*time.Second, "A restores its partitions", func() bool { return a.count(`"partition restored"`) >= blackBoxPartitions })
-	prod := startProducer(t, b.addr, 200, 12000, 4000)
+	// Events keep coming until well after A resumes (6 s at 4,000 a
+	// second), so that B has records to checkpoint after A's stale write.
+	prod := startProducer(t, b.addr, 200, 24000, 4000)
 	time.Sleep(1200 * time.Millisecond)
 	a.signal(t, syscall.SIGSTOP)
 	bb := b.start()

@@ -81,3 +81,25 @@ func ProduceRefused(req *kmsg.ProduceRequest, code int16) *kmsg.ProduceResponse 
 	}
 	return resp
 }
+
+// TopicExists reports whether the broker has topic, asking in a way that
+// never creates it (kafka-go's metadata requests let a broker with
+// auto-creation create the topic they ask about).
+func TopicExists(t testing.TB, addr, topic string) bool {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, rt)
+	req.AllowAutoTopicCreation = false
+	resp, err := req.RequestWith(context.Background(), cl)
+	if err != nil {
+		t.Fatalf("metadata of %s: %v", topic, err)
+	}
+	return len(resp.Topics) == 1 && resp.Topics[0].ErrorCode == 0
+}
