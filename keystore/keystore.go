@@ -22,9 +22,9 @@
 //
 // Failures reach the caller, never the process: an error of Pebble's
 // background work (a flush that met a full disk) fails every later call; a
-// write stalled for longer than Options.StallTimeout fails; a panic inside
-// Pebble on a call (a corrupt block) is that call's error, and the store is
-// failed from then on.
+// call that waits in Pebble for longer than Options.StallTimeout (a write
+// stall) fails; Pebble's Fatalf (a corrupt block) and panics fail the call
+// and the store, and end only the goroutine of Pebble's that met them.
 package keystore
 
 import (
@@ -123,13 +123,44 @@ func (s *Store) failure() error {
 	return nil
 }
 
-// guard turns a panic inside Pebble during a call into the call's error
-// (*err) and fails the store: a corrupt block must fail its partition, not
-// the process.
-func (s *Store) guard(err *error) {
-	if r := recover(); r != nil {
-		s.fail(fmt.Errorf("pebble panicked: %v", r))
-		*err = s.failure()
+// call runs fn, a call into Pebble, on a goroutine of its own and waits for
+// it, for the store's failure, or for StallTimeout, whichever comes first:
+// a call that Pebble keeps waiting (a write stall, a disk that hangs) or
+// whose goroutine Pebble ends (Fatalf, on a corrupt block) fails the store
+// instead of its caller's goroutine. A panic in fn fails the store too.
+func (s *Store) call(what string, fn func() error) error {
+	done := make(chan error, 1)
+	go func() {
+		err := errors.New("no result")
+		defer func() {
+			if r := recover(); r != nil {
+				s.fail(fmt.Errorf("%s: pebble panicked: %v", what, r))
+				err = s.failure()
+			}
+			done <- err
+		}()
+		err = fn()
+	}()
+	t := time.NewTimer(s.opt.StallTimeout)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-s.failedCh:
+		select {
+		case err := <-done: // it ended as the store failed: its own error or the failure
+			if err == nil {
+				return s.failure()
+			}
+			return err
+		default:
+		}
+		s.wedged = true // fn still runs, or never will end
+		return s.failure()
+	case <-t.C:
+		s.wedged = true
+		s.fail(fmt.Errorf("%s waited %s in Pebble (a write stall: is the disk full, or hung?)", what, s.opt.StallTimeout))
+		return s.failure()
 	}
 }
 
@@ -185,7 +216,7 @@ func (s *Store) open(fresh bool) error {
 		DisableWAL:                  true, // rebuilt from the changelog after any crash; Park flushes
 		ErrorIfExists:               fresh,
 		ErrorIfNotExists:            !fresh,
-		Logger:                      &pebbleLogger{l: s.opt.Logger.With("key_store", s.dir)},
+		Logger:                      &pebbleLogger{l: s.opt.Logger.With("key_store", s.dir), fatal: s.fail},
 		FS:                          s.opt.fs,
 		DisableAutomaticCompactions: s.opt.noCompactions,
 		EventListener: &pebble.EventListener{
@@ -224,16 +255,27 @@ func (s *Store) Get(key string) (_ []byte, _ bool, err error) {
 	if err := s.Flush(); err != nil {
 		return nil, false, err
 	}
-	defer s.guard(&err)
-	v, closer, err := s.db.Get([]byte(key))
-	if errors.Is(err, pebble.ErrNotFound) {
-		return nil, false, nil
-	}
+	var out []byte
+	found := false
+	db := s.db
+	err = s.call("a read", func() error {
+		v, closer, err := db.Get([]byte(key))
+		if errors.Is(err, pebble.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		out, found = append([]byte(nil), v...), true
+		return closer.Close()
+	})
 	if err != nil {
+		if errors.Is(err, ErrFailed) {
+			return nil, false, err
+		}
 		return nil, false, fmt.Errorf("key store %s: get %q: %w", s.dir, key, err)
 	}
-	out := append([]byte(nil), v...)
-	return out, true, closer.Close()
+	return out, found, nil
 }
 
 // Set stages key's record, replacing any earlier one. The store keeps a
@@ -285,25 +327,8 @@ func (s *Store) Flush() (err error) {
 	if s.batch.Empty() {
 		return nil
 	}
-	done := make(chan error, 1)
-	go func() {
-		var err error
-		defer func() { done <- err }()
-		defer s.guard(&err)
-		err = s.batch.Commit(pebble.NoSync)
-	}()
-	t := time.NewTimer(s.opt.StallTimeout)
-	defer t.Stop()
-	select {
-	case err = <-done:
-	case <-s.failedCh: // a background error while it waits: Pebble retries the flush, the commit would wait on
-		s.wedged = true
-		return s.failure()
-	case <-t.C:
-		s.wedged = true
-		s.fail(fmt.Errorf("a commit of %d records waited in Pebble's write stall for %s (is the disk full?)", s.batch.Count(), s.opt.StallTimeout))
-		return s.failure()
-	}
+	batch := s.batch // the call may outlive the store's fields
+	err = s.call("a commit", func() error { return batch.Commit(pebble.NoSync) })
 	if err != nil {
 		if errors.Is(err, ErrFailed) {
 			return err
@@ -334,9 +359,10 @@ func (s *Store) shut() (err error) {
 	db, batch := s.db, s.batch
 	s.db, s.batch = nil, nil
 	if s.wedged || s.failure() != nil {
-		// A commit may still wait on them, or Pebble retry a flush against a
-		// full disk, which Close would wait for: left to the process's end
-		// (a failed store fails its partition, and the process exits).
+		// A call may still wait on them, Pebble retry a flush against a full
+		// disk, or a goroutine of Pebble's be parked holding its locks (a
+		// Fatalf): Close would wait on them. They are left to the process's
+		// end (a failed store fails its partition, and the process exits).
 		return errors.Join(s.failure(), os.RemoveAll(s.dir))
 	}
 	defer func() {
@@ -409,34 +435,54 @@ func (s *Store) Park(dir string, manifest []byte) (err error) {
 // liveTables lists the live tables of the database in dir, one "number
 // size" line each, in number order, from a read-only open (which neither
 // flushes nor compacts, so the list is the database's as it is on disk).
-func liveTables(dir string, fs vfs.FS) (_ []byte, err error) {
-	db, err := pebble.Open(dir, &pebble.Options{ReadOnly: true, ErrorIfNotExists: true, FS: fs, Logger: &pebbleLogger{l: slog.New(slog.DiscardHandler)}})
-	if err != nil {
-		return nil, err
+func liveTables(dir string, fs vfs.FS) ([]byte, error) {
+	type result struct {
+		b   []byte
+		err error
 	}
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("pebble panicked listing tables: %v", r)
+	done := make(chan result, 1)
+	fatal := make(chan error, 1)
+	go func() {
+		var r result
+		defer func() {
+			if p := recover(); p != nil {
+				r.err = fmt.Errorf("pebble panicked listing tables: %v", p)
+			}
+			done <- r
+		}()
+		logger := &pebbleLogger{l: slog.New(slog.DiscardHandler), fatal: func(err error) {
+			select {
+			case fatal <- err:
+			default:
+			}
+		}}
+		db, err := pebble.Open(dir, &pebble.Options{ReadOnly: true, ErrorIfNotExists: true, FS: fs, Logger: logger})
+		if err != nil {
+			r.err = err
+			return
 		}
-		err = errors.Join(err, db.Close())
+		levels, err := db.SSTables()
+		r.err = errors.Join(err, db.Close())
+		var lines []string
+		for _, level := range levels {
+			for _, t := range level {
+				lines = append(lines, fmt.Sprintf("%d %d", t.FileNum, t.Size))
+			}
+		}
+		slices.Sort(lines)
+		var b bytes.Buffer
+		for _, l := range lines {
+			b.WriteString(l)
+			b.WriteByte('\n')
+		}
+		r.b = b.Bytes()
 	}()
-	levels, err := db.SSTables()
-	if err != nil {
+	select {
+	case r := <-done:
+		return r.b, r.err
+	case err := <-fatal:
 		return nil, err
 	}
-	var lines []string
-	for _, level := range levels {
-		for _, t := range level {
-			lines = append(lines, fmt.Sprintf("%d %d", t.FileNum, t.Size))
-		}
-	}
-	slices.Sort(lines)
-	var b bytes.Buffer
-	for _, l := range lines {
-		b.WriteString(l)
-		b.WriteByte('\n')
-	}
-	return b.Bytes(), nil
 }
 
 // Parked reports whether dir holds a store that Park finished (its
@@ -546,10 +592,13 @@ func tableList(b []byte) string {
 
 // pebbleLogger routes Pebble's messages to slog, its errors at most once per
 // errorEvery (a flush retried against a full disk logs one a few
-// milliseconds). Pebble calls Fatalf on invariant violations and expects it
-// not to return: it panics, which a call's guard turns into the call's error.
+// milliseconds). Pebble calls Fatalf on invariant violations and corruption
+// and expects it not to return: it fails the store and parks the calling
+// goroutine for good (a call's waiter returns the failure), so that one
+// partition's store never takes the process down.
 type pebbleLogger struct {
 	l          *slog.Logger
+	fatal      func(error) // fails the store
 	mu         sync.Mutex
 	lastError  time.Time
 	suppressed int
@@ -577,5 +626,6 @@ func (p *pebbleLogger) Errorf(format string, args ...any) {
 func (p *pebbleLogger) Fatalf(format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	p.l.Error(msg)
-	panic("pebble: " + msg)
+	p.fatal(errors.New("pebble: " + msg))
+	select {} // Pebble's goroutine ends here, parked; the store is failed
 }
