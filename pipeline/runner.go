@@ -418,7 +418,7 @@ func (r *Runner) Run(ctx context.Context) error {
 		// Stopped (revoked, shut down) while restoring, claiming or backing
 		// off: nothing to checkpoint yet, and the error is the stop's (a
 		// dial cut short, a wait abandoned). The next owner starts over.
-		r.log.Info("partition stopped before it ran", "reason", err)
+		r.log.Info("partition stopped while restoring, claiming or retrying; its next owner starts from the last checkpoint", "reason", err)
 		return nil
 	}
 	var pe *PartitionError
