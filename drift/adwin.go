@@ -2,6 +2,7 @@ package drift
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 )
 
@@ -32,7 +33,8 @@ type bucket struct{ total, variance float64 }
 // of the inverse sub-window lengths (less the minimum) and σ² the window's
 // variance. Theorem 3.1 bounds the probability of a cut on a stationary
 // stream by δ per check, and guarantees a cut when the means differ by
-// more than ε_cut. A cut is a drift; the window keeps the values after it.
+// more than ε_cut. The window keeps the values after a cut; a cut after
+// which the window's mean rose is a drift (see Add).
 type adwin struct {
 	p               ADWINParams
 	rows            [][]bucket // rows[0]: the newest, single values; each row oldest first
@@ -51,8 +53,8 @@ func buildADWIN(raw json.RawMessage) (Detector, error) {
 		return nil, paramError("adwin", "delta", p.Delta, "must be in (0, 1)")
 	case p.Clock < 1:
 		return nil, paramError("adwin", "clock", p.Clock, "must be ≥ 1")
-	case p.MaxBuckets < 2:
-		return nil, paramError("adwin", "max_buckets", p.MaxBuckets, "must be ≥ 2")
+	case p.MaxBuckets < 2 || p.MaxBuckets > maxADWINBuckets:
+		return nil, paramError("adwin", "max_buckets", p.MaxBuckets, fmt.Sprintf("must be between 2 and %d (a key's state holds up to 64 rows of them)", maxADWINBuckets))
 	case p.MinSubWindow < 1 || p.MinWindow < 2*p.MinSubWindow:
 		return nil, paramError("adwin", "min_sub_window/min_window", []int{p.MinSubWindow, p.MinWindow}, "need min_sub_window ≥ 1 and min_window ≥ 2·min_sub_window")
 	}
@@ -60,6 +62,19 @@ func buildADWIN(raw json.RawMessage) (Detector, error) {
 }
 
 func (d *adwin) Name() string { return "adwin" }
+
+// maxADWINBuckets bounds max_buckets, and maxADWINRows the histogram's rows:
+// row i holds buckets of 2^i values, and a window holds fewer than 2^63.
+const (
+	maxADWINBuckets = 64
+	maxADWINRows    = 64
+)
+
+// maxBytes bounds the snapshot: the header and counters, and every row at
+// its fullest (max_buckets buckets of two floats, and the row's length).
+func (d *adwin) maxBytes() int {
+	return 16 + 4*10 + 10 + maxADWINRows*(10+d.p.MaxBuckets*16)
+}
 
 // Width is the number of values in the window.
 func (d *adwin) Width() int64 { return d.width }
@@ -72,20 +87,31 @@ func (d *adwin) Mean() float64 {
 	return d.total / float64(d.width)
 }
 
+// Add reports a drift when the window was cut and its mean rose: the
+// values kept are worse than the ones dropped (MOA's ADWINChangeDetector).
+// A cut after which the mean fell (an improvement) adapts the window
+// without an alert.
 func (d *adwin) Add(x float64) State {
+	before := d.Mean()
+	if d.cut(x) && d.Mean() > before {
+		return Drift
+	}
+	return Stable
+}
+
+// cut adds x and reports whether the window was cut, whichever way its
+// mean moved (ADWIN's two-sided test).
+func (d *adwin) cut(x float64) bool {
 	d.insert(x)
 	d.ticks++
 	if d.ticks%int64(d.p.Clock) != 0 || d.width <= int64(d.p.MinWindow) {
-		return Stable
+		return false
 	}
 	cut := false
 	for d.cutOnce() {
 		cut = true
 	}
-	if cut {
-		return Drift
-	}
-	return Stable
+	return cut
 }
 
 func (d *adwin) insert(x float64) {
@@ -185,7 +211,7 @@ func (d *adwin) UnmarshalBinary(b []byte) error {
 	r := newReader(d.Name(), b)
 	width, ticks, total, variance := r.int(), r.int(), r.f64(), r.f64()
 	nrows := r.int()
-	if nrows < 0 || nrows > 64 {
+	if nrows < 0 || nrows > maxADWINRows {
 		r.fail()
 	}
 	var rows [][]bucket

@@ -16,14 +16,18 @@ type DDMParams struct {
 }
 
 // ddm is the Drift Detection Method of Gama, Medas, Castillo & Rodrigues
-// (SBIA 2004). Over a stream of mistakes (1) and right predictions (0) it
-// keeps the error rate p_i and its standard deviation s_i = √(p_i(1−p_i)/i),
-// and the point where p_i + s_i was lowest (p_min, s_min). It warns when
-// p_i + s_i ≥ p_min + 2·s_min and signals a drift, then restarts, when
-// p_i + s_i ≥ p_min + 3·s_min (the levels are parameters).
+// (SBIA 2004), value for value as MOA's DDM (TestDetectorsMatchMOA). Over a
+// stream of mistakes (1) and right predictions (0) it keeps the error rate
+// p_i and its standard deviation s_i = √(p_i(1−p_i)/i), and the point where
+// p_i + s_i was lowest (p_min, s_min). From the MinInstances-th value on it
+// warns when p_i + s_i > p_min + 2·s_min, and from the value after it signals
+// a drift, then restarts, when p_i + s_i > p_min + 3·s_min (the levels are
+// parameters). It is one-sided: only a rising error rate moves p_i + s_i
+// away from its minimum. Its test assumes 0/1 values: the service refuses it
+// on a real-valued signal.
 type ddm struct {
 	p          DDMParams
-	n          int64
+	n          int64 // values since the restart
 	rate       float64
 	pMin, sMin float64
 }
@@ -47,25 +51,25 @@ func buildDDM(raw json.RawMessage) (Detector, error) {
 func (d *ddm) Name() string { return "ddm" }
 
 func (d *ddm) reset() {
-	d.n, d.rate = 0, 0
-	d.pMin, d.sMin = math.Inf(1), math.Inf(1)
+	d.n, d.rate = 0, 1 // MOA starts the rate at 1: the first value replaces it
+	d.pMin, d.sMin = math.MaxFloat64, math.MaxFloat64
 }
 
 func (d *ddm) Add(x float64) State {
 	d.n++
 	d.rate += (x - d.rate) / float64(d.n)
 	s := math.Sqrt(d.rate * (1 - d.rate) / float64(d.n))
-	if d.n < int64(d.p.MinInstances) {
+	if d.n+1 < int64(d.p.MinInstances) {
 		return Stable
 	}
 	if d.rate+s <= d.pMin+d.sMin {
 		d.pMin, d.sMin = d.rate, s
 	}
 	switch {
-	case d.rate+s >= d.pMin+d.p.Drift*d.sMin:
+	case d.n+1 > int64(d.p.MinInstances) && d.rate+s > d.pMin+float64(d.p.Drift*d.sMin):
 		d.reset()
 		return Drift
-	case d.rate+s >= d.pMin+d.p.Warning*d.sMin:
+	case d.rate+s > d.pMin+float64(d.p.Warning*d.sMin):
 		return Warning
 	}
 	return Stable
@@ -89,18 +93,26 @@ type EDDMParams struct {
 }
 
 // eddm is the Early Drift Detection Method of Baena-García, del
-// Campo-Ávila, Fidalgo, Bifet, Gavaldà & Morales-Bueno (2006). It watches
-// the distance (in values) between consecutive mistakes: its mean p' and
-// standard deviation s', and the largest p' + 2s' seen. When mistakes come
-// closer together, the ratio (p'+2s')/(p'+2s')_max falls: below Alpha it
-// warns, below Beta it signals a drift and restarts. Slow gradual drifts
-// show in the distances before they show in the error rate.
+// Campo-Ávila, Fidalgo, Bifet, Gavaldà & Morales-Bueno (2006), value for
+// value as MOA's EDDM (TestDetectorsMatchMOA). It watches the distance (in
+// values) between consecutive mistakes (values equal to 1): their mean p'
+// and standard deviation s', and the largest p' + 2s' seen after the first
+// 30 values. When mistakes come closer together, the ratio
+// (p'+2s')/(p'+2s')_max falls: after more than MinErrors mistakes, below
+// Alpha it warns (until the next mistake), below Beta it signals a drift and
+// restarts. Slow gradual drifts show in the distances before they show in
+// the error rate. Only mistakes move it: the service refuses it on a
+// real-valued signal, where it would never alert.
 type eddm struct {
 	p               EDDMParams
-	t, lastError    int64
+	t, lastError    int64 // values since the restart; the last mistake's place
 	errors          int64
 	mean, m2, maxMS float64
+	warn            int64 // 1 while in the warning zone
 }
+
+// eddmMinValues is the number of values before EDDM's maximum moves (MOA's).
+const eddmMinValues = 30
 
 func buildEDDM(raw json.RawMessage) (Detector, error) {
 	p := EDDMParams{MinErrors: 30, Alpha: 0.95, Beta: 0.90}
@@ -120,36 +132,42 @@ func (d *eddm) Name() string { return "eddm" }
 
 func (d *eddm) Add(x float64) State {
 	d.t++
-	if x == 0 {
-		return Stable
+	if x != 1 {
+		return d.verdict()
 	}
+	d.warn = 0
 	d.errors++
 	dist := float64(d.t - d.lastError)
 	d.lastError = d.t
-	delta := dist - d.mean // Welford
-	d.mean += delta / float64(d.errors)
-	d.m2 += delta * (dist - d.mean)
+	old := d.mean // Welford, in MOA's order
+	d.mean += (dist - d.mean) / float64(d.errors)
+	d.m2 += (dist - d.mean) * (dist - old)
 	ms := d.mean + 2*math.Sqrt(d.m2/float64(d.errors))
-	if d.errors < int64(d.p.MinErrors) {
-		d.maxMS = max(d.maxMS, ms)
-		return Stable
-	}
-	if ms > d.maxMS {
-		d.maxMS = ms
-		return Stable
-	}
-	switch ratio := ms / d.maxMS; {
-	case ratio < d.p.Beta:
+	warm := d.t+1 > eddmMinValues && d.errors > int64(d.p.MinErrors)
+	switch {
+	case ms > d.maxMS:
+		if d.t+1 > eddmMinValues {
+			d.maxMS = ms
+		}
+	case warm && ms/d.maxMS < d.p.Beta:
 		*d = eddm{p: d.p}
 		return Drift
-	case ratio < d.p.Alpha:
+	case warm && ms/d.maxMS < d.p.Alpha:
+		d.warn = 1
+	}
+	return d.verdict()
+}
+
+// verdict is Warning while the last mistake left EDDM in its warning zone.
+func (d *eddm) verdict() State {
+	if d.warn == 1 {
 		return Warning
 	}
 	return Stable
 }
 
 func (d *eddm) state() ([]*int64, []*float64) {
-	return []*int64{&d.t, &d.lastError, &d.errors}, []*float64{&d.mean, &d.m2, &d.maxMS}
+	return []*int64{&d.t, &d.lastError, &d.errors, &d.warn}, []*float64{&d.mean, &d.m2, &d.maxMS}
 }
 
 func (d *eddm) MarshalBinary() ([]byte, error) { return marshalFixed(d) }

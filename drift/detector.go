@@ -1,10 +1,12 @@
 // Package drift holds change detectors: small exact state machines that
 // watch one key's stream of values — its prequential mistakes (0 or 1), or
-// a label-free signal such as its query decisions or |score| — and say when
-// the stream's distribution changed. Each is the algorithm of its paper,
-// with the parameters its paper and the common libraries (MOA, River) use
-// by default, and a versioned binary snapshot so that a key's detector is
-// checkpointed with its learner and replays bit for bit.
+// a label-free signal such as its query decisions or 1/(1+|score|) — and
+// say when the stream's mean rose: a Drift means the watched quality got
+// worse, never better. Each is the algorithm of its paper as MOA 2024.07
+// runs it, alarm for alarm at the default parameters on 328 reference
+// sequences (TestDetectorsMatchMOA; testdata/reference makes them), with a
+// versioned binary snapshot so that a key's detector is checkpointed with
+// its learner and replays bit for bit.
 package drift
 
 import (
@@ -54,20 +56,48 @@ var ErrSnapshot = errors.New("bad drift detector snapshot")
 // snapshotVersion starts every snapshot.
 const snapshotVersion = 1
 
-// entry is a catalog entry: the detector's paper and its constructor.
+// entry is a catalog entry: the detector's paper and its constructor;
+// binary marks a detector whose test counts mistakes (values of 1).
 type entry struct {
 	name, paper string
 	build       func(params json.RawMessage) (Detector, error)
+	binary      bool
 }
 
 func catalog() []entry {
 	return []entry{
-		{"adwin", "Bifet & Gavaldà, Learning from Time-Changing Data with Adaptive Windowing, SDM 2007", buildADWIN},
-		{"ddm", "Gama, Medas, Castillo & Rodrigues, Learning with Drift Detection, SBIA 2004", buildDDM},
-		{"eddm", "Baena-García et al., Early Drift Detection Method, IWKDDS 2006", buildEDDM},
-		{"page-hinkley", "Page, Continuous Inspection Schemes, Biometrika 1954 (the form of Mouss et al. 2004)", buildPageHinkley},
-		{"hddm-a", "Frías-Blanco et al., Online and Non-Parametric Drift Detection Methods Based on Hoeffding's Bounds, IEEE TKDE 2015", buildHDDMA},
+		{"adwin", "Bifet & Gavaldà, Learning from Time-Changing Data with Adaptive Windowing, SDM 2007", buildADWIN, false},
+		{"ddm", "Gama, Medas, Castillo & Rodrigues, Learning with Drift Detection, SBIA 2004", buildDDM, true},
+		{"eddm", "Baena-García et al., Early Drift Detection Method, IWKDDS 2006", buildEDDM, true},
+		{"page-hinkley", "Page, Continuous Inspection Schemes, Biometrika 1954 (MOA's PageHinkleyDM form)", buildPageHinkley, false},
+		{"hddm-a", "Frías-Blanco et al., Online and Non-Parametric Drift Detection Methods Based on Hoeffding's Bounds, IEEE TKDE 2015", buildHDDMA, false},
 	}
+}
+
+// Binary reports whether detector name's test assumes 0/1 values (DDM's
+// binomial deviation, EDDM's distances between mistakes): on a real-valued
+// signal it would be wrong, or silent.
+func Binary(name string) bool {
+	for _, e := range catalog() {
+		if e.name == name {
+			return e.binary
+		}
+	}
+	return false
+}
+
+// MaxBytes bounds the snapshot of detector name with params over its whole
+// life: a fixed size for most, ADWIN's histogram at its most rows.
+func MaxBytes(name string, params json.RawMessage) (int, error) {
+	d, err := New(name, params)
+	if err != nil {
+		return 0, err
+	}
+	if a, ok := d.(*adwin); ok {
+		return a.maxBytes(), nil
+	}
+	b, err := d.MarshalBinary()
+	return len(b) + 8*10, err // every varint at its widest
 }
 
 // Names lists the detectors, sorted.

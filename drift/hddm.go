@@ -14,17 +14,23 @@ type HDDMAParams struct {
 }
 
 // hddmA is HDDM_A of Frías-Blanco, del Campo-Ávila, Ramos-Jiménez,
-// Morales-Bueno, Ortiz-Díaz & Caballero-Mota (IEEE TKDE 2015): a test of
-// the increase of a bounded stream's mean by Hoeffding's inequality
-// ("A-test", averages). It keeps the running sum and count, and the cut
-// point where the mean plus its Hoeffding bound was lowest; it signals a
-// drift when the mean since the cut exceeds the mean up to it by more than
-// the bound for the drift confidence (a warning for the warning
-// confidence), and then restarts. Values must lie in [0, 1].
+// Morales-Bueno, Ortiz-Díaz & Caballero-Mota (IEEE TKDE 2015), value for
+// value as MOA's HDDM_A_Test at its defaults (TestDetectorsMatchMOA): a
+// test of a bounded stream's mean by Hoeffding's inequality ("A-test",
+// averages). It keeps the running sum and count, the cut point where the
+// mean plus its Hoeffding bound was lowest, and the one where the mean less
+// its bound was highest. It signals a drift when the mean since the lowest
+// cut exceeds the mean up to it by more than the bound for the drift
+// confidence (a warning for the warning confidence), and then restarts. A
+// mean that falls as significantly below the highest cut restarts it
+// without an alert (MOA's "two-sided" test): an improvement raises no
+// alert, and a later rise is measured from the better level. Values are
+// clamped to [0, 1], the bound's range.
 type hddmA struct {
 	p          HDDMAParams
 	n, c       float64 // count and sum of everything since the restart
-	nCut, cCut float64 // count and sum up to the cut point
+	nMin, cMin float64 // count and sum up to the lowest cut
+	nMax, cMax float64 // count and sum up to the highest cut
 }
 
 func buildHDDMA(raw json.RawMessage) (Detector, error) {
@@ -42,38 +48,55 @@ func buildHDDMA(raw json.RawMessage) (Detector, error) {
 func (d *hddmA) Name() string { return "hddm-a" }
 
 // bound is Hoeffding's ε for the mean of n values in [0, 1] at confidence δ.
-func bound(n, delta float64) float64 { return math.Sqrt(math.Log(1/delta) / (2 * n)) }
+func bound(n, delta float64) float64 { return math.Sqrt(1.0 / (2 * n) * math.Log(1.0/delta)) }
 
 func (d *hddmA) Add(x float64) State {
 	x = min(max(x, 0), 1)
 	d.n++
 	d.c += x
-	if d.nCut == 0 || d.cCut/d.nCut+bound(d.nCut, d.p.DriftConfidence) >= d.c/d.n+bound(d.n, d.p.DriftConfidence) {
-		d.nCut, d.cCut = d.n, d.c // a new lowest mean-plus-bound: cut here
+	if d.nMin == 0 {
+		d.nMin, d.cMin = d.n, d.c
 	}
+	if d.nMax == 0 {
+		d.nMax, d.cMax = d.n, d.c
+	}
+	here := bound(d.n, d.p.DriftConfidence)
+	if d.cMin/d.nMin+bound(d.nMin, d.p.DriftConfidence) >= d.c/d.n+here {
+		d.nMin, d.cMin = d.n, d.c // a new lowest mean-plus-bound
+	}
+	if d.cMax/d.nMax-bound(d.nMax, d.p.DriftConfidence) <= d.c/d.n-here {
+		d.nMax, d.cMax = d.n, d.c // a new highest mean-less-bound
+	}
+	state := Stable
 	switch {
-	case d.increased(d.p.DriftConfidence):
+	case changed(d.cMin, d.nMin, d.c, d.n, d.p.DriftConfidence):
 		*d = hddmA{p: d.p}
 		return Drift
-	case d.increased(d.p.WarningConfidence):
-		return Warning
+	case changed(d.cMin, d.nMin, d.c, d.n, d.p.WarningConfidence):
+		state = Warning
 	}
-	return Stable
+	if changed(d.c, d.n, d.cMax, d.nMax, d.p.DriftConfidence) { // fell: restart, quietly
+		*d = hddmA{p: d.p}
+	}
+	return state
 }
 
-// increased tests H0: the mean after the cut is not above the mean up to it
-// (the paper's bound for the difference of two averages).
-func (d *hddmA) increased(delta float64) bool {
-	if d.nCut == d.n {
+// changed tests whether the mean of everything (c/n) exceeds the mean up
+// to the cut (cCut/nCut) by the bound for two averages at confidence delta;
+// with the roles swapped (the cut's mean above everything's), whether the
+// mean fell. The cut is one of the stream's prefixes.
+func changed(cCut, nCut, c, n, delta float64) bool {
+	if nCut == n {
 		return false
 	}
-	m := (d.n - d.nCut) / (d.nCut * d.n)
-	eps := math.Sqrt(m / 2 * math.Log(2/delta))
-	return d.c/d.n-d.cCut/d.nCut >= eps
+	lo, hi := min(nCut, n), max(nCut, n) // the prefix and the whole
+	m := (hi - lo) / lo * (1.0 / hi)
+	eps := math.Sqrt(m / 2 * math.Log(2.0/delta))
+	return c/n-cCut/nCut >= eps
 }
 
 func (d *hddmA) state() ([]*int64, []*float64) {
-	return []*int64{}, []*float64{&d.n, &d.c, &d.nCut, &d.cCut}
+	return []*int64{}, []*float64{&d.n, &d.c, &d.nMin, &d.cMin, &d.nMax, &d.cMax}
 }
 
 func (d *hddmA) MarshalBinary() ([]byte, error) { return marshalFixed(d) }

@@ -17,16 +17,23 @@ type PageHinkleyParams struct {
 	Alpha float64 `json:"alpha"`
 }
 
-// pageHinkley is the Page-Hinkley test (Page 1954), in the form used for
-// concept drift by Mouss et al. (2004) and by MOA and River: the cumulative
-// sum m_T = Σ (x_t − x̄_t − δ) of the deviations from the running mean, and
-// its minimum M_T; a drift is signalled, and the test restarts, when
-// m_T − M_T > λ. It detects increases of the mean (more mistakes, a higher
-// query rate).
+// pageHinkley is the Page-Hinkley test (Page 1954), value for value as
+// MOA's PageHinkleyDM (TestDetectorsMatchMOA): the cumulative sum
+// m_T = α·m_{T−1} + (x_T − x̄_T − δ) of the deviations from the running mean,
+// with forgetting α; from the MinInstances-th value on, a drift is
+// signalled, and the test restarts, when m_T > λ. It is one-sided: a higher
+// mean (more mistakes, more queries, a smaller margin) raises m_T, a lower
+// one lowers it. Why this form and not the paper's m_T − min_t m_t: with
+// the forgetting factor on m_T alone (the form River and earlier drift­stream
+// used), m_T − min m_t grows as m_T decays back towards 0 after a fall, so a
+// key that improves raises alarms; without forgetting, the gap of a
+// stationary stream at δ = 0.005 and λ = 50 crosses λ every few thousand
+// values. The forgetting sum stays near −δ/(1−α) = −50 while nothing
+// changes, and crosses λ only when the mean rises.
 type pageHinkley struct {
-	p             PageHinkleyParams
-	n             int64
-	mean, sum, mn float64
+	p         PageHinkleyParams
+	n         int64
+	mean, sum float64
 }
 
 func buildPageHinkley(raw json.RawMessage) (Detector, error) {
@@ -52,9 +59,8 @@ func (d *pageHinkley) Name() string { return "page-hinkley" }
 func (d *pageHinkley) Add(x float64) State {
 	d.n++
 	d.mean += (x - d.mean) / float64(d.n)
-	d.sum = d.p.Alpha*d.sum + (x - d.mean - d.p.Delta)
-	d.mn = min(d.mn, d.sum)
-	if d.n >= int64(d.p.MinInstances) && d.sum-d.mn > d.p.Threshold {
+	d.sum = float64(d.p.Alpha*d.sum) + (x - d.mean - d.p.Delta) // the product rounded first, as Java rounds it
+	if d.n+1 >= int64(d.p.MinInstances) && d.sum > d.p.Threshold {
 		*d = pageHinkley{p: d.p}
 		return Drift
 	}
@@ -62,7 +68,7 @@ func (d *pageHinkley) Add(x float64) State {
 }
 
 func (d *pageHinkley) state() ([]*int64, []*float64) {
-	return []*int64{&d.n}, []*float64{&d.mean, &d.sum, &d.mn}
+	return []*int64{&d.n}, []*float64{&d.mean, &d.sum}
 }
 
 func (d *pageHinkley) MarshalBinary() ([]byte, error) { return marshalFixed(d) }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/driftstream/driftstream/drift"
 	"github.com/driftstream/driftstream/internal/wire"
+	"github.com/driftstream/driftstream/learners"
 )
 
 // The signals a drift detector can watch, per key.
@@ -65,6 +66,10 @@ func (c *Config) validateDetectors() error {
 		if _, err := drift.New(s.Detector, s.Params); err != nil {
 			return fmt.Errorf("drift detector %d: %w", i, err)
 		}
+		if drift.Binary(s.Detector) && !c.binarySignal(s.Signal) {
+			return fmt.Errorf("drift detector %d: %s counts mistakes (values of 1) and cannot work on the %s signal, which is real-valued here (%s): use adwin, page-hinkley or hddm-a on it",
+				i, s.Detector, s.Signal, c.signalRange(s.Signal))
+		}
 	}
 	switch c.OnDrift {
 	case "":
@@ -82,6 +87,28 @@ func (c *Config) validateDetectors() error {
 	return nil
 }
 
+// binarySignal reports whether signal takes only the values 0 and 1 under
+// this configuration: mistakes always, queries for a learner that samples
+// (its own decision), never the score.
+func (c *Config) binarySignal(signal string) bool {
+	switch signal {
+	case SignalMistakes:
+		return true
+	case SignalQueries:
+		info, err := learners.Lookup(c.Learner)
+		return err == nil && info.Sampling
+	}
+	return false
+}
+
+// signalRange says what a real-valued signal's values are.
+func (c *Config) signalRange(signal string) string {
+	if signal == SignalQueries {
+		return fmt.Sprintf("learner %s does not sample, so the queries signal is the margin rule's probability b/(b+|score|)", c.Learner)
+	}
+	return "1/(1+|score|)"
+}
+
 // DefaultAlertCooldown is the number of a key's events after an alert
 // during which the key raises no other: one drift, one alert.
 const DefaultAlertCooldown = 500
@@ -94,9 +121,11 @@ const recentOutcomes = 64
 type watch struct {
 	detectors []drift.Detector
 	// Per detector: the key's events since its last alert (or the start),
-	// and whether it has alerted (then its cooldown applies).
+	// whether it has alerted (then its cooldown applies), and whether it
+	// confirmed a drift during a cooldown, alerted when the cooldown ends.
 	since   []int64
 	alerted []bool
+	pending []bool
 	// warns holds each detector's last verdict being a warning; the key is
 	// in warning while any is (a level, not persisted: it restarts with the
 	// worker, as Totals.KeysInWarning does).
@@ -124,6 +153,7 @@ func (w *Worker) newWatch() (*watch, error) {
 	}
 	wt.since = make([]int64, len(wt.detectors))
 	wt.alerted = make([]bool, len(wt.detectors))
+	wt.pending = make([]bool, len(wt.detectors))
 	wt.warns = make([]bool, len(wt.detectors))
 	return wt, nil
 }
@@ -134,7 +164,7 @@ type alertMsg struct {
 	Partition            int      `json:"partition"`
 	Offset               int64    `json:"offset"`
 	ID                   string   `json:"id"`
-	TS                   string   `json:"ts,omitempty"`
+	TS                   *string  `json:"ts"` // null when the event had none
 	Detector             string   `json:"detector"`
 	Signal               string   `json:"signal"`
 	MistakeRateBefore    *float64 `json:"mistake_rate_before"`
@@ -160,14 +190,31 @@ func (w *Worker) outcome(r Record, key string, ks *keyState, wrong bool, id stri
 	w.feed(r, key, ks, SignalMistakes, boolValue(wrong), id, ts)
 }
 
+// tick counts an event of the key for its detectors' cooldowns, before the
+// event's signals are fed: the event of an alert is not one "after" it.
+func (ks *keyState) tick() {
+	if ks.watch == nil {
+		return
+	}
+	for i := range ks.watch.since {
+		ks.watch.since[i]++
+	}
+}
+
 // eventSignals feeds an event's label-free signals: asked is the query
 // decision (0 or 1) or probability, score the prediction's margin.
 func (w *Worker) eventSignals(r Record, key string, ks *keyState, asked, score float64, id string, ts time.Time) {
 	if ks.watch == nil {
 		return
 	}
-	for i := range ks.watch.since {
-		ks.watch.since[i]++
+	wt := ks.watch
+	// A drift confirmed during a cooldown is alerted at the first event
+	// after it: none is lost (the detector restarted when it confirmed it).
+	for i := range wt.pending {
+		if wt.pending[i] && !w.cooling(wt, i) {
+			wt.pending[i] = false
+			w.alert(r, key, ks, i, id, ts)
+		}
 	}
 	w.feed(r, key, ks, SignalQueries, asked, id, ts)
 	w.feed(r, key, ks, SignalScore, 1/(1+math.Abs(score)), id, ts)
@@ -184,10 +231,14 @@ func (w *Worker) feed(r Record, key string, ks *keyState, signal string, x float
 		}
 		state := wt.detectors[i].Add(x)
 		wt.warns[i] = state == drift.Warning
-		if state != drift.Drift || w.cooling(wt, i) {
-			continue // no change, or still cooling down from the last alert
+		switch {
+		case state != drift.Drift:
+		case w.cooling(wt, i):
+			wt.pending[i] = true // alerted when the cooldown ends
+		default:
+			wt.pending[i] = false
+			w.alert(r, key, ks, i, id, ts)
 		}
-		w.alert(r, key, ks, i, id, ts)
 	}
 	switch now := slices.Contains(wt.warns, true); {
 	case now && !was:
@@ -207,6 +258,21 @@ func (w *Worker) unwarn(ks *keyState) {
 	}
 }
 
+// sinceKeyAlert is the key's events since its last alert, by any detector
+// (since it was first seen, when it never alerted).
+func (wt *watch) sinceKeyAlert() int64 {
+	n, any := int64(0), false
+	for j := range wt.since {
+		if wt.alerted[j] && (!any || wt.since[j] < n) {
+			n, any = wt.since[j], true
+		}
+	}
+	if !any && len(wt.since) > 0 {
+		return wt.since[0] // every detector counts from the key's start
+	}
+	return n
+}
+
 // cooling reports whether detector i must stay quiet: the key (or, with
 // CooldownPerDetector, detector i itself) alerted fewer than AlertCooldown
 // events ago.
@@ -223,9 +289,10 @@ func (w *Worker) alert(r Record, key string, ks *keyState, i int, id string, ts 
 	wt := ks.watch
 	s := w.cfg.Detectors[i]
 	msg := alertMsg{Key: key, Partition: r.Partition, Offset: r.Offset, ID: id, Detector: s.Detector, Signal: s.Signal,
-		EventsSinceLastAlert: wt.since[i], Action: w.cfg.OnDrift}
+		EventsSinceLastAlert: wt.sinceKeyAlert(), Action: w.cfg.OnDrift}
 	if !ts.IsZero() {
-		msg.TS = ts.UTC().Format(time.RFC3339Nano)
+		t := ts.UTC().Format(time.RFC3339Nano)
+		msg.TS = &t
 	}
 	recentWrong := int64(bits.OnesCount64(wt.recent & (1<<wt.recentN - 1)))
 	if n := wt.labeled - int64(wt.recentN); n > 0 {
@@ -278,7 +345,7 @@ func encodeWatch(b []byte, wt *watch) ([]byte, error) {
 	}
 	for i := range wt.detectors {
 		b = binary.AppendVarint(b, wt.since[i])
-		b = append(b, boolByte(wt.alerted[i]))
+		b = append(b, boolByte(wt.alerted[i])|boolByte(wt.pending[i])<<1) // bit 0: alerted, bit 1: a drift awaits its alert
 	}
 	for _, v := range []int64{wt.labeled, wt.mistakes, int64(wt.recentN)} {
 		b = binary.AppendVarint(b, v)
@@ -313,10 +380,14 @@ func decodeWatch(r *wire.Reader, wt *watch) {
 			r.Fail("drift watch")
 			return
 		}
-		alerted := r.B[0] == 1
+		flags := r.B[0]
 		r.B = r.B[1:]
+		if flags > 3 {
+			r.Fail("drift watch")
+			return
+		}
 		if same {
-			wt.since[i], wt.alerted[i] = since, alerted
+			wt.since[i], wt.alerted[i], wt.pending[i] = since, flags&1 == 1, flags&2 == 2
 		}
 	}
 	wt.labeled, wt.mistakes = r.Varint(), r.Varint()

@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"github.com/driftstream/driftstream/internal/wire"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -64,7 +67,7 @@ func TestDriftAlert(t *testing.T) {
 		}
 		a := as[0]
 		if a.Offset < 2000 || a.Offset > 2300 || a.Detector != "adwin" || a.Signal != SignalMistakes || a.Key != "k" || a.Action != action ||
-			a.TS != "2026-11-20T10:00:00Z" || a.MistakeRateBefore == nil || a.MistakeRateAfter == nil || *a.MistakeRateAfter <= *a.MistakeRateBefore {
+			a.TS == nil || *a.TS != "2026-11-20T10:00:00Z" || a.MistakeRateBefore == nil || a.MistakeRateAfter == nil || *a.MistakeRateAfter <= *a.MistakeRateBefore {
 			t.Fatalf("%s: alert %+v", action, a)
 		}
 		for _, b := range as[1:] {
@@ -298,5 +301,149 @@ func TestKeysInWarningLeavesWithTheState(t *testing.T) {
 				t.Fatalf("%d keys in warning once a's state left memory (still held: %v), want 0", got, ks == a)
 			}
 		})
+	}
+}
+
+// scripted says Drift at the listed calls of Add, Stable otherwise.
+type scripted struct {
+	drift.Detector
+	calls int
+	at    map[int]bool
+}
+
+func (d *scripted) Add(float64) drift.State {
+	d.calls++
+	if d.at[d.calls] {
+		return drift.Drift
+	}
+	return drift.Stable
+}
+
+// A drift confirmed during the key's cooldown is alerted when the cooldown
+// ends, never lost; events_since_last_alert counts the key's events since
+// its last alert, whichever detector raised it; the pending drift survives
+// a checkpoint.
+func TestDriftInCooldownIsAlertedWhenItEnds(t *testing.T) {
+	cfg := testConfig(t, "perceptron", "")
+	cfg.Detectors = []DetectorSpec{{Detector: "adwin", Signal: SignalQueries}, {Detector: "hddm-a", Signal: SignalQueries}}
+	w, err := NewWorker(cfg, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := flipping(3, 1000, 1<<30)
+	run(t, w, recs[:1])
+	ks := w.keys["k"]
+	ks.watch.detectors = []drift.Detector{&scripted{calls: 1, at: map[int]bool{100: true}}, &scripted{calls: 1, at: map[int]bool{300: true}}}
+	as := alertsOf(run(t, w, recs[1:]))
+	if len(as) != 2 {
+		t.Fatalf("%d alerts, want 2: %+v", len(as), as)
+	}
+	if as[0].Detector != "adwin" || as[0].Offset != 99 || as[0].EventsSinceLastAlert != 100 {
+		t.Fatalf("first alert %+v, want adwin's at offset 99, the key's 100th event", as[0])
+	}
+	if as[1].Detector != "hddm-a" || as[1].Offset != 99+DefaultAlertCooldown || as[1].EventsSinceLastAlert != DefaultAlertCooldown {
+		t.Fatalf("second alert %+v, want hddm-a's at offset %d, %d events after the first", as[1], 99+DefaultAlertCooldown, DefaultAlertCooldown)
+	}
+	// The pending drift is part of the key's state.
+	fresh := func() []drift.Detector {
+		a, _ := drift.New("adwin", nil)
+		h, _ := drift.New("hddm-a", nil)
+		return []drift.Detector{a, h}
+	}
+	wt := &watch{detectors: fresh(), since: []int64{7, 9}, alerted: []bool{true, false}, pending: []bool{false, true}}
+	b, err := encodeWatch(nil, wt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back := &watch{detectors: fresh(), since: make([]int64, 2), alerted: make([]bool, 2), pending: make([]bool, 2)}
+	r := wire.NewReader(b, errors.New("bad"))
+	decodeWatch(r, back)
+	if r.Err != nil || !slices.Equal(back.pending, wt.pending) || !slices.Equal(back.alerted, wt.alerted) || !slices.Equal(back.since, wt.since) {
+		t.Fatalf("watch round trip: %v %+v", r.Err, back)
+	}
+}
+
+// A key whose learner gets better — a perceptron learning a fixed concept
+// from scratch, its mistake rate and its margin rule's query probability
+// falling — raises no alert from ADWIN (the default), Page-Hinkley or
+// HDDM-A. (DDM is left out: at its 30-value warm-up the learning curve's
+// noise crosses its level now and then, as in MOA; docs/OPERATIONS.md gives
+// its false-alarm rates.)
+func TestImprovementRaisesNoAlert(t *testing.T) {
+	cfg := testConfig(t, "perceptron", "")
+	cfg.Detectors = []DetectorSpec{{Detector: "adwin", Signal: SignalMistakes}, {Detector: "adwin", Signal: SignalQueries},
+		{Detector: "page-hinkley", Signal: SignalMistakes}, {Detector: "hddm-a", Signal: SignalMistakes}, {Detector: "adwin", Signal: SignalScore}}
+	w, err := NewWorker(cfg, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []Record
+	for k := range 10 {
+		for _, r := range flipping(uint64(20+k), 3000, 1<<30) { // one concept, never flipped
+			r.Key = fmt.Appendf(nil, "k%d", k)
+			r.Offset = int64(len(recs))
+			r.Value = bytes.Replace(r.Value, []byte(`"id":"e`), fmt.Appendf(nil, `"id":"k%d-e`, k), 1)
+			recs = append(recs, r)
+		}
+	}
+	outs := run(t, w, recs)
+	if as := alertsOf(outs); len(as) != 0 {
+		t.Fatalf("%d alerts on keys that only got better, first %+v", len(as), as[0])
+	}
+	st := w.Totals()
+	if st.Mistakes == 0 || st.Labeled != 30000 {
+		t.Fatalf("totals %+v", st)
+	}
+}
+
+// A detector whose test counts mistakes is refused on a real-valued signal:
+// the score always, the queries of a learner that does not sample.
+func TestBinaryDetectorsOnlyOnBinarySignals(t *testing.T) {
+	for _, tc := range []struct {
+		learner, detector, signal string
+		ok                        bool
+	}{
+		{"perceptron", "ddm", SignalMistakes, true},
+		{"perceptron", "eddm", SignalMistakes, true},
+		{"perceptron", "ddm", SignalScore, false},
+		{"perceptron", "eddm", SignalScore, false},
+		{"perceptron", "ddm", SignalQueries, false},
+		{"lasec-ss", "eddm", SignalQueries, true},
+		{"perceptron", "hddm-a", SignalScore, true},
+		{"perceptron", "page-hinkley", SignalQueries, true},
+	} {
+		cfg := testConfig(t, tc.learner, "")
+		cfg.Detectors = []DetectorSpec{{Detector: tc.detector, Signal: tc.signal}}
+		err := cfg.Validate()
+		if (err == nil) != tc.ok {
+			t.Errorf("%s %s on %s: %v, want ok=%v", tc.learner, tc.detector, tc.signal, err, tc.ok)
+		}
+	}
+}
+
+// Every detector's state is in the key-record bound, ADWIN's histogram at
+// its largest included; a bucket count past the bound is refused.
+func TestDetectorStateIsInTheKeyBound(t *testing.T) {
+	size := func(params string) int64 {
+		cfg := testConfig(t, "perceptron", "")
+		cfg.Detectors = []DetectorSpec{{Detector: "adwin", Signal: SignalMistakes, Params: json.RawMessage(params)}}
+		cfg.MaxKeyBytes = -1
+		if err := cfg.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		n, err := cfg.KeyRecordBytes()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	small, big := size(`{"max_buckets":5}`), size(`{"max_buckets":64}`)
+	if big-small < 59*64*16 {
+		t.Fatalf("key bound %d with 5 buckets a row, %d with 64: ADWIN's rows are not counted", small, big)
+	}
+	cfg := testConfig(t, "perceptron", "")
+	cfg.Detectors = []DetectorSpec{{Detector: "adwin", Signal: SignalMistakes, Params: json.RawMessage(`{"max_buckets":65}`)}}
+	if err := cfg.Validate(); err == nil {
+		t.Fatal("max_buckets 65 accepted")
 	}
 }

@@ -46,8 +46,8 @@ func TestKeyInfoAddsUpAndSurvivesRestore(t *testing.T) {
 	}
 	last := alerts[len(alerts)-1]
 	k, _, _ := w.Inspect("k")
-	if a := k.LastDriftAlert; a == nil || a.Offset != last.Offset || a.Detector != "adwin" || a.Signal != SignalMistakes || a.TS != last.TS {
-		t.Fatalf("last drift alert %+v, want offset %d at %s", a, last.Offset, last.TS)
+	if a := k.LastDriftAlert; a == nil || a.Offset != last.Offset || a.Detector != "adwin" || a.Signal != SignalMistakes || last.TS == nil || a.TS != *last.TS {
+		t.Fatalf("last drift alert %+v, want offset %d at %v", a, last.Offset, last.TS)
 	}
 	if k.Accuracy == nil || *k.Accuracy != 1-float64(k.Mistakes)/float64(k.Labeled) {
 		t.Fatalf("accuracy %v of %d mistakes in %d", k.Accuracy, k.Mistakes, k.Labeled)

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/driftstream/driftstream/checkpoint"
+	"github.com/driftstream/driftstream/drift"
 	"github.com/driftstream/driftstream/learners"
 	"github.com/driftstream/driftstream/topics"
 )
@@ -134,11 +135,9 @@ const (
 	// dead letter of an oversized record still fits in a message.
 	MaxDeadLetterBytes = 64 << 10
 	// keyOverhead bounds a key record's framing, key and offsets besides the
-	// learner snapshot and the pending entries.
+	// learner snapshot, the pending entries and the drift detectors
+	// (drift.MaxBytes each).
 	keyOverhead = 1024
-	// detectorBytes bounds one drift detector's snapshot (ADWIN's largest:
-	// at most 64 rows of 5 buckets of 16 bytes, and its counters).
-	detectorBytes = 6 << 10
 )
 
 // ErrTooLarge reports a configuration whose per-key state cannot fit the
@@ -216,7 +215,15 @@ func (c *Config) KeyRecordBytes() (int64, error) {
 	if c.Standardize {
 		state += 16*int64(c.Vector.Dim) + 32 // mean and spread per coordinate
 	}
-	total := state + int64(c.MaxPendingBytes) + keyOverhead + int64(len(c.Detectors))*detectorBytes
+	detectors := int64(0)
+	for _, d := range c.Detectors {
+		n, err := drift.MaxBytes(d.Detector, d.Params)
+		if err != nil {
+			return 0, err
+		}
+		detectors += int64(n) + 16 // its length, since-count and flags
+	}
+	total := state + int64(c.MaxPendingBytes) + keyOverhead + detectors
 	if c.MaxKeyBytes > 0 && total > c.MaxKeyBytes {
 		return 0, fmt.Errorf("a key record of learner %s in dimension %d can reach %s (state %s + pending queries %s), over DRIFTSTREAM_MAX_KEY_BYTES = %s, which must stay below the broker's message.max.bytes (1 MB by default): lower the dimension (or hash bits), use a diagonal learner (\"diagonal\": true) or a first-order one, lower DRIFTSTREAM_MAX_PENDING_BYTES, or raise both limits together: %w",
 			c.Learner, c.Vector.Dim, byteSize(total), byteSize(state), byteSize(int64(c.MaxPendingBytes)), byteSize(c.MaxKeyBytes), ErrTooLarge)
@@ -824,6 +831,7 @@ func (w *Worker) event(r Record, key string, ks *keyState, ev topics.Event) erro
 	// The label-free signals, once the event is handled: a sampler's own
 	// query decision, or the margin rule's probability for the others.
 	if len(w.cfg.Detectors) > 0 {
+		ks.tick()
 		askedValue := boolValue(p.Query)
 		if !w.sampling {
 			askedValue = 0
