@@ -19,6 +19,7 @@ import (
 	"text/template"
 	"time"
 
+	"github.com/driftstream/driftstream/pipeline"
 	"github.com/kelseyhightower/envconfig"
 )
 
@@ -355,4 +356,16 @@ func Markdown() string {
 			"Desc": strings.ReplaceAll(f.Tag.Get("desc"), "|", `\|`)})
 	}
 	return b.String()
+}
+
+// DefaultDetectors are the drift detectors the service runs when
+// DRIFTSTREAM_DETECTORS is not set (the backtests' default too): the
+// Detectors field's default, parsed.
+func DefaultDetectors() []pipeline.DetectorSpec {
+	f, _ := reflect.TypeOf(Config{}).FieldByName("Detectors")
+	var specs []pipeline.DetectorSpec
+	if err := json.Unmarshal([]byte(f.Tag.Get("default")), &specs); err != nil {
+		panic(fmt.Sprintf("config: the Detectors default is not a JSON list: %v", err)) // a build that cannot start
+	}
+	return specs
 }

@@ -19,6 +19,7 @@ type KeyStats struct {
 	Labeled  int64  `json:"labeled"`
 	Mistakes int64  `json:"mistakes"`
 	Queries  int64  `json:"queries"`
+	Alerts   int64  `json:"alerts"`
 }
 
 // Accuracy is the key's share of labeled events predicted right (NaN

@@ -190,7 +190,7 @@ func (s *scorer) Processed(f *pipeline.Fetched, before, after *pipeline.Totals) 
 			s.timed = append(s.timed, timedOutcome{at: o.Time.UnixNano(), wrong: o.Wrong})
 		}
 	}
-	if after.Events == before.Events && after.Labeled == before.Labeled && after.Queries == before.Queries {
+	if after.Events == before.Events && after.Labeled == before.Labeled && after.Queries == before.Queries && after.Alerts == before.Alerts {
 		return // a label record that scored nothing, a dead letter, a skip
 	}
 	k, ok := s.keys[string(f.Key)]
@@ -202,6 +202,7 @@ func (s *scorer) Processed(f *pipeline.Fetched, before, after *pipeline.Totals) 
 	k.Labeled += after.Labeled - before.Labeled
 	k.Mistakes += after.Mistakes - before.Mistakes
 	k.Queries += after.Queries - before.Queries
+	k.Alerts += after.Alerts - before.Alerts
 }
 
 func (s *scorer) Restored(pipeline.Restored, pipeline.KeyCount, time.Duration) {}

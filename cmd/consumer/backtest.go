@@ -16,8 +16,10 @@ import (
 	"syscall"
 
 	"github.com/driftstream/driftstream/backtest"
+	"github.com/driftstream/driftstream/config"
 	"github.com/driftstream/driftstream/experiments"
 	"github.com/driftstream/driftstream/learners"
+	"github.com/driftstream/driftstream/pipeline"
 	"github.com/driftstream/driftstream/replay"
 	"github.com/driftstream/driftstream/streams"
 )
@@ -66,8 +68,8 @@ func runBacktest(args []string, stdout, stderr io.Writer) int {
 	partitions := fs.Int("partitions", 1, "with -keyed: partitions of the topic the data would be written to")
 	queryScale := fs.Float64("query-scale", 1, "-keyed and topic backtests: margin rule b/(b+|score|) for learners without a query rule (the service's DRIFTSTREAM_QUERY_SCALE)")
 	quiet := fs.Bool("q", false, "no progress lines on stderr")
-	detectorsFlag := fs.String("detectors", "", `drift detectors to score against the generator's known drift points: a JSON list of {"detector","signal","params"}, or "all" (every detector on every signal)`)
-	cooldown := fs.Int64("alert-cooldown", 100, "with -detectors: events after an alert during which the stream raises no other")
+	detectorsFlag := fs.String("detectors", "", `drift detectors: a JSON list of {"detector","signal","params"}, [] for none, or "all" (every detector on every signal it can watch). -keyed and topic backtests: run per key as the service runs them (default: the service's DRIFTSTREAM_DETECTORS) and write alerts-LEARNER.jsonl; a single stream: scored against the generator's known drift points`)
+	cooldown := fs.Int64("alert-cooldown", pipeline.DefaultAlertCooldown, "events of a key after an alert during which it raises no other (the service's DRIFTSTREAM_ALERT_COOLDOWN); a drift confirmed meanwhile is alerted when it ends. A single stream scores each detector with its own cooldown, side by side")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
@@ -103,6 +105,11 @@ func runBacktest(args []string, stdout, stderr io.Writer) int {
 		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 		return runExperiment(*experiment, set, *seed, *repeats, *window, *out, *dataDir, args, stdout, stderr, fail)
 	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if err := flagsApply(set, *topic != "", *keyed); err != nil {
+		return fail(err)
+	}
 	if *topic != "" || *keyed {
 		switch {
 		case fs.NArg() > 0:
@@ -126,8 +133,17 @@ func runBacktest(args []string, stdout, stderr io.Writer) int {
 		}
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
+		dets := config.DefaultDetectors()
+		if set["detectors"] {
+			if dets, err = detectorSpecs(*detectorsFlag); err != nil {
+				return fail(err)
+			}
+		}
+		if *cooldown < 1 {
+			return fail(usageError{fmt.Errorf("-alert-cooldown %d: must be ≥ 1", *cooldown)})
+		}
 		k := keyedRun{specs: specs, seed: *seed, dim: *dim, hashBits: *hashBits, messages: replay.MessageOptions{Keys: *keys, LabelsDelay: *labelsDelay},
-			partitions: *partitions, queryScale: *queryScale, standardize: *standardize, out: *out, quiet: *quiet}
+			partitions: *partitions, queryScale: *queryScale, standardize: *standardize, detectors: dets, cooldown: *cooldown, out: *out, quiet: *quiet}
 		if *topic != "" {
 			if k.input, err = topicInput(ctx, *brokers, *topic, *labelsTopic, *from, *to); err != nil {
 				return fail(err)
@@ -232,6 +248,38 @@ func report(out string, res backtest.Result, stdout, stderr io.Writer) error {
 			ls.Name, ls.Accuracy, ls.AccuracyCI.Lo, ls.AccuracyCI.Hi, ls.Mistakes, ls.QueryRate, ls.EventsPerSec)
 	}
 	fmt.Fprintf(stderr, "wrote %s\n", filepath.Join(out, "summary.json"))
+	return nil
+}
+
+// The flags of each kind of backtest besides the common ones; a flag set for
+// another kind is an error, never silently ignored.
+var (
+	commonFlags = []string{"learners", "params", "seed", "out", "q", "standardize", "detectors", "alert-cooldown"}
+	streamFlags = []string{"data", "format", "dim", "hash-bits", "label", "positive", "negative", "header", "label-file", "bias"}
+	modeFlags   = map[string][]string{
+		"single-stream": slices.Concat(streamFlags, []string{"repeats", "query-rate-target", "window", "list-generators"}),
+		"-keyed":        slices.Concat(streamFlags, []string{"keyed", "keys", "key", "labels-delay", "partitions", "query-scale"}),
+		"topic":         {"brokers", "topic", "labels-topic", "from", "to", "dim", "hash-bits", "query-scale"},
+	}
+)
+
+// flagsApply refuses a flag that the backtest's kind does not use
+// (-experiment checks its own).
+func flagsApply(set map[string]bool, topic, keyed bool) error {
+	mode := "single-stream"
+	switch {
+	case set["experiment"]:
+		return nil
+	case topic:
+		mode = "topic"
+	case keyed:
+		mode = "-keyed"
+	}
+	for _, f := range slices.Sorted(maps.Keys(set)) { // the first by name, every time
+		if !slices.Contains(commonFlags, f) && !slices.Contains(modeFlags[mode], f) {
+			return usageError{fmt.Errorf("-%s does not apply to a %s backtest", f, mode)}
+		}
+	}
 	return nil
 }
 

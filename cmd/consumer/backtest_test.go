@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -260,5 +261,117 @@ func TestBacktestScoresDetectors(t *testing.T) {
 	if code := run([]string{"backtest", "-data", "synth:hyperplane?T=500", "-learners", "perceptron", "-detectors", "all", "-out", dir, "-q"},
 		&bytes.Buffer{}, &bytes.Buffer{}); code != exitUsage {
 		t.Fatalf("a stream without drift points: exit %d", code)
+	}
+}
+
+// A keyed backtest runs the service's detectors (its defaults, or
+// -detectors) per key with the service's cooldown, writes the alerts the
+// service would have written (alerts-LEARNER.jsonl) and counts them per key:
+// 20 keys whose labels fall to noise halfway each raise an alert after it.
+func TestKeyedBacktestRunsTheServiceDetectors(t *testing.T) {
+	dir := t.TempDir()
+	var exs []streams.Example
+	for _, ex := range detectionScenarios()[0].examples(20, 2000, 5) {
+		exs = append(exs, ex)
+	}
+	path := filepath.Join(dir, "keyed.jsonl")
+	var b []byte
+	for _, ex := range exs {
+		x := ex.X.Dense()
+		xs, _ := json.Marshal(x)
+		b = fmt.Appendf(b, `{"key":%q,"id":%q,"x":%s,"label":%d}`+"\n", ex.Key, ex.ID, xs, ex.Label)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	if code := run([]string{"backtest", "-keyed", "-data", path, "-key", "key", "-dim", "10", "-learners", "perceptron", "-out", dir, "-q"}, &out, &errb); code != exitOK {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	lines := strings.Split(strings.TrimSpace(readFile(t, filepath.Join(dir, "alerts-perceptron.jsonl"))), "\n")
+	keys := map[string]bool{}
+	for _, l := range lines {
+		var a struct {
+			Key, ID, Detector, Signal string
+			TS                        *string
+		}
+		if err := json.Unmarshal([]byte(l), &a); err != nil {
+			t.Fatalf("alert %q: %v", l, err)
+		}
+		if i, _ := strconv.Atoi(a.ID); i < 1000 || a.Detector != "adwin" || a.Signal != "mistakes" || a.TS != nil {
+			t.Fatalf("alert %s: want adwin on mistakes after the key's 1,000th event, ts null", l)
+		}
+		keys[a.Key] = true
+	}
+	if len(keys) < 15 { // the benchmark: 20 of 20 within 1,000 events at 4,000 a key; here 1,000 after the fall
+		t.Fatalf("%d of 20 keys alerted (%d alerts)", len(keys), len(lines))
+	}
+	csv := readFile(t, filepath.Join(dir, "keys.csv"))
+	if !strings.HasPrefix(csv, "learner,key,events,labeled,mistakes,queries,alerts,accuracy") {
+		t.Fatalf("keys.csv header: %.80s", csv)
+	}
+	// -detectors [] turns them off; a flag of another kind of backtest is refused.
+	if code := run([]string{"backtest", "-keyed", "-data", path, "-key", "key", "-dim", "10", "-learners", "perceptron", "-detectors", "[]", "-out", dir, "-q"},
+		&bytes.Buffer{}, &errb); code != exitOK || strings.TrimSpace(readFile(t, filepath.Join(dir, "alerts-perceptron.jsonl"))) != "" {
+		t.Fatalf("-detectors []: exit %d, alerts written", code)
+	}
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// A flag that the kind of backtest does not use is an error, never
+// silently ignored.
+func TestBacktestFlagsApplyToTheirMode(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		frag string
+	}{
+		{[]string{"-keyed", "-data", "synth:sea?T=100", "-learners", "perceptron", "-repeats", "2", "-out", dir}, "-repeats does not apply to a -keyed backtest"},
+		{[]string{"-keyed", "-data", "synth:sea?T=100", "-learners", "perceptron", "-window", "5", "-out", dir}, "-window does not apply to a -keyed backtest"},
+		{[]string{"-brokers", "127.0.0.1:1", "-topic", "events", "-dim", "2", "-keys", "3", "-learners", "perceptron", "-out", dir}, "-keys does not apply to a topic backtest"},
+		{[]string{"-data", "synth:sea?T=100", "-learners", "perceptron", "-partitions", "3", "-out", dir}, "-partitions does not apply to a single-stream backtest"},
+	} {
+		var errb bytes.Buffer
+		if code := run(append([]string{"backtest"}, tc.args...), &bytes.Buffer{}, &errb); code != exitUsage || !strings.Contains(errb.String(), tc.frag) {
+			t.Errorf("%v: exit %d, stderr %q; want %d and %q", tc.args, code, errb.String(), exitUsage, tc.frag)
+		}
+	}
+}
+
+// The detection benchmark scores each detector on keyed streams with known
+// drift points through the pipeline; the service's default detector raises
+// no alert on improving keys and finds the rises.
+func TestDetectionCommand(t *testing.T) {
+	dir := t.TempDir()
+	var out, errb bytes.Buffer
+	if code := run([]string{"detection", "-keys", "8", "-events", "2000", "-detectors", "default", "-q", "-out", dir}, &out, &errb); code != exitOK {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	var scores []detectionScore
+	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(dir, "detection.json"))), &scores); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, s := range scores {
+		if s.Kind == "improving" && s.ImprovingAlerts != 0 {
+			t.Errorf("%s on %s: %d alerts on %s", s.Detector, s.Signal, s.ImprovingAlerts, s.Scenario)
+		}
+		if s.Detector == "adwin" && s.Signal == "mistakes" && s.Scenario == "rise 0.2→0.5 (noise)" {
+			found = true
+			if s.Detected < 7 {
+				t.Errorf("adwin on mistakes found %d of 8 rises", s.Detected)
+			}
+		}
+	}
+	if !found || !strings.Contains(out.String(), "| adwin / mistakes |") {
+		t.Fatalf("no adwin/mistakes score: %s", out.String())
 	}
 }

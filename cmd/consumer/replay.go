@@ -6,12 +6,15 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/driftstream/driftstream/backtest"
@@ -40,8 +43,11 @@ type keyedRun struct {
 	queryScale float64
 	// standardize z-scores each key's inputs (pipeline.Config.Standardize).
 	standardize bool
-	out         string
-	quiet       bool
+	// detectors run per key with the key's cooldown, as in the service.
+	detectors []pipeline.DetectorSpec
+	cooldown  int64
+	out       string
+	quiet     bool
 }
 
 // run replays the history once per learner and writes the reports.
@@ -69,8 +75,10 @@ func (k keyedRun) run(ctx context.Context, stdout, stderr io.Writer) error {
 		if name == "" {
 			name = spec.Name
 		}
+		alerts := &alertLog{}
 		cfg := replay.Config{Name: name, Pipeline: pipeline.Config{Learner: spec.Name, Params: spec.Params, Seed: k.seed, Vector: vec,
-			QueryScale: k.queryScale, MaxKeyBytes: -1, Standardize: k.standardize}}
+			QueryScale: k.queryScale, MaxKeyBytes: -1, Standardize: k.standardize, Detectors: k.detectors, AlertCooldown: k.cooldown},
+			Outputs: alerts.add}
 		if !k.quiet {
 			cfg.Progress = stderr
 		}
@@ -79,6 +87,9 @@ func (k keyedRun) run(ctx context.Context, stdout, stderr io.Writer) error {
 			return err
 		}
 		reports = append(reports, rep)
+		if err := alerts.write(filepath.Join(k.out, "alerts-"+name+".jsonl")); err != nil {
+			return err
+		}
 	}
 	printKeyed(stdout, reports)
 	return writeKeyed(k.out, reports)
@@ -88,8 +99,8 @@ func (k keyedRun) run(ctx context.Context, stdout, stderr io.Writer) error {
 // for events the learner did not ask about (or whose query expired), which
 // the service drops too; "dead" counts dead letters.
 func printKeyed(w io.Writer, reps []*replay.Report) {
-	fmt.Fprintf(w, "%-22s %9s %9s %9s %8s %7s %9s %8s %6s %21s %10s\n", "learner", "events", "labeled", "delayed", "accuracy", "queries",
-		"unknown", "dead", "keys", "key accuracy p10/50/90", "records/s")
+	fmt.Fprintf(w, "%-22s %9s %9s %9s %8s %7s %9s %8s %6s %7s %21s %10s\n", "learner", "events", "labeled", "delayed", "accuracy", "queries",
+		"unknown", "dead", "keys", "alerts", "key accuracy p10/50/90", "records/s")
 	num := func(v float64) string {
 		if math.IsNaN(v) {
 			return "–"
@@ -102,15 +113,15 @@ func printKeyed(w io.Writer, reps []*replay.Report) {
 		if q.Keys > 0 {
 			spread = fmt.Sprintf("%.3f/%.3f/%.3f", q.P10, q.P50, q.P90)
 		}
-		fmt.Fprintf(w, "%-22s %9d %9d %9d %8s %7.3f %9d %8d %6d %21s %10.0f\n", r.Name, r.Totals.Events, r.Totals.Labeled, r.Totals.DelayedLabeled,
-			num(r.Accuracy), r.QueryRate, r.Totals.LabelsUnknown, r.Totals.DeadLetters, r.Keys, spread, r.RecordsPerSec)
+		fmt.Fprintf(w, "%-22s %9d %9d %9d %8s %7.3f %9d %8d %6d %7d %21s %10.0f\n", r.Name, r.Totals.Events, r.Totals.Labeled, r.Totals.DelayedLabeled,
+			num(r.Accuracy), r.QueryRate, r.Totals.LabelsUnknown, r.Totals.DeadLetters, r.Keys, r.Totals.Alerts, spread, r.RecordsPerSec)
 	}
 }
 
 // writeKeyed writes summary.json (every report) and keys.csv (every key's
 // counters per learner) into dir.
 func writeKeyed(dir string, reps []*replay.Report) error {
-	rows := [][]string{{"learner", "key", "events", "labeled", "mistakes", "queries", "accuracy"}}
+	rows := [][]string{{"learner", "key", "events", "labeled", "mistakes", "queries", "alerts", "accuracy"}}
 	for _, r := range reps {
 		for _, k := range r.PerKey {
 			acc := ""
@@ -118,7 +129,7 @@ func writeKeyed(dir string, reps []*replay.Report) error {
 				acc = strconv.FormatFloat(a, 'f', 6, 64)
 			}
 			rows = append(rows, []string{r.Name, k.Key, strconv.FormatInt(k.Events, 10), strconv.FormatInt(k.Labeled, 10),
-				strconv.FormatInt(k.Mistakes, 10), strconv.FormatInt(k.Queries, 10), acc})
+				strconv.FormatInt(k.Mistakes, 10), strconv.FormatInt(k.Queries, 10), strconv.FormatInt(k.Alerts, 10), acc})
 		}
 	}
 	if err := backtest.WriteSummary(dir, reps, "keys.csv", rows); err != nil {
@@ -218,4 +229,40 @@ func synthKeys(spec string) (string, int, error) {
 		return name, n, nil
 	}
 	return name + "?" + vals.Encode(), n, nil
+}
+
+// alertLog keeps a replay's drift alerts, each partition's in order.
+type alertLog struct {
+	mu    sync.Mutex
+	parts map[int][][]byte
+}
+
+// add is a replay.Config.Outputs: it keeps the alerts among outs.
+func (a *alertLog) add(partition int, outs []pipeline.Output) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, o := range outs {
+		if o.Kind == pipeline.OutAlert {
+			if a.parts == nil {
+				a.parts = map[int][][]byte{}
+			}
+			a.parts[partition] = append(a.parts[partition], slices.Clone(o.Value))
+		}
+	}
+	return nil
+}
+
+// write writes the alerts, as the service writes them to its alerts topic,
+// one a line, partition by partition.
+func (a *alertLog) write(path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	var b []byte
+	for _, p := range slices.Sorted(maps.Keys(a.parts)) {
+		for _, v := range a.parts[p] {
+			b = append(append(b, v...), '\n')
+		}
+	}
+	return os.WriteFile(path, b, 0o644)
 }
