@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/driftstream/driftstream/pipeline"
 	"github.com/segmentio/kafka-go"
@@ -50,6 +51,17 @@ func (s *Service) ensureTopics(ctx context.Context) error {
 			return fmt.Errorf("create topic %s: %w", name, err)
 		}
 	}
+	// A broker creates topics asynchronously: wait until every one has a
+	// leader for each partition before it is inspected or written (the
+	// in-process broker creates them at once; Apache Kafka takes a moment).
+	for _, name := range []string{t.Events, t.Labels, t.Predictions, t.Queries, t.DeadLetters, t.Alerts, t.Changelog} {
+		if name == "" {
+			continue
+		}
+		if err := awaitTopic(ctx, conn, name); err != nil {
+			return err
+		}
+	}
 	if t.Changelog != "" && s.cfg.Store == nil {
 		if err := s.checkChangelog(ctx); err != nil {
 			return err
@@ -77,6 +89,35 @@ func (s *Service) ensureTopics(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// topicWait bounds how long awaitTopic waits for a topic's leaders.
+const topicWait = 30 * time.Second
+
+// awaitTopic waits until topic's metadata lists it with a leader for every
+// partition.
+func awaitTopic(ctx context.Context, conn *kafka.Conn, topic string) error {
+	deadline := time.Now().Add(topicWait)
+	for {
+		ps, err := conn.ReadPartitions(topic)
+		ready := err == nil && len(ps) > 0
+		for _, p := range ps {
+			if p.Leader.Host == "" {
+				ready = false
+			}
+		}
+		if ready {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("topic %s has no leader for every partition %s after it was created (last: %v)", topic, topicWait, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // dialAny connects to the first reachable bootstrap broker.

@@ -27,7 +27,7 @@ import (
 func TestBlackBoxPoisonRecordsNeverStopTheStream(t *testing.T) {
 	b := newBlackBox(t)
 	first := b.start()
-	prod := startProducer(t, b.addr, 40, 1500, 3000)
+	prod := startProducer(t, b.addr, b.topic("events"), 40, 1500, 3000)
 	big := strings.Repeat("9", 1_000_000)
 	poison := []struct {
 		msg    kafka.Message
@@ -39,7 +39,7 @@ func TestBlackBoxPoisonRecordsNeverStopTheStream(t *testing.T) {
 		{kafka.Message{Key: []byte("k2"), Value: []byte(`{"id":"p4","` + big + `":1}`)}, pipeline.ReasonInvalidEvent},
 		{kafka.Message{Key: []byte("k3"), Value: []byte(`{"id":"p5","ts":"` + big + `","x":[1,2,3,4,5,6]}`)}, pipeline.ReasonInvalidEvent},
 	}
-	w := &kafka.Writer{Addr: kafka.TCP(b.addr), Topic: "events", Balancer: &kafka.Hash{}, BatchSize: 1, BatchBytes: pipeline.DefaultMaxMessageBytes,
+	w := &kafka.Writer{Addr: kafka.TCP(b.addr), Topic: b.topic("events"), Balancer: &kafka.Hash{}, BatchSize: 1, BatchBytes: pipeline.DefaultMaxMessageBytes,
 		RequiredAcks: kafka.RequireAll}
 	defer w.Close()
 	for _, p := range poison {
@@ -50,7 +50,7 @@ func TestBlackBoxPoisonRecordsNeverStopTheStream(t *testing.T) {
 	}
 	ids := prod.finish(t)
 	b.waitPredicted(ids)
-	waitFor(t, 30*time.Second, "the dead letters", func() bool { return countAll(readTopic(t, b.addr, "dead-letters")) >= len(poison) })
+	waitFor(t, 30*time.Second, "the dead letters", func() bool { return countAll(readTopic(t, b.addr, b.topic("dead-letters"))) >= len(poison) })
 	first.signal(t, syscall.SIGTERM)
 	select {
 	case err := <-first.done:
@@ -65,21 +65,21 @@ func TestBlackBoxPoisonRecordsNeverStopTheStream(t *testing.T) {
 	}
 	dups, _ := b.verify(ids)
 	reasons := map[string]int{}
-	for _, msgs := range readTopic(t, b.addr, "dead-letters") {
+	for _, msgs := range readTopic(t, b.addr, b.topic("dead-letters")) {
 		for _, m := range msgs {
 			h := map[string]string{}
 			for _, x := range m.Headers {
 				h[x.Key] = string(x.Value)
 			}
 			reasons[h["reason"]]++
-			if len(h["error"]) > pipeline.MaxErrorHeaderBytes || h["offset"] == "" || h["source-topic"] != "events" {
+			if len(h["error"]) > pipeline.MaxErrorHeaderBytes || h["offset"] == "" || h["source-topic"] != b.topic("events") {
 				t.Errorf("dead letter headers %v", h)
 			}
 		}
 	}
 	// A topic backtest over the same topic goes through the five records too.
 	out := t.TempDir()
-	cmd := exec.Command(b.bin, "backtest", "-brokers", b.addr, "-topic", "events", "-dim", "6", "-learners", "lasec-ss",
+	cmd := exec.Command(b.bin, "backtest", "-brokers", b.addr, "-topic", b.topic("events"), "-dim", "6", "-learners", "lasec-ss",
 		"-params", `{"lasec-ss":{"a":0.3}}`, "-out", out, "-q")
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("topic backtest: %v\n%s", err, tail(string(msg), 3000))

@@ -7,10 +7,12 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -29,13 +31,36 @@ const blackBoxPartitions = 3
 
 // blackBox is the consumer binary run as separate processes against a
 // broker listening on TCP, driven only by signals: what a user can do to it.
+// The broker is the in-process one, or a real Kafka broker when
+// DRIFTSTREAM_KAFKA_ADDR names one (scripts/kafka-broker.sh starts it; the
+// same tests then run against it, each on topics and a group of its own).
 type blackBox struct {
-	t    *testing.T
-	bin  string
-	addr string
-	args []string
-	dir  string
-	n    int
+	t      *testing.T
+	bin    string
+	addr   string
+	args   []string
+	dir    string
+	n      int
+	prefix string // of the test's topics and group ("" on the in-process broker)
+}
+
+// topic is the test's name for one of the service's topics.
+func (b *blackBox) topic(name string) string { return b.prefix + name }
+
+// blackBoxBroker is the broker's address: DRIFTSTREAM_KAFKA_ADDR, else a new
+// in-process broker. prefix names the test's topics on a shared broker.
+func blackBoxBroker(t *testing.T) (addr, prefix string) {
+	if addr := os.Getenv("DRIFTSTREAM_KAFKA_ADDR"); addr != "" {
+		name := strings.Map(func(r rune) rune {
+			if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+				return r
+			}
+			return '-'
+		}, t.Name())
+		return addr, fmt.Sprintf("%s-%d-", name, time.Now().UnixNano())
+	}
+	c := kafkatest.Cluster(t, kfake.GroupMinSessionTimeout(500*time.Millisecond))
+	return c.ListenAddrs()[0], ""
 }
 
 // proc is one consumer process and its log.
@@ -52,8 +77,7 @@ func newBlackBox(t *testing.T) *blackBox {
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("build the consumer: %v\n%s", err, out)
 	}
-	c := kafkatest.Cluster(t, kfake.GroupMinSessionTimeout(500*time.Millisecond))
-	addr := c.ListenAddrs()[0]
+	addr, prefix := blackBoxBroker(t)
 	// The events topic exists before the first consumer, as in production;
 	// the consumer creates the others.
 	conn, err := kafka.Dial("tcp", addr)
@@ -61,14 +85,29 @@ func newBlackBox(t *testing.T) *blackBox {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	if err := conn.CreateTopics(kafka.TopicConfig{Topic: "events", NumPartitions: blackBoxPartitions, ReplicationFactor: 1}); err != nil {
+	ctrl, err := conn.Controller()
+	if err != nil {
 		t.Fatal(err)
 	}
-	args := []string{"-brokers", addr, "-group", "bb", "-dim", "6", "-learner", "lasec-ss", "-learner-params", `{"a":0.3}`,
-		"-partitions", strconv.Itoa(blackBoxPartitions), "-changelog-topic", "changelog", "-checkpoint-every", "150",
+	cconn, err := kafka.Dial("tcp", net.JoinHostPort(ctrl.Host, strconv.Itoa(ctrl.Port)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cconn.Close()
+	if err := cconn.CreateTopics(kafka.TopicConfig{Topic: prefix + "events", NumPartitions: blackBoxPartitions, ReplicationFactor: 1}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "the events topic's leaders", func() bool { // a real broker creates topics asynchronously
+		ps, err := conn.ReadPartitions(prefix + "events")
+		return err == nil && len(ps) == blackBoxPartitions
+	})
+	args := []string{"-brokers", addr, "-group", prefix + "bb", "-dim", "6", "-learner", "lasec-ss", "-learner-params", `{"a":0.3}`,
+		"-events-topic", prefix + "events", "-predictions-topic", prefix + "predictions", "-queries-topic", prefix + "label-queries",
+		"-dead-letter-topic", prefix + "dead-letters", "-alerts-topic", prefix + "drift-alerts",
+		"-partitions", strconv.Itoa(blackBoxPartitions), "-changelog-topic", prefix + "changelog", "-checkpoint-every", "150",
 		"-checkpoint-period", "400ms", "-session-timeout", "2s", "-metrics-addr", "127.0.0.1:0", "-log-format", "json",
 		"-fail-exit-after", "5s", "-shutdown-timeout", "20s"}
-	return &blackBox{t: t, bin: bin, addr: addr, args: args, dir: dir}
+	return &blackBox{t: t, bin: bin, addr: addr, args: args, dir: dir, prefix: prefix}
 }
 
 func (b *blackBox) start() *proc {
@@ -136,10 +175,10 @@ type producer struct {
 	err    error
 }
 
-func startProducer(t *testing.T, addr string, keys, total, rate int) *producer {
+func startProducer(t *testing.T, addr, topic string, keys, total, rate int) *producer {
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &producer{cancel: cancel}
-	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "events", Balancer: &kafka.Hash{}, BatchTimeout: time.Millisecond, RequiredAcks: kafka.RequireAll}
+	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: topic, Balancer: &kafka.Hash{}, BatchTimeout: time.Millisecond, RequiredAcks: kafka.RequireAll}
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
@@ -229,7 +268,7 @@ func readTopic(t *testing.T, addr, topic string) map[int][]kafka.Message {
 // sequence owner, a marker of sequence owner follows the last of them.
 func (b *blackBox) markerAfterStale(stale, owner uint64) bool {
 	found := false
-	for _, msgs := range readTopic(b.t, b.addr, "changelog") {
+	for _, msgs := range readTopic(b.t, b.addr, b.topic("changelog")) {
 		claimed, lastStale, lastMarker := -1, -1, -1
 		for i, m := range msgs {
 			rec, err := checkpoint.Decode(m.Value)
@@ -272,7 +311,7 @@ func (b *blackBox) verify(ids []string) (dups, fenced int) {
 	}
 	ref := checkpoint.NewMemoryStore()
 	want := map[string][]byte{}
-	for p, msgs := range readTopic(t, b.addr, "events") {
+	for p, msgs := range readTopic(t, b.addr, b.topic("events")) {
 		w, err := pipeline.NewWorker(pcfg, p)
 		if err != nil {
 			t.Fatal(err)
@@ -295,7 +334,7 @@ func (b *blackBox) verify(ids []string) (dups, fenced int) {
 	}
 	got := map[string]int{}
 	differing := 0
-	for _, msgs := range readTopic(t, b.addr, "predictions") {
+	for _, msgs := range readTopic(t, b.addr, b.topic("predictions")) {
 		for _, m := range msgs {
 			var id struct{ ID string }
 			json.Unmarshal(m.Value, &id)
@@ -316,7 +355,7 @@ func (b *blackBox) verify(ids []string) (dups, fenced int) {
 			dups += got[id] - 1
 		}
 	}
-	store, err := checkpoint.NewKafkaStore(&kafka.Dialer{}, []string{b.addr}, "changelog")
+	store, err := checkpoint.NewKafkaStore(&kafka.Dialer{}, []string{b.addr}, b.topic("changelog"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -352,7 +391,7 @@ func (b *blackBox) waitPredicted(ids []string) {
 	b.t.Helper()
 	waitFor(b.t, 90*time.Second, "every event predicted", func() bool {
 		seen := map[string]bool{}
-		for _, msgs := range readTopic(b.t, b.addr, "predictions") {
+		for _, msgs := range readTopic(b.t, b.addr, b.topic("predictions")) {
 			for _, m := range msgs {
 				var id struct{ ID string }
 				json.Unmarshal(m.Value, &id)
@@ -412,7 +451,7 @@ func TestBlackBoxZombieWriter(t *testing.T) {
 	waitFor(t, 60*time.Second, "A restores its partitions", func() bool { return a.count(`"partition restored"`) >= blackBoxPartitions })
 	// Events keep coming until well after A resumes (6 s at 4,000 a
 	// second), so that B has records to checkpoint after A's stale write.
-	prod := startProducer(t, b.addr, 200, 24000, 4000)
+	prod := startProducer(t, b.addr, b.topic("events"), 200, 24000, 4000)
 	time.Sleep(1200 * time.Millisecond)
 	a.signal(t, syscall.SIGSTOP)
 	bb := b.start()
@@ -449,7 +488,7 @@ func TestBlackBoxKill9(t *testing.T) {
 		}
 	}
 	b := newBlackBox(t)
-	prod := startProducer(t, b.addr, 300, 2000*(kills+2), 2000)
+	prod := startProducer(t, b.addr, b.topic("events"), 300, 2000*(kills+2), 2000)
 	r := rand.New(rand.NewPCG(9, 9))
 	for i := 0; i < kills; i++ {
 		p := b.start()
