@@ -42,6 +42,8 @@ type blackBox struct {
 	dir    string
 	n      int
 	prefix string // of the test's topics and group ("" on the in-process broker)
+	// finishers are the last consumers finishWith started.
+	finishers []*proc
 }
 
 // topic is the test's name for one of the service's topics.
@@ -107,6 +109,11 @@ func newBlackBox(t *testing.T) *blackBox {
 		"-partitions", strconv.Itoa(blackBoxPartitions), "-changelog-topic", prefix + "changelog", "-checkpoint-every", "150",
 		"-checkpoint-period", "400ms", "-session-timeout", "2s", "-metrics-addr", "127.0.0.1:0", "-log-format", "json",
 		"-fail-exit-after", "5s", "-shutdown-timeout", "20s"}
+	t.Cleanup(func() {
+		if d := os.Getenv("DRIFTSTREAM_BLACKBOX_LOGS"); d != "" && t.Failed() { // keep every consumer's log
+			exec.Command("cp", "-r", dir, filepath.Join(d, prefix+filepath.Base(dir))).Run()
+		}
+	})
 	return &blackBox{t: t, bin: bin, addr: addr, args: args, dir: dir, prefix: prefix}
 }
 
@@ -176,6 +183,12 @@ type producer struct {
 }
 
 func startProducer(t *testing.T, addr, topic string, keys, total, rate int) *producer {
+	return startProducerFrom(t, addr, topic, keys, total, rate, 0)
+}
+
+// startProducerFrom is startProducer numbering its events from first on, with
+// a stream of its own (a second producer after a first).
+func startProducerFrom(t *testing.T, addr, topic string, keys, total, rate, first int) *producer {
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &producer{cancel: cancel}
 	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: topic, Balancer: &kafka.Hash{}, BatchTimeout: time.Millisecond, RequiredAcks: kafka.RequireAll}
@@ -183,14 +196,14 @@ func startProducer(t *testing.T, addr, topic string, keys, total, rate int) *pro
 	go func() {
 		defer p.wg.Done()
 		defer w.Close()
-		r := rand.New(rand.NewPCG(77, 1))
+		r := rand.New(rand.NewPCG(77, uint64(1+first)))
 		const batch = 50
 		tick := time.NewTicker(time.Second * batch / time.Duration(rate))
 		defer tick.Stop()
-		for i := 0; i < total; {
+		for i := first; i < first+total; {
 			var msgs []kafka.Message
 			var ids []string
-			for j := 0; j < batch && i < total; j, i = j+1, i+1 {
+			for j := 0; j < batch && i < first+total; j, i = j+1, i+1 {
 				key := fmt.Sprintf("k%d", r.IntN(keys))
 				x := make([]float64, 6)
 				m := 0.0
@@ -212,7 +225,7 @@ func startProducer(t *testing.T, addr, topic string, keys, total, rate int) *pro
 					msgs = append(msgs, kafka.Message{Key: []byte(key), Value: fmt.Appendf(nil, `{"id":%q,"x":%s,"label":%d}`, id, xs, y)})
 				}
 			}
-			if err := w.WriteMessages(context.Background(), msgs...); err != nil {
+			if err := writeRetrying(w, msgs); err != nil {
 				p.mu.Lock()
 				p.err = err
 				p.mu.Unlock()
@@ -231,6 +244,20 @@ func startProducer(t *testing.T, addr, topic string, keys, total, rate int) *pro
 	return p
 }
 
+// writeRetrying writes msgs, again for up to 30 s while the broker answers
+// with a retriable error (a real broker briefly refuses a topic it has just
+// created, after the Writer's own attempts).
+func writeRetrying(w *kafka.Writer, msgs []kafka.Message) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := w.WriteMessages(context.Background(), msgs...)
+		if err == nil || time.Now().After(deadline) || !pipeline.IsRetriable(err) {
+			return err
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
 // finish waits for the producer to write everything and returns the ids.
 func (p *producer) finish(t *testing.T) []string {
 	t.Helper()
@@ -242,10 +269,16 @@ func (p *producer) finish(t *testing.T) []string {
 	return p.ids
 }
 
-// readTopic reads every message of every partition of a topic.
+// readTopic reads every message of every partition of a topic; nothing
+// when the topic does not exist yet (asked in a way that never creates it:
+// a real broker creates a topic that a metadata request names, with its
+// default partition count).
 func readTopic(t *testing.T, addr, topic string) map[int][]kafka.Message {
 	t.Helper()
 	out := map[int][]kafka.Message{}
+	if !kafkatest.TopicExists(t, addr, topic) {
+		return out
+	}
 	for p := 0; p < blackBoxPartitions; p++ {
 		conn, err := kafka.DialLeader(context.Background(), "tcp", addr, topic, p)
 		if err != nil {
@@ -408,16 +441,15 @@ func (b *blackBox) waitPredicted(ids []string) {
 func (b *blackBox) finishWith(ids []string, live ...*proc) {
 	t := b.t
 	t.Helper()
-	all := append(live, b.start())
+	last := b.start()
+	b.finishers = append(b.finishers, last)
+	all := append(live, last)
 	defer func() {
 		if t.Failed() {
 			for _, p := range all {
 				p.cmd.Process.Signal(syscall.SIGQUIT) // a goroutine dump in its log
 			}
-			time.Sleep(500 * time.Millisecond)
-			if d := os.Getenv("DRIFTSTREAM_BLACKBOX_LOGS"); d != "" { // keep every consumer's log
-				exec.Command("cp", "-r", b.dir, d).Run()
-			}
+			time.Sleep(500 * time.Millisecond) // newBlackBox's cleanup keeps the logs (DRIFTSTREAM_BLACKBOX_LOGS)
 		}
 	}()
 	b.waitPredicted(ids)

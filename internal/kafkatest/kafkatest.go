@@ -4,6 +4,7 @@ package kafkatest
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -12,7 +13,9 @@ import (
 )
 
 // Cluster starts an in-process broker (one node, with opts), closed when
-// the test ends.
+// the test ends. It refuses, and fails the test for, any request below
+// Apache Kafka 4.0.0's minimum version of its API (Kafka40MinVersions): a
+// client that would break on Kafka 4 breaks the fast tests too.
 func Cluster(t testing.TB, opts ...kfake.Opt) *kfake.Cluster {
 	t.Helper()
 	c, err := kfake.NewCluster(append([]kfake.Opt{kfake.NumBrokers(1)}, opts...)...)
@@ -20,7 +23,28 @@ func Cluster(t testing.TB, opts ...kfake.Opt) *kfake.Cluster {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
+	c.Control(func(req kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		if min, ok := Kafka40MinVersions[req.Key()]; ok && req.GetVersion() < min {
+			err := fmt.Errorf("%s v%d is below Apache Kafka 4.0.0's minimum v%d: a Kafka 4 broker refuses it", kmsg.NameForKey(req.Key()), req.GetVersion(), min)
+			t.Error(err)
+			return nil, err, true // the connection is closed, as Kafka 4 does
+		}
+		return nil, nil, false
+	})
 	return c
+}
+
+// Kafka40MinVersions are the lowest versions Apache Kafka 4.0.0 accepts,
+// per API key, where above 0: read from a 4.0.0 broker's ApiVersions
+// response (scripts/kafka-broker.sh start 4.0.0 …).
+var Kafka40MinVersions = map[int16]int16{
+	kmsg.Fetch.Int16(): 4, kmsg.ListOffsets.Int16(): 1, kmsg.OffsetCommit.Int16(): 2, kmsg.OffsetFetch.Int16(): 1,
+	kmsg.JoinGroup.Int16(): 2, kmsg.CreateTopics.Int16(): 2, kmsg.DeleteTopics.Int16(): 1, kmsg.OffsetForLeaderEpoch.Int16(): 2,
+	kmsg.WriteTxnMarkers.Int16(): 1, kmsg.DescribeACLs.Int16(): 1, kmsg.CreateACLs.Int16(): 1, kmsg.DeleteACLs.Int16(): 1,
+	kmsg.DescribeConfigs.Int16(): 1, kmsg.AlterReplicaLogDirs.Int16(): 1, kmsg.DescribeLogDirs.Int16(): 1,
+	kmsg.CreateDelegationToken.Int16(): 1, kmsg.RenewDelegationToken.Int16(): 1, kmsg.ExpireDelegationToken.Int16(): 1,
+	kmsg.DescribeDelegationToken.Int16(): 1,
 }
 
 // DeleteRecords deletes the records of topic/partition below offset, as

@@ -1,0 +1,179 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/driftstream/driftstream/checkpoint"
+	"github.com/segmentio/kafka-go"
+)
+
+// A group of three members that join and leave, then a rolling restart of
+// each with SIGTERM: every stop writes its last checkpoint and commits, so
+// no prediction is written twice, none is missing, and the final key states
+// equal an uninterrupted run's.
+func TestBlackBoxRollingRestartRepeatsNothing(t *testing.T) {
+	b := newBlackBox(t)
+	prod := startProducer(t, b.addr, b.topic("events"), 150, 12000, 3000)
+	stop := func(p *proc) {
+		t.Helper()
+		p.signal(t, syscall.SIGTERM)
+		select {
+		case err := <-p.done:
+			if err != nil {
+				t.Fatalf("%s exited with %v:\n%s", p.log, err, tail(p.logText(), 3000))
+			}
+		case <-time.After(60 * time.Second):
+			t.Fatalf("%s did not stop on SIGTERM", p.log)
+		}
+	}
+	restored := func(p *proc) func() bool { return func() bool { return p.count(`"partition restored"`) >= 1 } }
+	members := []*proc{b.start()}
+	waitFor(t, 60*time.Second, "the first member's partitions", restored(members[0]))
+	for range 2 { // two more join
+		p := b.start()
+		waitFor(t, 60*time.Second, "a joining member's partition", restored(p))
+		members = append(members, p)
+		time.Sleep(300 * time.Millisecond)
+	}
+	for i, p := range members { // a rolling restart: each stops, and a new one takes its place
+		stop(p)
+		members[i] = b.start()
+		waitFor(t, 60*time.Second, "the replacement's partition", restored(members[i]))
+		time.Sleep(300 * time.Millisecond)
+	}
+	ids := prod.finish(t)
+	b.finishWith(ids, members...)
+	if dups, _ := b.verify(ids); dups != 0 {
+		t.Fatalf("%d predictions written twice across clean stops", dups)
+	}
+}
+
+// The changelog compacted by a real broker's log cleaner: the changelog is
+// created with small segments and an eager cleaner, the service checkpoints
+// a few keys many times over, the cleaner removes the superseded records
+// (offsets go missing), and a fresh member restores every key from what the
+// cleaner kept: final states equal an uninterrupted run's. Needs a real
+// broker (DRIFTSTREAM_KAFKA_ADDR): the in-process one has no log cleaner of
+// this kind.
+func TestRealKafkaCompactedChangelogRestores(t *testing.T) {
+	if os.Getenv("DRIFTSTREAM_KAFKA_ADDR") == "" {
+		t.Skip("needs a real broker's log cleaner: set DRIFTSTREAM_KAFKA_ADDR (scripts/kafka-broker.sh start 4.0.0 19092 DIR)")
+	}
+	b := newBlackBox(t)
+	createTopic(t, b.addr, kafka.TopicConfig{Topic: b.topic("changelog"), NumPartitions: blackBoxPartitions, ReplicationFactor: 1,
+		ConfigEntries: []kafka.ConfigEntry{{ConfigName: "cleanup.policy", ConfigValue: "compact"}, {ConfigName: "segment.ms", ConfigValue: "200"},
+			{ConfigName: "min.cleanable.dirty.ratio", ConfigValue: "0.01"}, {ConfigName: "delete.retention.ms", ConfigValue: "100"},
+			{ConfigName: "min.compaction.lag.ms", ConfigValue: "0"}}})
+	prod := startProducer(t, b.addr, b.topic("events"), 20, 20000, 4000)
+	p := b.start()
+	ids := prod.finish(t)
+	b.waitPredicted(ids)
+	// The cleaner keeps the latest record per key: offsets of superseded
+	// checkpoints disappear from the log.
+	compacted := func() (records, span int64) {
+		for _, msgs := range readTopic(t, b.addr, b.topic("changelog")) {
+			if len(msgs) > 0 {
+				records += int64(len(msgs))
+				span += msgs[len(msgs)-1].Offset - msgs[0].Offset + 1
+			}
+		}
+		return records, span
+	}
+	waitFor(t, 90*time.Second, "the log cleaner to compact the changelog", func() bool {
+		records, span := compacted()
+		return span > 0 && records < span/2
+	})
+	records, span := compacted()
+	t.Logf("the changelog holds %d of the %d records written at its offsets", records, span)
+	p.kill(t)
+	// The next member restores from the compacted log alone and goes on with
+	// events that come after.
+	more := startProducerFrom(t, b.addr, b.topic("events"), 20, 2000, 4000, len(ids))
+	ids = append(ids, more.finish(t)...)
+	b.finishWith(ids)
+	if c := b.finishers[len(b.finishers)-1]; c.count(`"partition restored"`) < blackBoxPartitions {
+		t.Fatalf("the last member restored %d partitions, want %d", c.count(`"partition restored"`), blackBoxPartitions)
+	}
+	b.verify(ids)
+}
+
+// createTopic creates a topic through the controller and waits for its
+// leaders.
+func createTopic(t *testing.T, addr string, tc kafka.TopicConfig) {
+	t.Helper()
+	conn, err := kafka.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctrl, err := conn.Controller()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cconn, err := kafka.Dial("tcp", net.JoinHostPort(ctrl.Host, strconv.Itoa(ctrl.Port)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cconn.Close()
+	if err := cconn.CreateTopics(tc); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "topic "+tc.Topic, func() bool {
+		ps, err := conn.ReadPartitions(tc.Topic)
+		return err == nil && len(ps) == tc.NumPartitions
+	})
+}
+
+// SASL/SCRAM-SHA-512 on a real broker's SASL listener
+// (DRIFTSTREAM_KAFKA_SASL_ADDR; scripts/kafka-broker.sh adds the user
+// "driftstream" at format time): the service runs with the right password,
+// and with a wrong one it fails at start, at once, with the explained
+// message.
+func TestRealKafkaSASLSCRAM(t *testing.T) {
+	addr := os.Getenv("DRIFTSTREAM_KAFKA_SASL_ADDR")
+	if addr == "" {
+		t.Skip("needs a real broker's SASL listener: set DRIFTSTREAM_KAFKA_SASL_ADDR (scripts/kafka-broker.sh starts one on its port + 1)")
+	}
+	b := newBlackBox(t)
+	for i, a := range b.args {
+		if a == "-brokers" {
+			b.args[i+1] = addr
+		}
+	}
+	sasl := []string{"-sasl-mechanism", "scram-sha-512", "-sasl-username", "driftstream"}
+	base := b.args
+	b.args = append(append([]string{}, base...), sasl...)
+	os.Setenv("DRIFTSTREAM_SASL_PASSWORD", "wrong")
+	defer os.Unsetenv("DRIFTSTREAM_SASL_PASSWORD")
+	wrong := b.start()
+	select {
+	case err := <-wrong.done:
+		if err == nil || !strings.Contains(wrong.logText(), "SASL") {
+			t.Fatalf("a wrong password: exit %v, log:\n%s", err, tail(wrong.logText(), 2000))
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("a wrong password did not fail the start within 30 s")
+	}
+	os.Setenv("DRIFTSTREAM_SASL_PASSWORD", "driftstream-pw")
+	prod := startProducer(t, b.addr, b.topic("events"), 50, 3000, 3000) // the producer on the plain listener
+	ids := prod.finish(t)
+	b.finishWith(ids)
+	b.verify(ids)
+	store, err := checkpoint.NewKafkaStore(&kafka.Dialer{}, []string{b.addr}, b.topic("changelog"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	snap, err := store.Load(context.Background(), 0, nil)
+	if err != nil || snap.Owner == nil || !bytes.Contains([]byte(snap.Owner.Owner), []byte("/")) {
+		t.Fatalf("changelog written over SASL: %v %+v", err, snap.Owner)
+	}
+}
