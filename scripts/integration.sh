@@ -14,7 +14,7 @@ versions=("$@")
 [ ${#versions[@]} -gt 0 ] || versions=(3.9.2 4.0.0 4.4.0)
 kafka_dir=$(mktemp -d)
 trap 'for d in "$kafka_dir"/*/; do [ -d "$d" ] && scripts/kafka-broker.sh stop "$d"; done' EXIT
-port=39092
+port=29092 # below the ephemeral range (32768 and up), where a client's connection may hold a port
 for version in "${versions[@]}"; do
   dir="$kafka_dir/$version"
   start=$(date +%s)

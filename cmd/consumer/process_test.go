@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -82,27 +81,7 @@ func newBlackBox(t *testing.T) *blackBox {
 	addr, prefix := blackBoxBroker(t)
 	// The events topic exists before the first consumer, as in production;
 	// the consumer creates the others.
-	conn, err := kafka.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	ctrl, err := conn.Controller()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cconn, err := kafka.Dial("tcp", net.JoinHostPort(ctrl.Host, strconv.Itoa(ctrl.Port)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cconn.Close()
-	if err := cconn.CreateTopics(kafka.TopicConfig{Topic: prefix + "events", NumPartitions: blackBoxPartitions, ReplicationFactor: 1}); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, 30*time.Second, "the events topic's leaders", func() bool { // a real broker creates topics asynchronously
-		ps, err := conn.ReadPartitions(prefix + "events")
-		return err == nil && len(ps) == blackBoxPartitions
-	})
+	createTopic(t, addr, kafka.TopicConfig{Topic: prefix + "events", NumPartitions: blackBoxPartitions, ReplicationFactor: 1})
 	args := []string{"-brokers", addr, "-group", prefix + "bb", "-dim", "6", "-learner", "lasec-ss", "-learner-params", `{"a":0.3}`,
 		"-events-topic", prefix + "events", "-predictions-topic", prefix + "predictions", "-queries-topic", prefix + "label-queries",
 		"-dead-letter-topic", prefix + "dead-letters", "-alerts-topic", prefix + "drift-alerts",
