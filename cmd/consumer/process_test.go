@@ -259,17 +259,27 @@ func readTopic(t *testing.T, addr, topic string) map[int][]kafka.Message {
 		return out
 	}
 	for p := 0; p < blackBoxPartitions; p++ {
-		conn, err := kafka.DialLeader(context.Background(), "tcp", addr, topic, p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		err = kafkaread.Partition(context.Background(), conn, 0, func(m kafka.Message) error {
-			out[p] = append(out[p], m)
-			return nil
-		})
-		conn.Close()
-		if err != nil {
-			t.Fatal(err)
+		// A topic just created may not have settled its leaders: a retriable
+		// error is retried, as any client does.
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			var msgs []kafka.Message
+			conn, err := kafka.DialLeader(context.Background(), "tcp", addr, topic, p)
+			if err == nil {
+				err = kafkaread.Partition(context.Background(), conn, 0, func(m kafka.Message) error {
+					msgs = append(msgs, m)
+					return nil
+				})
+				conn.Close()
+			}
+			if err == nil {
+				out[p] = msgs
+				break
+			}
+			if !pipeline.IsRetriable(err) || time.Now().After(deadline) {
+				t.Fatal(err)
+			}
+			time.Sleep(100 * time.Millisecond)
 		}
 	}
 	return out
