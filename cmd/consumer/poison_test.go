@@ -52,14 +52,7 @@ func TestBlackBoxPoisonRecordsNeverStopTheStream(t *testing.T) {
 	b.waitPredicted(ids)
 	waitFor(t, 30*time.Second, "the dead letters", func() bool { return countAll(readTopic(t, b.addr, b.topic("dead-letters"))) >= len(poison) })
 	first.signal(t, syscall.SIGTERM)
-	select {
-	case err := <-first.done:
-		if err != nil {
-			t.Fatalf("the consumer exited with %v:\n%s", err, tail(first.logText(), 3000))
-		}
-	case <-time.After(60 * time.Second):
-		t.Fatal("the consumer did not stop on SIGTERM")
-	}
+	first.waitClean(t)
 	if n := first.count("partition failed"); n != 0 {
 		t.Fatalf("%d partitions failed:\n%s", n, tail(first.logText(), 3000))
 	}

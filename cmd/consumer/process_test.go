@@ -446,17 +446,24 @@ func (b *blackBox) finishWith(ids []string, live ...*proc) {
 		p.signal(t, syscall.SIGTERM)
 	}
 	for _, p := range all {
-		select {
-		case err := <-p.done:
-			if err != nil {
-				t.Fatalf("%s exited with %v:\n%s", p.log, err, tail(p.logText(), 3000))
-			}
-		case <-time.After(60 * time.Second):
-			t.Fatalf("%s did not stop on SIGTERM", p.log)
+		p.waitClean(t)
+	}
+}
+
+// waitClean waits for p, stopped by SIGTERM, to exit 0 without an ERROR
+// line in its log.
+func (p *proc) waitClean(t *testing.T) {
+	t.Helper()
+	select {
+	case err := <-p.done:
+		if err != nil {
+			t.Fatalf("%s exited with %v:\n%s", p.log, err, tail(p.logText(), 3000))
 		}
-		if p.count(`"level":"ERROR"`) > 0 {
-			t.Fatalf("%s logged an error:\n%s", p.log, p.logText())
-		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("%s did not stop on SIGTERM", p.log)
+	}
+	if p.count(`"level":"ERROR"`) > 0 {
+		t.Fatalf("%s logged an error:\n%s", p.log, p.logText())
 	}
 }
 

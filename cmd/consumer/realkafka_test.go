@@ -25,14 +25,7 @@ func TestBlackBoxRollingRestartRepeatsNothing(t *testing.T) {
 	stop := func(p *proc) {
 		t.Helper()
 		p.signal(t, syscall.SIGTERM)
-		select {
-		case err := <-p.done:
-			if err != nil {
-				t.Fatalf("%s exited with %v:\n%s", p.log, err, tail(p.logText(), 3000))
-			}
-		case <-time.After(60 * time.Second):
-			t.Fatalf("%s did not stop on SIGTERM", p.log)
-		}
+		p.waitClean(t)
 	}
 	restored := func(p *proc) func() bool { return func() bool { return p.count(`"partition restored"`) >= 1 } }
 	members := []*proc{b.start()}
