@@ -480,7 +480,9 @@ func TestBlackBoxZombieWriter(t *testing.T) {
 	// Events keep coming until well after A resumes (6 s at 4,000 a
 	// second), so that B has records to checkpoint after A's stale write.
 	prod := startProducer(t, b.addr, b.topic("events"), 200, 24000, 4000)
-	time.Sleep(1200 * time.Millisecond)
+	// A is frozen while it processes (with records not yet checkpointed):
+	// on a real broker the first events can take a moment to arrive.
+	waitFor(t, 60*time.Second, "A's first predictions", func() bool { return countAll(readTopic(t, b.addr, b.topic("predictions"))) >= 1000 })
 	a.signal(t, syscall.SIGSTOP)
 	bb := b.start()
 	waitFor(t, 60*time.Second, "B takes over every partition", func() bool { return bb.count(`"partition restored"`) >= blackBoxPartitions })
