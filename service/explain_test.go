@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
+	"github.com/driftstream/driftstream/internal/kafkatest"
 	"math/big"
 	"strings"
 	"testing"
@@ -35,6 +36,7 @@ func selfSigned(t *testing.T) tls.Certificate {
 // A client configured unlike the broker's listener gets an error that names
 // the setting to change, not a bare timeout or EOF.
 func TestListenerMismatchIsExplained(t *testing.T) {
+	kafkatest.Slow(t)
 	for _, tc := range []struct {
 		name   string
 		opts   []kfake.Opt

@@ -102,6 +102,7 @@ func (b *brokenStore) Write(ctx context.Context, keys []checkpoint.KeyRecord, m 
 // the failed partition wrote at most two checkpoint intervals of outputs
 // that a restart repeats.
 func TestPermanentFailureEndsThePartitionNotTheService(t *testing.T) {
+	kafkatest.Slow(t)
 	addr := cluster(t)
 	cfg := testConfig(t, addr, "g-broken")
 	cfg.CheckpointEvery, cfg.CheckpointInterval = 50, time.Hour
@@ -430,6 +431,7 @@ func TestDeletedChangelogIsNeverRecreated(t *testing.T) {
 // checkpoint), no partition fails, and once the outage ends every event is
 // predicted.
 func TestRevokedDuringAnOutageIsNoFailure(t *testing.T) {
+	kafkatest.Slow(t)
 	addr := cluster(t)
 	var outage atomic.Bool
 	var refused atomic.Int64

@@ -227,6 +227,7 @@ func TestServiceRefusesUnequalPartitions(t *testing.T) {
 // move with their state (checkpointed on revoke, restored on assignment), and
 // the end result is bit-identical to an uninterrupted run.
 func TestRebalanceMovesPartitionsAndState(t *testing.T) {
+	kafkatest.Slow(t)
 	for _, cacheKeys := range []int{0, 2} {
 		t.Run(fmt.Sprintf("cache-%d", cacheKeys), func(t *testing.T) { rebalances(t, cacheKeys) })
 	}

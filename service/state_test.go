@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/driftstream/driftstream/internal/kafkatest"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -196,6 +197,7 @@ func entryNames(dir string) []string {
 // event is predicted, and the end state is bit-identical to an
 // uninterrupted run.
 func TestRollingUpdateCatchesUpParkedPartitions(t *testing.T) {
+	kafkatest.Slow(t)
 	addr := cluster(t)
 	reg := prometheus.NewRegistry()
 	m, err := NewMetrics(reg)

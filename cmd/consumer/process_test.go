@@ -73,6 +73,7 @@ type proc struct {
 
 func newBlackBox(t *testing.T) *blackBox {
 	t.Helper()
+	kafkatest.Slow(t) // separate processes, seconds each
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "consumer")
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {

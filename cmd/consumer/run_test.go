@@ -219,6 +219,7 @@ func (l *lockedBuffer) String() string {
 // record — the plain-text progress line stays out — and a Ctrl-C stops
 // cleanly: exit 0, no ERROR record, "stopped cleanly" last.
 func TestJSONLogsAndACleanInterrupt(t *testing.T) {
+	kafkatest.Slow(t)
 	c := kafkatest.Cluster(t, kfake.SeedTopics(-1))
 	var out, errb lockedBuffer
 	exit := make(chan int, 1)

@@ -127,3 +127,12 @@ func TopicExists(t testing.TB, addr, topic string) bool {
 	}
 	return len(resp.Topics) == 1 && resp.Topics[0].ErrorCode == 0
 }
+
+// Slow skips a test that takes seconds when the suite runs with -short (the
+// inner loop); the full suite, go test ./..., and CI run it.
+func Slow(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("slow: runs in the full suite (go test ./...), not in the -short inner loop")
+	}
+}
