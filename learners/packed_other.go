@@ -34,3 +34,14 @@ func (r *rls) rankOne(q []float64, inv float64) {
 		}
 	}
 }
+
+// row fills buf (length d) with row i of P (full form) and returns it.
+func (r *rls) row(i int, buf []float64) []float64 {
+	for j, at := 0, i; j < i; j++ { // Pⱼᵢ, down column i of the rows above
+		buf[j] = r.p[at]
+		at += r.d - j - 1
+	}
+	start := r.rowStart(i)
+	copy(buf[i:], r.p[start:start+r.d-i])
+	return buf
+}

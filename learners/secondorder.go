@@ -74,17 +74,6 @@ func (r *rls) at(i, j int) float64 {
 	return r.p[r.rowStart(i)+j-i]
 }
 
-// row fills buf (length d) with row i of P (full form) and returns it.
-func (r *rls) row(i int, buf []float64) []float64 {
-	for j, at := 0, i; j < i; j++ { // Pⱼᵢ, down column i of the rows above
-		buf[j] = r.p[at]
-		at += r.d - j - 1
-	}
-	start := r.rowStart(i)
-	copy(buf[i:], r.p[start:start+r.d-i])
-	return buf
-}
-
 // scratch lends d-float buffers for the products with P: the learners of a
 // worker's keys share them rather than each holding its own.
 var scratch = sync.Pool{New: func() any { return new([]float64) }}

@@ -174,7 +174,6 @@ type TrackingWinnowParams struct {
 // of with the stream length.
 type trackingWinnow struct {
 	meta
-	alwaysDecide
 	alpha, lnAlpha, eps float64
 	transform           int
 	m                   float64

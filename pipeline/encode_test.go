@@ -13,7 +13,7 @@ import (
 func TestOutputEncodingMatchesJSON(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 5))
 	strs := []string{"e-1029", "", "k<&>", "quote\"back\\slash", "tab\there\nline", "é😀", "\x00\x1f", "\u2028", "a\xffb", "entity-42"}
-	floats := []float64{0, -0.0, 1, -1, 0.1, 1e-6, 9.99e-7, 1e-7, 123456789.125, 1e20, 1e21, -3.5e-300, math.MaxFloat64, math.SmallestNonzeroFloat64}
+	floats := []float64{0, math.Copysign(0, -1), 1, -1, 0.1, 1e-6, 9.99e-7, 1e-7, 123456789.125, 1e20, 1e21, -3.5e-300, math.MaxFloat64, math.SmallestNonzeroFloat64}
 	pick := func() float64 {
 		if r.IntN(2) == 0 {
 			return floats[r.IntN(len(floats))]

@@ -144,10 +144,9 @@ func (f *fault) hit() error {
 // testSink writes to outputs unless its fault says otherwise; after (when
 // set) fails after writing, as a crash right after the flush would.
 type testSink struct {
-	out          *outputs
-	before       faultSlot
-	after        faultSlot
-	writes, fail int
+	out    *outputs
+	before faultSlot
+	after  faultSlot
 }
 
 func (s *testSink) Write(_ context.Context, outs []Output) error {

@@ -89,9 +89,6 @@ type Report struct {
 	OverTime []backtest.Point `json:"-"`
 }
 
-// curvePoints is the number of samples of Report.OverTime.
-const curvePoints = 500
-
 // overTime merges the partitions' timed outcomes in event-time order and
 // samples the cumulative mistakes and the windowed accuracy (the last 500
 // outcomes) at curvePoints points.

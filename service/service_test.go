@@ -526,7 +526,7 @@ func TestServiceRecoversFromCorruptChangelog(t *testing.T) {
 		w.WriteMessages(kafka.Message{Key: []byte(key), Value: []byte("not a checkpoint record")})
 		w.Close()
 	}
-	ids = append(ids, produce(t, addr, 9, 300)...)
+	produce(t, addr, 9, 300)
 	var logs bytes.Buffer
 	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	runUntil(t, cfg, 300)

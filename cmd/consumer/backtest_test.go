@@ -270,10 +270,7 @@ func TestBacktestScoresDetectors(t *testing.T) {
 // 20 keys whose labels fall to noise halfway each raise an alert after it.
 func TestKeyedBacktestRunsTheServiceDetectors(t *testing.T) {
 	dir := t.TempDir()
-	var exs []streams.Example
-	for _, ex := range detectionScenarios()[0].examples(20, 2000, 5) {
-		exs = append(exs, ex)
-	}
+	exs := detectionScenarios()[0].examples(20, 2000, 5)
 	path := filepath.Join(dir, "keyed.jsonl")
 	var b []byte
 	for _, ex := range exs {
