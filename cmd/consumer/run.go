@@ -133,6 +133,12 @@ func runService(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	svc, err := service.New(ctx, scfg)
+	if err != nil && ctx.Err() != nil {
+		// SIGTERM or SIGINT while starting (a rollout that changed its mind,
+		// a shutdown during topic setup): nothing ran, nothing is lost.
+		log.Info("stopped by a signal while starting", "during", err.Error())
+		return exitOK
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "consumer: %v\n", err)
 		return exitError

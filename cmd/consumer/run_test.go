@@ -3,10 +3,13 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"io"
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -257,5 +260,42 @@ func TestJSONLogsAndACleanInterrupt(t *testing.T) {
 	}
 	if !strings.Contains(lines[len(lines)-1], "stopped cleanly") {
 		t.Fatalf("last line %q", lines[len(lines)-1])
+	}
+}
+
+// A SIGTERM while the service is still starting (here: while the broker
+// takes its time creating the topics) ends it cleanly, exit 0, with the
+// reason logged: nothing ran, nothing is lost, and a rollout that stops a
+// starting pod is not a failure.
+func TestSignalWhileStartingExitsCleanly(t *testing.T) {
+	kafkatest.Slow(t)
+	bin := filepath.Join(t.TempDir(), "consumer")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	c := kafkatest.Cluster(t)
+	c.ControlKey(kmsg.CreateTopics.Int16(), func(kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		time.Sleep(1500 * time.Millisecond) // a slow controller
+		return nil, nil, false
+	})
+	var out bytes.Buffer
+	cmd := exec.Command(bin, "-brokers", c.ListenAddrs()[0], "-dim", "3", "-metrics-addr", "127.0.0.1:0")
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil || !strings.Contains(out.String(), "stopped by a signal while starting") {
+			t.Fatalf("exit %v, output:\n%s", err, out.String())
+		}
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("still running 30 s after SIGTERM")
 	}
 }
