@@ -14,11 +14,13 @@ import (
 // maxBatchBytes keeps one produce request under the broker's default limit.
 const maxBatchBytes = 512 << 10
 
-// A record batch's header, and the most one record's framing adds to its
-// key and value: what a broker counts against max.message.bytes.
+// A v2 record batch's header, and the most one record's framing adds to
+// its key and value besides its headers (length, attributes, timestamp and
+// offset deltas, key and value lengths, header count, as varints at their
+// widest): what a broker counts against max.message.bytes.
 const (
-	batchOverhead  = 61
-	recordOverhead = 41
+	BatchOverhead  = 61
+	RecordOverhead = 41
 )
 
 // KafkaStore keeps checkpoints in a compacted changelog topic partitioned
@@ -57,7 +59,7 @@ type KafkaStore struct {
 // broker: the pipeline's key-record bound keeps them below it.
 func (s *KafkaStore) SetBatchLimit(maxMessageBytes int) {
 	if maxMessageBytes > 0 {
-		s.batchLimit = min(maxBatchBytes, maxMessageBytes-batchOverhead)
+		s.batchLimit = min(maxBatchBytes, maxMessageBytes-BatchOverhead)
 	}
 }
 
@@ -132,7 +134,7 @@ func (s *KafkaStore) produce(ctx context.Context, p int, msgs []kafka.Message) (
 	for start := 0; start < len(msgs); {
 		end, size := start, 0
 		for end < len(msgs) {
-			n := len(msgs[end].Key) + len(msgs[end].Value) + recordOverhead
+			n := len(msgs[end].Key) + len(msgs[end].Value) + RecordOverhead
 			if end > start && size+n > s.batchLimit {
 				break
 			}

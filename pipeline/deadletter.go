@@ -7,19 +7,17 @@ import (
 	"strconv"
 	"unicode/utf8"
 
+	"github.com/driftstream/driftstream/checkpoint"
 	"github.com/driftstream/driftstream/topics"
 )
 
 // Record sizes, as a Kafka broker measures them against max.message.bytes
 // (the limit applies to a whole v2 record batch on the wire).
 const (
-	// BatchOverhead is a v2 record batch's header, before its records.
-	BatchOverhead = 61
-	// RecordOverhead bounds one record's framing in a batch besides its
-	// key, value and headers: length, attributes, timestamp and offset
-	// deltas, key and value lengths and the header count, as varints at
-	// their widest.
-	RecordOverhead = 41
+	// BatchOverhead and RecordOverhead are checkpoint's: a batch's header,
+	// and one record's framing besides its key, value and headers.
+	BatchOverhead  = checkpoint.BatchOverhead
+	RecordOverhead = checkpoint.RecordOverhead
 	// HeaderOverhead bounds one header's framing besides its key and value
 	// (two varint lengths).
 	HeaderOverhead = 10

@@ -258,6 +258,12 @@ func TestBacktestScoresDetectors(t *testing.T) {
 	if !strings.Contains(out.String(), "hddm-a/mistakes") {
 		t.Fatalf("no detection table: %s", out.String())
 	}
+	// "all" pairs each detector with the signals it can watch (DDM and EDDM
+	// with mistakes only), so every pair runs.
+	if code := run([]string{"backtest", "-data", "synth:switching-gaussian?T=2000&d=5&period=1000", "-learners", "perceptron", "-detectors", "all", "-out", dir, "-q"},
+		&bytes.Buffer{}, &errb); code != exitOK || !strings.Contains(readFile(t, filepath.Join(dir, "detection.json")), "eddm/mistakes") {
+		t.Fatalf("-detectors all: exit %d: %s", code, errb.String())
+	}
 	if code := run([]string{"backtest", "-data", "synth:hyperplane?T=500", "-learners", "perceptron", "-detectors", "all", "-out", dir, "-q"},
 		&bytes.Buffer{}, &bytes.Buffer{}); code != exitUsage {
 		t.Fatalf("a stream without drift points: exit %d", code)

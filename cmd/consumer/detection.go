@@ -19,11 +19,13 @@ func detectorSpecs(flag string) ([]pipeline.DetectorSpec, error) {
 	switch flag {
 	case "":
 		return nil, nil
-	case "all":
+	case "all": // every detector on every signal it can watch: DDM and EDDM count mistakes
 		var all []pipeline.DetectorSpec
 		for _, name := range drift.Names() {
 			for _, sig := range []string{pipeline.SignalMistakes, pipeline.SignalQueries, pipeline.SignalScore} {
-				all = append(all, pipeline.DetectorSpec{Detector: name, Signal: sig})
+				if !drift.Binary(name) || sig == pipeline.SignalMistakes {
+					all = append(all, pipeline.DetectorSpec{Detector: name, Signal: sig})
+				}
 			}
 		}
 		return all, nil

@@ -16,7 +16,6 @@ import (
 	"sync"
 
 	"github.com/driftstream/driftstream/config"
-	"github.com/driftstream/driftstream/drift"
 	"github.com/driftstream/driftstream/learners"
 	"github.com/driftstream/driftstream/pipeline"
 	"github.com/driftstream/driftstream/replay"
@@ -165,13 +164,7 @@ func runDetection(args []string, stdout, stderr io.Writer) int {
 	switch *detectorsFlag {
 	case "default":
 		specs = config.DefaultDetectors()
-	case "all":
-		for _, name := range drift.Names() {
-			for _, sig := range []string{pipeline.SignalMistakes, pipeline.SignalQueries, pipeline.SignalScore} {
-				specs = append(specs, pipeline.DetectorSpec{Detector: name, Signal: sig})
-			}
-		}
-	default:
+	default: // a JSON list, or "all"
 		var err error
 		if specs, err = detectorSpecs(*detectorsFlag); err != nil {
 			return fail(err, exitUsage)
@@ -187,9 +180,6 @@ func runDetection(args []string, stdout, stderr io.Writer) int {
 		cfg := base
 		cfg.Detectors = []pipeline.DetectorSpec{spec}
 		if err := cfg.Validate(); err != nil {
-			if *detectorsFlag == "all" {
-				continue // a pair that cannot work (DDM on the score): not scored
-			}
 			return fail(err, exitUsage)
 		}
 		usable = append(usable, spec)
