@@ -77,7 +77,7 @@ func fill(s *Store, n int) error {
 // does not wait for those retries.
 func TestFullDiskFailsTheStore(t *testing.T) {
 	fs := &faultFS{FS: vfs.Default}
-	s, err := Open(filepath.Join(t.TempDir(), "p0"), Options{MemTableBytes: 256 << 10, BatchBytes: 32 << 10, StallTimeout: 5 * time.Second, fs: fs})
+	s, err := Open(filepath.Join(t.TempDir(), "p0"), Options{MemTableBytes: 256 << 10, BatchBytes: 32 << 10, StallTimeout: 5 * time.Second, FS: fs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func TestFullDiskFailsTheStore(t *testing.T) {
 // of stalling the partition forever.
 func TestStalledWriteFailsTheStore(t *testing.T) {
 	fs := &faultFS{FS: vfs.Default}
-	s, err := Open(filepath.Join(t.TempDir(), "p0"), Options{MemTableBytes: 256 << 10, BatchBytes: 32 << 10, StallTimeout: 300 * time.Millisecond, fs: fs})
+	s, err := Open(filepath.Join(t.TempDir(), "p0"), Options{MemTableBytes: 256 << 10, BatchBytes: 32 << 10, StallTimeout: 300 * time.Millisecond, FS: fs})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -56,9 +56,10 @@ type Options struct {
 	// BatchBytes is how many bytes of Sets and Deletes are staged before
 	// they are committed (DefaultBatchBytes when 0).
 	BatchBytes int
-	// fs, when set, is the file system Pebble uses, and noCompactions
-	// turns Pebble's compactions off (tests inject faults and lay out tables).
-	fs            vfs.FS
+	// FS is the file system Pebble uses (the operating system's when nil);
+	// tests inject disk faults through it.
+	FS vfs.FS
+	// noCompactions turns Pebble's compactions off (tests lay out tables).
 	noCompactions bool
 	// Logger receives Pebble's messages (discarded when nil), its errors at
 	// most once per ten seconds with a count of the ones left out.
@@ -217,7 +218,7 @@ func (s *Store) open(fresh bool) error {
 		ErrorIfExists:               fresh,
 		ErrorIfNotExists:            !fresh,
 		Logger:                      &pebbleLogger{l: s.opt.Logger.With("key_store", s.dir), fatal: s.fail},
-		FS:                          s.opt.fs,
+		FS:                          s.opt.FS,
 		DisableAutomaticCompactions: s.opt.noCompactions,
 		EventListener: &pebble.EventListener{
 			BackgroundError: func(err error) { s.fail(fmt.Errorf("background error: %w", err)) },
@@ -410,7 +411,7 @@ func (s *Store) Park(dir string, manifest []byte) (err error) {
 	if err != nil {
 		return err
 	}
-	tables, err := liveTables(s.dir, s.opt.fs)
+	tables, err := liveTables(s.dir, s.opt.FS)
 	if err != nil {
 		return err
 	}
@@ -521,7 +522,7 @@ func Reopen(dir string, opt Options) (s *Store, manifest []byte, err error) {
 	if err := syncDir(dir); err != nil {
 		return nil, nil, err
 	}
-	found, err := liveTables(dir, opt.fs)
+	found, err := liveTables(dir, opt.FS)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %w", ErrDamaged, err)
 	}

@@ -48,7 +48,10 @@ type keyCache struct {
 // set writes rec to the store, encoded in the cache's reused buffer.
 func (c *keyCache) set(rec *checkpoint.KeyRecord) error {
 	c.buf = checkpoint.AppendKey(c.buf[:0], *rec)
-	return c.store.Set(rec.Key, c.buf)
+	if err := c.store.Set(rec.Key, c.buf); err != nil {
+		return keyStoreError{err}
+	}
+	return nil
 }
 
 // UseKeyStore makes the worker keep its keys in s, holding at most
@@ -111,8 +114,11 @@ func (w *Worker) fault(key string) (*keyState, bool, error) {
 // stored reads key's record from the key store.
 func (w *Worker) stored(key string) (*checkpoint.KeyRecord, bool, error) {
 	b, ok, err := w.cache.store.Get(key)
-	if !ok || err != nil {
-		return nil, false, err
+	if err != nil {
+		return nil, false, keyStoreError{err}
+	}
+	if !ok {
+		return nil, false, nil
 	}
 	rec, err := checkpoint.DecodeOwned(b) // b is ours: the state is read in place
 	if err == nil && rec.Key == nil {
@@ -178,7 +184,7 @@ func (w *Worker) spill(c *CheckpointBatch) error {
 		}
 	}
 	if err := w.cache.store.Flush(); err != nil {
-		return err
+		return keyStoreError{err}
 	}
 	for _, key := range victims {
 		w.unwarn(w.keys[key])

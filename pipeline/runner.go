@@ -115,6 +115,9 @@ const (
 	StepSink    Step = "sink"
 	StepStore   Step = "store"
 	StepCommit  Step = "commit"
+	// StepKeyStore is the partition's on-disk key store (a full or hung
+	// disk, a damaged table), whichever step met its failure.
+	StepKeyStore Step = "key_store"
 	// StepFinal is the last checkpoint of a stopping partition, when it
 	// failed for want of time rather than at one step.
 	StepFinal Step = "final"
@@ -427,7 +430,7 @@ func (r *Runner) Run(ctx context.Context) error {
 	case IsFinal(err):
 		err = &PartitionError{Partition: r.cfg.Partition, Step: StepFinal, Err: err}
 	default:
-		err = &PartitionError{Partition: r.cfg.Partition, Step: StepProcess, Err: err}
+		err = r.stepError(StepProcess, err)
 	}
 	return err
 }
@@ -496,7 +499,7 @@ func (r *Runner) run(ctx context.Context) error {
 			return err
 		}
 		if err := res.complete(r.cfg.Partition, r.cfg.Committed[EventsTopic]); err != nil {
-			return &PartitionError{Partition: r.cfg.Partition, Step: StepRestore, Err: err}
+			return r.stepError(StepRestore, err)
 		}
 		for _, p := range res.Problems {
 			r.log.Warn("checkpoint record set aside; its key replays from further back", "problem", p)
@@ -583,7 +586,7 @@ func (r *Runner) run(ctx context.Context) error {
 				failingSince = time.Time{}
 				r.around[0] = r.w.Totals()
 				if err := r.w.Process(pctx, f.Record); err != nil {
-					return &PartitionError{Partition: r.cfg.Partition, Step: StepProcess, Err: err}
+					return r.stepError(StepProcess, err)
 				}
 				r.around[1] = r.w.Totals()
 				r.cfg.Observer.Processed(f, &r.around[0], &r.around[1])
@@ -645,6 +648,21 @@ func (r *Runner) final(wb *writeBehind, since int) error {
 // has ended.
 type finalError struct{ error }
 
+// keyStoreError is an error of the worker's key store (KeyStore).
+type keyStoreError struct{ error }
+
+func (e keyStoreError) Unwrap() error { return e.error }
+
+// stepError ends the partition at step, or at StepKeyStore when the key
+// store is what failed.
+func (r *Runner) stepError(step Step, err error) *PartitionError {
+	var ke keyStoreError
+	if errors.As(err, &ke) {
+		step = StepKeyStore
+	}
+	return &PartitionError{Partition: r.cfg.Partition, Step: step, Err: err}
+}
+
 func (e finalError) Unwrap() error { return e.error }
 
 // checkpoint takes the outputs so far and a checkpoint of the worker, and
@@ -653,7 +671,7 @@ func (e finalError) Unwrap() error { return e.error }
 func (r *Runner) checkpoint(wb *writeBehind, reply chan error) error {
 	batch, err := r.w.TakeCheckpoint()
 	if err != nil {
-		return &PartitionError{Partition: r.cfg.Partition, Step: StepStore, Err: err}
+		return r.stepError(StepStore, err)
 	}
 	t := r.w.Through()
 	next := [2]int64{-1, -1}

@@ -301,7 +301,7 @@ func (w *Worker) restore(ctx context.Context, store checkpoint.Store) (Restored,
 	sink := &restoring{w: w}
 	if w.cache != nil {
 		if err := w.cache.store.Reset(); err != nil {
-			return Restored{}, err
+			return Restored{}, keyStoreError{err}
 		}
 		sink.held = map[string]struct{}{}
 	}
@@ -370,7 +370,9 @@ func configurationChanged(unheld map[string]error) error {
 func (w *Worker) restored(snap *checkpoint.Snapshot, sink *restoring) (Restored, error) {
 	err := sink.err
 	if err == nil && w.cache != nil {
-		err = w.cache.store.Flush()
+		if err = w.cache.store.Flush(); err != nil {
+			err = keyStoreError{err}
+		}
 		if sink.held != nil {
 			w.cache.count = len(sink.held)
 		}
@@ -481,7 +483,7 @@ func (r *restoring) stored(key string) bool {
 	}
 	_, ok, err := r.w.cache.store.Get(key)
 	if err != nil {
-		r.err = err
+		r.err = keyStoreError{err}
 	}
 	return ok
 }
@@ -508,7 +510,9 @@ func (r *restoring) Put(rec *checkpoint.KeyRecord) {
 			r.w.cache.count--
 		}
 		if r.err == nil {
-			r.err = r.w.cache.store.Delete(rec.Key)
+			if err := r.w.cache.store.Delete(rec.Key); err != nil {
+				r.err = keyStoreError{err}
+			}
 		}
 	}
 	delete(r.w.keys, rec.Key)

@@ -20,7 +20,8 @@ for version in "${versions[@]}"; do
   start=$(date +%s)
   addr=$(scripts/kafka-broker.sh start "$version" "$port" "$dir")
   echo "kafka $version at $addr (started in $(( $(date +%s) - start )) s)"
-  if ! DRIFTSTREAM_KAFKA_ADDR="$addr" DRIFTSTREAM_KAFKA_SASL_ADDR="127.0.0.1:$((port + 1))" \
+  # DRIFTSTREAM_KAFKA_PID lets the outage test stop the broker (SIGSTOP) and resume it.
+  if ! DRIFTSTREAM_KAFKA_ADDR="$addr" DRIFTSTREAM_KAFKA_SASL_ADDR="127.0.0.1:$((port + 1))" DRIFTSTREAM_KAFKA_PID="$(cat "$dir/pid")" \
     go test -count=1 -run 'TestBlackBox|TestRealKafka' -v ./cmd/consumer > "$dir/suite.log" 2>&1; then
     tail -150 "$dir/suite.log"
     echo "kafka $version: the integration suite failed; the broker's log: $dir/server.log" >&2

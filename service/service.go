@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/driftstream/driftstream/checkpoint"
+	"github.com/driftstream/driftstream/keystore"
 	"github.com/driftstream/driftstream/pipeline"
 	"github.com/segmentio/kafka-go"
 )
@@ -112,6 +113,10 @@ type Config struct {
 	// CacheKeys is the number of keys per partition held in memory after
 	// each checkpoint when StateDir is set.
 	CacheKeys int
+	// KeyStore sizes and tunes the key stores under StateDir (the zero
+	// value: keystore's defaults); its Logger is replaced by the service's,
+	// with the partition. Tests inject disk faults through its FS.
+	KeyStore keystore.Options
 	// Owner names this member in ownership records (default host/pid).
 	Owner  string
 	Logger *slog.Logger
@@ -567,10 +572,6 @@ func (s *Service) isFailed(p int) bool {
 // fail records a partition's failure: once in the log, in the metrics and in
 // readiness; the first one starts the countdown to Run's error.
 func (s *Service) fail(p int, err error) {
-	s.mu.Lock()
-	first := len(s.failed) == 0
-	s.failed[p] = err
-	s.mu.Unlock()
 	step := string(pipeline.StepProcess)
 	var pe *pipeline.PartitionError
 	if errors.As(err, &pe) {
@@ -578,10 +579,14 @@ func (s *Service) fail(p int, err error) {
 	}
 	s.log.Error("partition failed; it stays stopped and the process exits", "partition", p, "step", step, "error", err,
 		"exit_in", s.cfg.FailExitAfter.String())
-	if m := s.cfg.Metrics; m != nil {
+	if m := s.cfg.Metrics; m != nil { // before readiness says so: whoever sees one sees both
 		m.partitionErrors.WithLabelValues(step).Inc()
 		m.partitionFailed.WithLabelValues(part(p)).Set(1)
 	}
+	s.mu.Lock()
+	first := len(s.failed) == 0
+	s.failed[p] = err
+	s.mu.Unlock()
 	if first {
 		close(s.failedCh)
 	}

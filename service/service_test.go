@@ -117,9 +117,18 @@ func readAll(t *testing.T, addr, topic string) []kafka.Message {
 // returns its checkpointed key states.
 func referenceStates(t *testing.T, addr string, cfg Config) map[string][]byte {
 	t.Helper()
+	_, states := referenceRun(t, addr, cfg)
+	return states
+}
+
+// referenceRun runs cfg's pipeline once, uninterrupted, over the events
+// topic at addr: it returns each event's prediction by id and each key's
+// final state.
+func referenceRun(t *testing.T, addr string, cfg Config) (predictions, states map[string][]byte) {
+	t.Helper()
 	store, _ := checkpoint.NewFileStore(t.TempDir(), 0)
 	events := readAll(t, addr, "events")
-	out := map[string][]byte{}
+	predictions, states = map[string][]byte{}, map[string][]byte{}
 	for p := 0; p < partitions; p++ {
 		w, err := pipeline.NewWorker(cfg.Pipeline, p)
 		if err != nil {
@@ -130,13 +139,51 @@ func referenceStates(t *testing.T, addr string, cfg Config) map[string][]byte {
 				w.Process(context.Background(), pipeline.Record{Topic: pipeline.EventsTopic, Partition: p, Offset: m.Offset, Key: m.Key, Value: m.Value})
 			}
 		}
+		for _, o := range w.TakeOutputs() {
+			if o.Kind == pipeline.OutPrediction {
+				var id struct{ ID string }
+				json.Unmarshal(o.Value, &id)
+				predictions[id.ID] = o.Value
+			}
+		}
 		w.Checkpoint(context.Background(), store)
 		snap, _ := store.Load(context.Background(), p, nil)
 		for k, rec := range snap.Keys {
-			out[k] = rec.State
+			states[k] = rec.State
 		}
 	}
-	return out
+	return predictions, states
+}
+
+// matchesAnUninterruptedRun fails t unless every event of ids has a
+// prediction on the broker, each byte-identical to an uninterrupted run's,
+// and the changelog holds every key's state byte-identical to it; it
+// returns how many predictions were repeated (identical copies).
+func matchesAnUninterruptedRun(t *testing.T, addr string, cfg Config, ids []string) (repeated int) {
+	t.Helper()
+	want, wantStates := referenceRun(t, addr, cfg)
+	got := map[string]int{}
+	differing := 0
+	for _, m := range readAll(t, addr, "predictions") {
+		var id struct{ ID string }
+		json.Unmarshal(m.Value, &id)
+		got[id.ID]++
+		if !bytes.Equal(m.Value, want[id.ID]) {
+			differing++
+		}
+	}
+	missing, repeated := deliveries(ids, got)
+	states, wrong := changelogStates(t, addr), 0
+	for k, b := range wantStates {
+		if !bytes.Equal(states[k], b) {
+			wrong++
+		}
+	}
+	t.Logf("%d events: %d missing, %d differing predictions, %d repeated; %d keys, %d final states differ", len(ids), missing, differing, repeated, len(wantStates), wrong)
+	if missing != 0 || differing != 0 || wrong != 0 || len(states) != len(wantStates) {
+		t.Fatalf("%d missing, %d differing predictions, %d wrong final states, %d keys in the changelog for %d", missing, differing, wrong, len(states), len(wantStates))
+	}
+	return repeated
 }
 
 func changelogStates(t *testing.T, addr string) map[string][]byte {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -91,7 +92,7 @@ func (s *Service) keptOrParked(p int) *pipeline.Kept {
 		return nil
 	}
 	log := s.log.With("partition", p, "dir", dir)
-	store, manifest, err := keystore.Reopen(dir, keystore.Options{Logger: log})
+	store, manifest, err := keystore.Reopen(dir, s.keyStoreOptions(log))
 	if err != nil {
 		log.Warn("cannot reopen the parked key store: removed; restoring from the changelog", "err", err)
 		s.refuseParked()
@@ -172,13 +173,20 @@ func dirBytes(dir string) (int64, error) {
 	return n, err
 }
 
+// keyStoreOptions are Config.KeyStore with log as their logger.
+func (s *Service) keyStoreOptions(log *slog.Logger) keystore.Options {
+	o := s.cfg.KeyStore
+	o.Logger = log
+	return o
+}
+
 // openKeyStore opens a new key store for partition p; nil without StateDir.
 func (s *Service) openKeyStore(p int) (pipeline.KeyStore, error) {
 	if s.cfg.StateDir == "" {
 		return nil, nil
 	}
 	dir := filepath.Join(s.cfg.StateDir, fmt.Sprintf("%s%d-%d", keyStorePrefix, p, s.keyStores.Add(1)))
-	ks, err := keystore.Open(dir, keystore.Options{Logger: s.log.With("partition", p)})
+	ks, err := keystore.Open(dir, s.keyStoreOptions(s.log.With("partition", p)))
 	if err != nil {
 		return nil, fmt.Errorf("partition %d: %w", p, err)
 	}

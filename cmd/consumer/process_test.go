@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -24,6 +25,7 @@ import (
 	"github.com/driftstream/driftstream/pipeline"
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 const blackBoxPartitions = 3
@@ -41,6 +43,8 @@ type blackBox struct {
 	dir    string
 	n      int
 	prefix string // of the test's topics and group ("" on the in-process broker)
+	// pause makes the broker answer nothing until resume is called.
+	pause func() (resume func())
 	// finishers are the last consumers finishWith started.
 	finishers []*proc
 }
@@ -50,18 +54,57 @@ func (b *blackBox) topic(name string) string { return b.prefix + name }
 
 // blackBoxBroker is the broker's address: DRIFTSTREAM_KAFKA_ADDR, else a new
 // in-process broker. prefix names the test's topics on a shared broker.
-func blackBoxBroker(t *testing.T) (addr, prefix string) {
+// pause stops the broker from answering (connections stay open, requests
+// wait) until resume: the in-process broker holds every request, a real
+// one is sent SIGSTOP and SIGCONT (its process id in DRIFTSTREAM_KAFKA_PID;
+// without it the test that pauses fails, saying so).
+func blackBoxBroker(t *testing.T) (addr, prefix string, pause func() (resume func())) {
 	if addr := os.Getenv("DRIFTSTREAM_KAFKA_ADDR"); addr != "" {
+		pause := func() func() {
+			pid, err := strconv.Atoi(os.Getenv("DRIFTSTREAM_KAFKA_PID"))
+			if err != nil {
+				t.Fatalf("pausing the broker at DRIFTSTREAM_KAFKA_ADDR needs its process id in DRIFTSTREAM_KAFKA_PID (scripts/integration.sh sets it): %v", err)
+			}
+			if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+				t.Fatalf("SIGSTOP the broker (pid %d): %v", pid, err)
+			}
+			resumed := false
+			resume := func() {
+				if !resumed {
+					resumed = true
+					syscall.Kill(pid, syscall.SIGCONT)
+				}
+			}
+			t.Cleanup(resume) // never leave a shared broker stopped
+			return resume
+		}
 		name := strings.Map(func(r rune) rune {
 			if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
 				return r
 			}
 			return '-'
 		}, t.Name())
-		return addr, fmt.Sprintf("%s-%d-", name, time.Now().UnixNano())
+		return addr, fmt.Sprintf("%s-%d-", name, time.Now().UnixNano()), pause
 	}
 	c := kafkatest.Cluster(t, kfake.GroupMinSessionTimeout(500*time.Millisecond))
-	return c.ListenAddrs()[0], ""
+	var paused atomic.Pointer[chan struct{}]
+	// The control function runs on the broker's only request loop: while it
+	// waits, no request of any client is answered.
+	c.Control(func(kmsg.Request) (kmsg.Response, error, bool) {
+		if ch := paused.Load(); ch != nil {
+			<-*ch
+		}
+		return nil, nil, false
+	})
+	pause = func() func() {
+		ch := make(chan struct{})
+		paused.Store(&ch)
+		var once sync.Once
+		resume := func() { once.Do(func() { paused.Store(nil); close(ch) }) }
+		t.Cleanup(resume)
+		return resume
+	}
+	return c.ListenAddrs()[0], "", pause
 }
 
 // proc is one consumer process and its log.
@@ -79,7 +122,7 @@ func newBlackBox(t *testing.T) *blackBox {
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("build the consumer: %v\n%s", err, out)
 	}
-	addr, prefix := blackBoxBroker(t)
+	addr, prefix, pause := blackBoxBroker(t)
 	// The events topic exists before the first consumer, as in production;
 	// the consumer creates the others.
 	createTopic(t, addr, kafka.TopicConfig{Topic: prefix + "events", NumPartitions: blackBoxPartitions, ReplicationFactor: 1})
@@ -94,7 +137,7 @@ func newBlackBox(t *testing.T) *blackBox {
 			exec.Command("cp", "-r", dir, filepath.Join(d, prefix+filepath.Base(dir))).Run()
 		}
 	})
-	return &blackBox{t: t, bin: bin, addr: addr, args: args, dir: dir, prefix: prefix}
+	return &blackBox{t: t, bin: bin, addr: addr, args: args, dir: dir, prefix: prefix, pause: pause}
 }
 
 func (b *blackBox) start() *proc {
@@ -332,8 +375,17 @@ func (b *blackBox) verify(ids []string) (dups, fenced int) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Predictions are matched by the event's position (partition, offset):
+	// a producer that retried a write after a broker outage may have put
+	// the same event id on the topic twice, as a Kafka producer without
+	// idempotence does.
+	type at struct {
+		Partition int
+		Offset    int64
+	}
 	ref := checkpoint.NewMemoryStore()
-	want := map[string][]byte{}
+	want := map[at][]byte{}
+	inputs := map[string]int{} // events on the topic per id
 	for p, msgs := range readTopic(t, b.addr, b.topic("events")) {
 		w, err := pipeline.NewWorker(pcfg, p)
 		if err != nil {
@@ -346,37 +398,55 @@ func (b *blackBox) verify(ids []string) (dups, fenced int) {
 		}
 		for _, o := range w.TakeOutputs() {
 			if o.Kind == pipeline.OutPrediction {
-				var id struct{ ID string }
-				json.Unmarshal(o.Value, &id)
-				want[id.ID] = o.Value
+				var e struct {
+					ID string
+					at
+				}
+				json.Unmarshal(o.Value, &e)
+				want[e.at] = o.Value
+				inputs[e.ID]++
 			}
 		}
 		if _, _, err := w.Checkpoint(context.Background(), ref); err != nil {
 			t.Fatal(err)
 		}
 	}
-	got := map[string]int{}
+	got, gotIDs := map[at]int{}, map[string]bool{}
 	differing := 0
 	for _, msgs := range readTopic(t, b.addr, b.topic("predictions")) {
 		for _, m := range msgs {
-			var id struct{ ID string }
-			json.Unmarshal(m.Value, &id)
-			got[id.ID]++
-			if !bytes.Equal(m.Value, want[id.ID]) {
+			var e struct {
+				ID string
+				at
+			}
+			json.Unmarshal(m.Value, &e)
+			got[e.at]++
+			gotIDs[e.ID] = true
+			if !bytes.Equal(m.Value, want[e.at]) {
 				differing++
 				if differing < 4 {
-					t.Errorf("prediction differs from the uninterrupted run:\n got %s\nwant %s", m.Value, want[id.ID])
+					t.Errorf("prediction differs from the uninterrupted run:\n got %s\nwant %s", m.Value, want[e.at])
 				}
 			}
 		}
 	}
-	missing := 0
+	missing, written := 0, 0
 	for _, id := range ids {
-		if got[id] == 0 {
+		if !gotIDs[id] || inputs[id] == 0 {
 			missing++
-		} else {
-			dups += got[id] - 1
 		}
+		written += max(0, inputs[id]-1)
+	}
+	for pos := range want { // an event written twice is predicted at both places
+		if got[pos] == 0 {
+			missing++
+		}
+	}
+	for _, n := range got {
+		dups += max(0, n-1)
+	}
+	if written > 0 {
+		t.Logf("the producer wrote %d events twice (a write retried after a timeout)", written)
 	}
 	store, err := checkpoint.NewKafkaStore(&kafka.Dialer{}, []string{b.addr}, b.topic("changelog"))
 	if err != nil {

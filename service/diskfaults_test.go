@@ -1,0 +1,165 @@
+package service
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/driftstream/driftstream/internal/kafkatest"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// diskFaults is the real file system with a fault armed for one
+// partition's key stores: writes to their tables fail with ENOSPC (full),
+// or wait until the test ends (stalled).
+type diskFaults struct {
+	vfs.FS
+	match string // in the path of the files it faults
+	mu    sync.Mutex
+	full  bool
+	stall chan struct{}
+	hits  int
+}
+
+func (d *diskFaults) arm(full bool, stall chan struct{}) {
+	d.mu.Lock()
+	d.full, d.stall = full, stall
+	d.mu.Unlock()
+}
+
+func (d *diskFaults) Create(name string, c vfs.DiskWriteCategory) (vfs.File, error) {
+	f, err := d.FS.Create(name, c)
+	if err != nil || !strings.Contains(name, d.match) || !strings.HasSuffix(name, ".sst") {
+		return f, err
+	}
+	return &faultyFile{File: f, d: d}, nil
+}
+
+type faultyFile struct {
+	vfs.File
+	d *diskFaults
+}
+
+func (f *faultyFile) Write(p []byte) (int, error) {
+	f.d.mu.Lock()
+	full, stall := f.d.full, f.d.stall
+	if full || stall != nil {
+		f.d.hits++
+	}
+	f.d.mu.Unlock()
+	if stall != nil {
+		<-stall
+	}
+	if full {
+		return 0, &os.PathError{Op: "write", Path: "table", Err: syscall.ENOSPC}
+	}
+	return f.File.Write(p)
+}
+
+func (d *diskFaults) faulted() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.hits
+}
+
+// A key store whose disk fills up, or hangs, fails its own partition and
+// no other: /readyz turns not ready naming the cause, the partition's
+// failure is counted under kind="key_store", the other partitions keep
+// processing, the process does not panic, and Run returns the error
+// FailExitAfter later. The member that takes over restores the partition
+// from the changelog: against an uninterrupted run of the same events,
+// nothing is missing, no prediction differs, no final key state differs.
+func TestKeyStoreDiskFaultsFailOnlyTheirPartition(t *testing.T) {
+	kafkatest.Slow(t)
+	for _, tc := range []struct {
+		name  string
+		full  bool
+		cause string // in the readiness reason
+	}{
+		{"disk full", true, "no space left on device"},
+		{"disk hangs", false, "write stall"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			addr := cluster(t)
+			cfg := testConfig(t, addr, "g-disk")
+			cfg.StateDir, cfg.CacheKeys = t.TempDir(), 2
+			cfg.FailExitAfter = 3 * time.Second
+			faults := &diskFaults{FS: vfs.Default, match: "/keys-p1-"}
+			cfg.KeyStore.FS, cfg.KeyStore.MemTableBytes, cfg.KeyStore.StallTimeout = faults, 16<<10, 2*time.Second
+			m, err := NewMetrics(prometheus.NewRegistry())
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.Metrics = m
+			if _, err := New(context.Background(), cfg); err != nil {
+				t.Fatal(err)
+			}
+			ids := produce(t, addr, 41, 900)
+			s, err := New(context.Background(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- s.Run(context.Background()) }()
+			eventually(t, 60*time.Second, func() bool { return s.Totals().Events >= 900 }, func() string { return fmt.Sprintf("%+v", s.Totals()) })
+			stall := make(chan struct{})
+			defer close(stall) // Pebble's stalled flush may finish once the test is over
+			if tc.full {
+				faults.arm(true, nil)
+			} else {
+				faults.arm(false, stall)
+			}
+			ids = append(ids, produce(t, addr, 42, 3000)...)
+			eventually(t, 60*time.Second, s.isFailedAny, func() string {
+				return fmt.Sprintf("no partition failed; %d table writes faulted; %+v", faults.faulted(), s.Totals())
+			})
+			ok, reason := s.Ready()
+			if ok || !strings.Contains(reason, "partition 1 failed at key_store") || !strings.Contains(reason, tc.cause) {
+				t.Fatalf("ready %v, reason %q: want partition 1 failed by %q", ok, reason, tc.cause)
+			}
+			if s.isFailed(0) || s.isFailed(2) {
+				t.Fatalf("partitions 0 and 2 failed too: %q", reason)
+			}
+			if all, got := testutil.CollectAndCount(m.partitionErrors), testutil.ToFloat64(m.partitionErrors.WithLabelValues("key_store")); all != 1 || got != 1 {
+				t.Fatalf("partition_errors_total: %d series, {kind=key_store} = %v; want 1, 1 (reason %q)", all, got, reason)
+			}
+			// The other partitions go on: more events, predicted while
+			// partition 1 is failed.
+			before := s.Totals().Events
+			ids = append(ids, produce(t, addr, 43, 300)...)
+			eventually(t, 30*time.Second, func() bool { return s.Totals().Events > before+100 }, func() string {
+				return fmt.Sprintf("the healthy partitions stopped: %+v", s.Totals())
+			})
+			select {
+			case err := <-done:
+				if err == nil || !strings.Contains(err.Error(), tc.cause) {
+					t.Fatalf("Run returned %v, want the key store's failure", err)
+				}
+			case <-time.After(60 * time.Second):
+				t.Fatal("Run did not return after the partition failed")
+			}
+			// A member on a healthy disk takes over and finishes.
+			next := cfg
+			next.StateDir, next.KeyStore = t.TempDir(), next.KeyStore
+			next.KeyStore.FS = nil
+			last, stop := started(t, next)
+			eventually(t, 60*time.Second, func() bool {
+				missing, _ := deliveries(ids, predictionsByID(t, addr))
+				return missing == 0
+			}, func() string { return fmt.Sprintf("not every event predicted: %+v", last.Totals()) })
+			stop()
+			repeated := matchesAnUninterruptedRun(t, addr, cfg, ids)
+			if repeated > 2*cfg.CheckpointEvery { // one partition failed: at most two checkpoint intervals
+				t.Fatalf("%d predictions repeated, want ≤ %d", repeated, 2*cfg.CheckpointEvery)
+			}
+			t.Logf("%s: %d table writes faulted; %d predictions repeated by the restart (at-least-once output)", tc.name, faults.faulted(), repeated)
+		})
+	}
+}
