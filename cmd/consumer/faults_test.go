@@ -1,11 +1,16 @@
 package main
 
 import (
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/driftstream/driftstream/internal/kafkatest"
+	"github.com/segmentio/kafka-go"
 )
 
 // A consumer parks every partition's key store at SIGTERM; before the next
@@ -105,4 +110,91 @@ func TestBlackBoxBrokerOutageIsRiddenThrough(t *testing.T) {
 	dups, _ := b.verify(ids)
 	t.Logf("a 12 s outage: A logged %d retries and %d group errors, %d partitions revoked before their last checkpoint, %d restores or resumes (%d at its start); %d predictions repeated (at-least-once output)",
 		retried, groupErrors, a.count(`"partition revoked before its last checkpoint`), restored, blackBoxPartitions, dups)
+}
+
+// The changelog topic is deleted under a running consumer, on a broker
+// that creates a missing topic when a request names it (Apache Kafka's
+// default). The consumer never recreates it by writing: its partitions
+// fail with ErrChangelogGone and it exits non-zero; the topic stays absent.
+// Recreating it compacted and empty (what a hurried operator would do) is
+// refused too: the restore sees a log that cannot be complete (the
+// group's committed offsets are far past it) and writes no output. The
+// documented way out — the same configuration as a new deployment, with a
+// changelog and group of its own, rebuilding every key from the input
+// topics — ends with every event predicted, no prediction differing from
+// an uninterrupted run and every key state identical to it.
+func TestBlackBoxDeletedChangelogIsNeverRecreated(t *testing.T) {
+	b := newBlackBox(t)
+	a := b.start()
+	prod := startProducer(t, b.addr, b.topic("events"), 200, 9000, 3000)
+	waitFor(t, 60*time.Second, "A's first 2,000 predictions", func() bool {
+		return countAll(readTopic(t, b.addr, b.topic("predictions"))) >= 2000
+	})
+	changelog := b.topic("changelog")
+	deleteTopic(t, b.addr, changelog)
+	select {
+	case err := <-a.done:
+		if err == nil {
+			t.Fatalf("A exited 0 after its changelog was deleted:\n%s", tail(a.logText(), 3000))
+		}
+	case <-time.After(90 * time.Second):
+		t.Fatalf("A still runs 90 s after its changelog was deleted:\n%s", tail(a.logText(), 3000))
+	}
+	if n := a.count("the changelog topic is gone or changed"); n == 0 {
+		t.Fatalf("A did not say its changelog is gone:\n%s", tail(a.logText(), 3000))
+	}
+	if kafkatest.TopicExists(t, b.addr, changelog) {
+		t.Fatalf("the changelog %s was recreated", changelog)
+	}
+	ids := prod.finish(t)
+
+	// Recreated compacted and empty: refused, nothing written.
+	createTopic(t, b.addr, kafka.TopicConfig{Topic: changelog, NumPartitions: blackBoxPartitions, ReplicationFactor: 1,
+		ConfigEntries: []kafka.ConfigEntry{{ConfigName: "cleanup.policy", ConfigValue: "compact"}}})
+	before := countAll(readTopic(t, b.addr, b.topic("predictions")))
+	c := b.start()
+	select {
+	case err := <-c.done:
+		if err == nil {
+			t.Fatalf("C exited 0 on an empty recreated changelog:\n%s", tail(c.logText(), 3000))
+		}
+	case <-time.After(90 * time.Second):
+		t.Fatalf("C still runs 90 s after meeting an empty recreated changelog:\n%s", tail(c.logText(), 3000))
+	}
+	if n := c.count("the changelog cannot be complete"); n == 0 {
+		t.Fatalf("C did not refuse the empty changelog:\n%s", tail(c.logText(), 3000))
+	}
+	if after := countAll(readTopic(t, b.addr, b.topic("predictions"))); after != before {
+		t.Fatalf("C wrote %d predictions from an empty changelog", after-before)
+	}
+
+	// The rebuild: a new deployment of the same configuration.
+	b.changelog = "changelog-rebuilt"
+	b.args = append(b.args, "-changelog-topic", b.topic(b.changelog), "-group", b.topic("rebuilt"))
+	b.finishWith(ids)
+	dups, _ := b.verify(ids)
+	t.Logf("deleted changelog: A exited non-zero, the topic stayed absent, the empty recreated one was refused (C wrote 0 predictions); the rebuild repeated %d predictions of A's", dups)
+}
+
+// deleteTopic deletes topic through the cluster's controller.
+func deleteTopic(t *testing.T, addr, topic string) {
+	t.Helper()
+	conn, err := kafka.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctrl, err := conn.Controller()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cconn, err := kafka.Dial("tcp", net.JoinHostPort(ctrl.Host, strconv.Itoa(ctrl.Port)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cconn.Close()
+	if err := cconn.DeleteTopics(topic); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "topic "+topic+" deleted", func() bool { return !kafkatest.TopicExists(t, addr, topic) })
 }

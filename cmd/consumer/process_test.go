@@ -43,6 +43,9 @@ type blackBox struct {
 	dir    string
 	n      int
 	prefix string // of the test's topics and group ("" on the in-process broker)
+	// changelog is the changelog topic verify reads ("changelog" unless a
+	// test moves the consumers to another, before the prefix).
+	changelog string
 	// pause makes the broker answer nothing until resume is called.
 	pause func() (resume func())
 	// finishers are the last consumers finishWith started.
@@ -86,7 +89,9 @@ func blackBoxBroker(t *testing.T) (addr, prefix string, pause func() (resume fun
 		}, t.Name())
 		return addr, fmt.Sprintf("%s-%d-", name, time.Now().UnixNano()), pause
 	}
-	c := kafkatest.Cluster(t, kfake.GroupMinSessionTimeout(500*time.Millisecond))
+	// As Apache Kafka does by default, the broker creates a topic that a
+	// metadata or produce request names.
+	c := kafkatest.Cluster(t, kfake.GroupMinSessionTimeout(500*time.Millisecond), kfake.AllowAutoTopicCreation())
 	var paused atomic.Pointer[chan struct{}]
 	// The control function runs on the broker's only request loop: while it
 	// waits, no request of any client is answered.
@@ -137,7 +142,7 @@ func newBlackBox(t *testing.T) *blackBox {
 			exec.Command("cp", "-r", dir, filepath.Join(d, prefix+filepath.Base(dir))).Run()
 		}
 	})
-	return &blackBox{t: t, bin: bin, addr: addr, args: args, dir: dir, prefix: prefix, pause: pause}
+	return &blackBox{t: t, bin: bin, addr: addr, args: args, dir: dir, prefix: prefix, pause: pause, changelog: "changelog"}
 }
 
 func (b *blackBox) start() *proc {
@@ -448,7 +453,7 @@ func (b *blackBox) verify(ids []string) (dups, fenced int) {
 	if written > 0 {
 		t.Logf("the producer wrote %d events twice (a write retried after a timeout)", written)
 	}
-	store, err := checkpoint.NewKafkaStore(&kafka.Dialer{}, []string{b.addr}, b.topic("changelog"))
+	store, err := checkpoint.NewKafkaStore(&kafka.Dialer{}, []string{b.addr}, b.topic(b.changelog))
 	if err != nil {
 		t.Fatal(err)
 	}
