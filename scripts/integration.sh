@@ -20,8 +20,10 @@ for version in "${versions[@]}"; do
   start=$(date +%s)
   addr=$(scripts/kafka-broker.sh start "$version" "$port" "$dir")
   echo "kafka $version at $addr (started in $(( $(date +%s) - start )) s)"
-  # DRIFTSTREAM_KAFKA_PID lets the outage test stop the broker (SIGSTOP) and resume it.
+  # DRIFTSTREAM_KAFKA_PID lets the outage test stop the broker (SIGSTOP) and resume it;
+  # the TLS listener (mutual TLS) is on port + 3, its CA and client certificate in $dir/tls.
   if ! DRIFTSTREAM_KAFKA_ADDR="$addr" DRIFTSTREAM_KAFKA_SASL_ADDR="127.0.0.1:$((port + 1))" DRIFTSTREAM_KAFKA_PID="$(cat "$dir/pid")" \
+    DRIFTSTREAM_KAFKA_TLS_ADDR="127.0.0.1:$((port + 3))" DRIFTSTREAM_KAFKA_TLS_DIR="$dir/tls" \
     go test -count=1 -run 'TestBlackBox|TestRealKafka' -v ./cmd/consumer > "$dir/suite.log" 2>&1; then
     tail -150 "$dir/suite.log"
     echo "kafka $version: the integration suite failed; the broker's log: $dir/server.log" >&2

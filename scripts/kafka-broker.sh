@@ -10,7 +10,10 @@
 # (DRIFTSTREAM_KAFKA_CACHE, default ~/.cache/driftstream/kafka): nothing is
 # committed. Needs Java 17 and Maven. Listeners: PLAINTEXT on PORT,
 # SASL_PLAINTEXT (SCRAM-SHA-512, user "driftstream", password "driftstream-pw")
-# on PORT+1, the controller on PORT+2. message.max.bytes stays at its default.
+# on PORT+1, the controller on PORT+2, and SSL with mutual TLS on PORT+3: a CA,
+# the broker's certificate (127.0.0.1, localhost) and a client certificate
+# are made with openssl in DIR/tls (ca.pem, client.pem, client-key.pem).
+# message.max.bytes stays at its default.
 set -euo pipefail
 
 cmd=${1:?usage: kafka-broker.sh start VERSION PORT DIR | stop DIR}
@@ -49,14 +52,32 @@ start)
   version=${2:?version}; port=${3:?port}; dir=${4:?dir}
   jars=$(fetch "$version")
   mkdir -p "$dir/data"
-  sasl_port=$((port + 1)); ctrl_port=$((port + 2))
+  sasl_port=$((port + 1)); ctrl_port=$((port + 2)); tls_port=$((port + 3))
+  tls=$dir/tls
+  mkdir -p "$tls"
+  # A CA, the broker's certificate and a client's, each valid for a day; the
+  # broker reads PEM files (KIP-651): its key unencrypted PKCS#8 beside its chain.
+  openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj "/CN=driftstream test CA" \
+    -keyout "$tls/ca-key.pem" -out "$tls/ca.pem" 2>/dev/null
+  for who in server client; do
+    openssl req -newkey rsa:2048 -nodes -subj "/CN=$who" -keyout "$tls/$who-key.pem" -out "$tls/$who.csr" 2>/dev/null
+    printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\n' > "$tls/$who.ext"
+    openssl x509 -req -in "$tls/$who.csr" -CA "$tls/ca.pem" -CAkey "$tls/ca-key.pem" -CAcreateserial -days 1 \
+      -extfile "$tls/$who.ext" -out "$tls/$who.pem" 2>/dev/null
+  done
+  cat "$tls/server-key.pem" "$tls/server.pem" > "$tls/server-keystore.pem"
   cat > "$dir/server.properties" <<PROPS
 process.roles=broker,controller
 node.id=1
 controller.quorum.voters=1@127.0.0.1:$ctrl_port
-listeners=PLAINTEXT://127.0.0.1:$port,SASL_PLAINTEXT://127.0.0.1:$sasl_port,CONTROLLER://127.0.0.1:$ctrl_port
-advertised.listeners=PLAINTEXT://127.0.0.1:$port,SASL_PLAINTEXT://127.0.0.1:$sasl_port
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT
+listeners=PLAINTEXT://127.0.0.1:$port,SASL_PLAINTEXT://127.0.0.1:$sasl_port,CONTROLLER://127.0.0.1:$ctrl_port,SSL://127.0.0.1:$tls_port
+advertised.listeners=PLAINTEXT://127.0.0.1:$port,SASL_PLAINTEXT://127.0.0.1:$sasl_port,SSL://127.0.0.1:$tls_port
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT,SSL:SSL
+ssl.keystore.type=PEM
+ssl.keystore.location=$tls/server-keystore.pem
+ssl.truststore.type=PEM
+ssl.truststore.location=$tls/ca.pem
+ssl.client.auth=required
 controller.listener.names=CONTROLLER
 inter.broker.listener.name=PLAINTEXT
 sasl.enabled.mechanisms=SCRAM-SHA-512
