@@ -147,7 +147,7 @@ func TestKeyStoreDiskFaultsFailOnlyTheirPartition(t *testing.T) {
 			}
 			// A member on a healthy disk takes over and finishes.
 			next := cfg
-			next.StateDir, next.KeyStore = t.TempDir(), next.KeyStore
+			next.StateDir = t.TempDir()
 			next.KeyStore.FS = nil
 			last, stop := started(t, next)
 			eventually(t, 60*time.Second, func() bool {

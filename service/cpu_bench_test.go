@@ -1,0 +1,211 @@
+package service
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+)
+
+// BenchmarkRealKafkaCPU compares the CPU time per event of the service with
+// that of the kafka-go pass-through (pass), each in a process of its own,
+// consuming the same topic of a real broker (DRIFTSTREAM_KAFKA_ADDR), so
+// the broker's CPU is neither's: on a shared 2-CPU machine wall-clock rates
+// swing with whoever else runs, CPU time per event much less. A process's
+// CPU is read from /proc/PID/stat when its outputs pass the first tenth of
+// the events and when they reach all of them; the ratio is service CPU per
+// event over the pass-through's (the goal: ≤ 1.25). Alternates the two
+// benchRounds times, for perceptron and lasec-ss at d = 10 and d = 50.
+//
+//	scripts/kafka-broker.sh start 4.4.0 29092 /tmp/kafka
+//	DRIFTSTREAM_KAFKA_ADDR=127.0.0.1:29092 DRIFTSTREAM_BENCH_EVENTS=300000 \
+//	  go test -run '^$' -bench RealKafkaCPU -benchtime 1x ./service
+func BenchmarkRealKafkaCPU(b *testing.B) {
+	addr := os.Getenv("DRIFTSTREAM_KAFKA_ADDR")
+	if addr == "" {
+		b.Skip("needs a real broker: set DRIFTSTREAM_KAFKA_ADDR (scripts/kafka-broker.sh starts one)")
+	}
+	n := benchEvents()
+	run := strconv.FormatInt(time.Now().UnixNano(), 36)
+	for _, tc := range []struct {
+		learner string
+		dim     int
+	}{{"perceptron", 10}, {"lasec-ss", 10}, {"perceptron", 50}, {"lasec-ss", 50}} {
+		name := fmt.Sprintf("%s-d%d", tc.learner, tc.dim)
+		b.Run(name, func(b *testing.B) {
+			events := fmt.Sprintf("cpu-%s-%s-events", run, name)
+			createBenchTopic(b, addr, events)
+			writeBenchEvents(b, addr, events, n, tc.dim)
+			var passCPU, serviceCPU, ratio []float64
+			for i := range benchRounds() {
+				id := fmt.Sprintf("cpu-%s-%s-%d", run, name, i)
+				// Both output topics exist before their polling starts: a real
+				// broker creates a topic a metadata request names, with one
+				// partition.
+				createBenchTopic(b, addr, id+"-pass")
+				createBenchTopic(b, addr, "predictions-"+id)
+				pc := childCPUPerEvent(b, addr, id+"-pass", n, "pass", addr, events, id+"-pass")
+				sc := childCPUPerEvent(b, addr, "predictions-"+id, n, "service", addr, events, id, tc.learner, strconv.Itoa(tc.dim))
+				passCPU, serviceCPU, ratio = append(passCPU, pc), append(serviceCPU, sc), append(ratio, sc/pc)
+				b.Logf("round %d: pass-through %.2f µs/event, service %.2f µs/event: %.2f×", i, pc, sc, sc/pc)
+			}
+			b.ReportMetric(median(passCPU), "passthrough-cpu-µs/event")
+			b.ReportMetric(median(serviceCPU), "service-cpu-µs/event")
+			b.ReportMetric(median(ratio), "cpu-ratio")
+			b.ReportMetric(slices.Max(ratio), "max-cpu-ratio")
+		})
+	}
+}
+
+// createBenchTopic creates topic with 4 partitions through the controller.
+func createBenchTopic(b *testing.B, addr, topic string) {
+	b.Helper()
+	conn, err := kafka.Dial("tcp", addr)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close()
+	ctrl, err := conn.Controller()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cc, err := kafka.Dial("tcp", net.JoinHostPort(ctrl.Host, strconv.Itoa(ctrl.Port)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cc.Close()
+	if err := cc.CreateTopics(kafka.TopicConfig{Topic: topic, NumPartitions: 4, ReplicationFactor: 1}); err != nil {
+		b.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if ps, err := conn.ReadPartitions(topic); err == nil && len(ps) == 4 {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("topic %s has no leaders after 30 s", topic)
+		}
+	}
+}
+
+// childCPUPerEvent runs this test binary again as a process of kind "pass"
+// or "service" (TestBenchCPUChild, with args), waits until the topic out
+// holds n records, and returns the process's CPU time in µs per record
+// written from the first tenth of n on. It stops the process with SIGTERM.
+func childCPUPerEvent(b *testing.B, addr, out string, n int, kind string, args ...string) float64 {
+	b.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestBenchCPUChild$")
+	cmd.Env = append(os.Environ(), "DRIFTSTREAM_BENCH_CHILD="+kind+"|"+strings.Join(args, "|"))
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	defer func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		if err := <-exited; err != nil {
+			b.Errorf("%s process: %v", kind, err)
+		}
+	}()
+	written := func() int64 { // the end offsets of out's partitions, summed
+		var sum int64
+		for p := range 4 {
+			conn, err := kafka.DialLeader(context.Background(), "tcp", addr, out, p)
+			if err != nil {
+				return 0 // not created yet
+			}
+			end, err := conn.ReadLastOffset()
+			conn.Close()
+			if err != nil {
+				return 0
+			}
+			sum += end
+		}
+		return sum
+	}
+	wait := func(want int64) (int64, time.Duration) {
+		deadline := time.Now().Add(5 * time.Minute)
+		for {
+			if got := written(); got >= want {
+				return got, procCPU(b, cmd.Process.Pid)
+			}
+			select {
+			case err := <-exited:
+				b.Fatalf("%s process ended: %v", kind, err)
+			case <-time.After(5 * time.Millisecond):
+			}
+			if time.Now().After(deadline) {
+				b.Fatalf("%s process: fewer than %d records in %s after 5 min", kind, want, out)
+			}
+		}
+	}
+	from, c0 := wait(int64(n / 10))
+	to, c1 := wait(int64(n))
+	fmt.Fprintf(os.Stderr, "%s: %d records in %s, %s of CPU from the %dth\n", kind, to, out, c1-c0, from)
+	return float64((c1 - c0).Nanoseconds()) / 1e3 / float64(to-from)
+}
+
+// procCPU is the user and system CPU time of process pid so far.
+func procCPU(b *testing.B, pid int) time.Duration {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	// Fields after the command name, which ends at the last ')': state is
+	// the first, utime the 12th, stime the 13th, in clock ticks (100 a
+	// second on Linux).
+	f := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+1:]))
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		b.Fatalf("/proc/%d/stat: %q", pid, raw)
+	}
+	return time.Duration(utime+stime) * 10 * time.Millisecond
+}
+
+// TestBenchCPUChild is BenchmarkRealKafkaCPU's child process, not a test of
+// its own (the os/exec helper-process pattern): with
+// DRIFTSTREAM_BENCH_CHILD=pass|ADDR|IN|OUT it runs the pass-through, with
+// DRIFTSTREAM_BENCH_CHILD=service|ADDR|IN|RUN|LEARNER|DIM the service, until
+// SIGTERM.
+func TestBenchCPUChild(t *testing.T) {
+	spec := os.Getenv("DRIFTSTREAM_BENCH_CHILD")
+	if spec == "" {
+		t.Skip("only BenchmarkRealKafkaCPU's child process")
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	a := strings.Split(spec, "|")
+	switch a[0] {
+	case "pass":
+		if err := pass(ctx, a[1], a[2], a[3], 4, false); err != nil {
+			t.Fatal(err)
+		}
+	case "service":
+		dim, _ := strconv.Atoi(a[5])
+		cfg, err := benchConfig(a[1], a[3], a[4], dim)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Topics.Events = a[2]
+		s, err := New(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Run(ctx); err != nil {
+			t.Fatal(err)
+		}
+	default:
+		t.Fatalf("DRIFTSTREAM_BENCH_CHILD=%q", spec)
+	}
+}
