@@ -228,57 +228,11 @@ func (s *scanner) digits() bool {
 var pow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
 	1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
 
-// exactPrefix parses the number at the start of b when it is a plain
-// decimal (no exponent part) of at most 19 digits whose mantissa is below
-// 2^53 and whose fraction has at most 22 digits: mantissa and power of ten
-// are then both exact float64s, and one IEEE division rounds correctly —
-// strconv's own exact path, with the number scanned once. n is the
-// number's length. ok is false when b does not start with such a number:
-// the caller then scans it in full, with its errors, and asks strconv.
-func exactPrefix(b []byte) (n int, v float64, ok bool) {
-	i, neg := 0, false
-	if len(b) > 0 && b[0] == '-' {
-		neg, i = true, 1
-	}
-	start := i
-	var mant uint64
-	if i < len(b) && b[i] == '0' {
-		i++ // a leading zero stands alone, as in number
-	} else {
-		for ; i < len(b) && b[i]-'0' <= 9; i++ { // b[i]-'0' wraps above 9 below '0'
-			mant = mant*10 + uint64(b[i]-'0')
-		}
-	}
-	digits, frac := i-start, 0
-	if digits == 0 {
-		return 0, 0, false
-	}
-	if i < len(b) && b[i] == '.' {
-		i++
-		f := i
-		for ; i < len(b) && b[i]-'0' <= 9; i++ {
-			mant = mant*10 + uint64(b[i]-'0')
-		}
-		if frac = i - f; frac == 0 {
-			return 0, 0, false
-		}
-		digits += frac
-	}
-	if (i < len(b) && b[i]|0x20 == 'e') || digits > 19 || mant >= 1<<53 || frac > 22 {
-		return 0, 0, false // an exponent part, or too many digits (19 cannot overflow)
-	}
-	v = float64(mant) / pow10[frac]
-	if neg {
-		v = -v
-	}
-	return i, v, true
-}
-
 // float parses the next number; out-of-range values are an error, as
 // encoding/json makes them.
 func (s *scanner) float() (float64, error) {
 	s.skipSpace()
-	if n, v, ok := exactPrefix(s.b[s.i:]); ok {
+	if n, v, ok := numberPrefix(s.b[s.i:]); ok {
 		s.i += n
 		return v, nil
 	}
