@@ -6,54 +6,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/driftstream/driftstream/internal/faultfs"
 )
-
-// faultFS is the real file system with switches: full makes writes to new
-// tables fail with ENOSPC; stall makes them wait until it is closed.
-type faultFS struct {
-	vfs.FS
-	mu    sync.Mutex
-	full  bool
-	stall chan struct{}
-}
-
-func (f *faultFS) set(full bool, stall chan struct{}) {
-	f.mu.Lock()
-	f.full, f.stall = full, stall
-	f.mu.Unlock()
-}
-
-func (f *faultFS) Create(name string, c vfs.DiskWriteCategory) (vfs.File, error) {
-	file, err := f.FS.Create(name, c)
-	if err != nil || !strings.HasSuffix(name, ".sst") {
-		return file, err
-	}
-	return &faultFile{File: file, fs: f}, nil
-}
-
-type faultFile struct {
-	vfs.File
-	fs *faultFS
-}
-
-func (f *faultFile) Write(p []byte) (int, error) {
-	f.fs.mu.Lock()
-	full, stall := f.fs.full, f.fs.stall
-	f.fs.mu.Unlock()
-	if stall != nil {
-		<-stall
-	}
-	if full {
-		return 0, &os.PathError{Op: "write", Path: "table", Err: syscall.ENOSPC}
-	}
-	return f.File.Write(p)
-}
 
 // fill writes records until a call fails or n are written.
 func fill(s *Store, n int) error {
@@ -76,12 +34,12 @@ func fill(s *Store, n int) error {
 // waiting in Pebble's stall while it retries the flush forever. Closing
 // does not wait for those retries.
 func TestFullDiskFailsTheStore(t *testing.T) {
-	fs := &faultFS{FS: vfs.Default}
+	fs := faultfs.New("")
 	s, err := Open(filepath.Join(t.TempDir(), "p0"), Options{MemTableBytes: 256 << 10, BatchBytes: 32 << 10, StallTimeout: 5 * time.Second, FS: fs})
 	if err != nil {
 		t.Fatal(err)
 	}
-	fs.set(true, nil)
+	fs.Arm(true, nil)
 	err = fill(s, 20_000)
 	if !errors.Is(err, ErrFailed) || !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("writes on a full disk: %v, want ErrFailed with ENOSPC", err)
@@ -101,14 +59,14 @@ func TestFullDiskFailsTheStore(t *testing.T) {
 // A commit stalled past StallTimeout fails, and so does the store, instead
 // of stalling the partition forever.
 func TestStalledWriteFailsTheStore(t *testing.T) {
-	fs := &faultFS{FS: vfs.Default}
+	fs := faultfs.New("")
 	s, err := Open(filepath.Join(t.TempDir(), "p0"), Options{MemTableBytes: 256 << 10, BatchBytes: 32 << 10, StallTimeout: 300 * time.Millisecond, FS: fs})
 	if err != nil {
 		t.Fatal(err)
 	}
 	stall := make(chan struct{})
 	defer close(stall) // let Pebble's goroutines finish
-	fs.set(false, stall)
+	fs.Arm(false, stall)
 	start := time.Now()
 	err = fill(s, 20_000)
 	if !errors.Is(err, ErrFailed) || !strings.Contains(err.Error(), "write stall") {

@@ -494,22 +494,7 @@ func splitService(b *testing.B, addr string, n int) (stop func(), rate float64, 
 		}
 		pin(fmt.Sprintf("0-%d", ncpu-1))
 	}
-	predicted := func() int64 { // the predictions topic's end offsets, summed
-		var sum int64
-		for p := range 4 {
-			conn, err := kafka.DialLeader(context.Background(), "tcp", addr, "predictions-latency", p)
-			if err != nil {
-				return 0 // not created yet
-			}
-			end, err := conn.ReadLastOffset()
-			conn.Close()
-			if err != nil {
-				return 0
-			}
-			sum += end
-		}
-		return sum
-	}
+	predicted := func() int64 { return written(addr, "predictions-latency") }
 	wait := func(want int64) time.Time {
 		deadline := time.Now().Add(2 * time.Minute)
 		for predicted() < want {
@@ -529,6 +514,25 @@ func splitService(b *testing.B, addr string, n int) (stop func(), rate float64, 
 	start := wait(from)
 	took := wait(int64(n)).Sub(start)
 	return stop, float64(int64(n)-from) / took.Seconds(), true
+}
+
+// written is the sum of the end offsets of the 4 partitions of topic: the
+// records written to it; 0 while it has no leaders.
+func written(addr, topic string) int64 {
+	var sum int64
+	for p := range 4 {
+		conn, err := kafka.DialLeader(context.Background(), "tcp", addr, topic, p)
+		if err != nil {
+			return 0 // not created yet
+		}
+		end, err := conn.ReadLastOffset()
+		conn.Close()
+		if err != nil {
+			return 0
+		}
+		sum += end
+	}
+	return sum
 }
 
 // TestBenchServiceProcess is BenchmarkLatency's service process, not a test

@@ -3,7 +3,6 @@ package service
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -14,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/driftstream/driftstream/internal/kafkatest"
 	"github.com/segmentio/kafka-go"
 )
 
@@ -44,7 +44,7 @@ func BenchmarkRealKafkaCPU(b *testing.B) {
 		name := fmt.Sprintf("%s-d%d", tc.learner, tc.dim)
 		b.Run(name, func(b *testing.B) {
 			events := fmt.Sprintf("cpu-%s-%s-events", run, name)
-			createBenchTopic(b, addr, events)
+			kafkatest.CreateTopic(b, addr, kafka.TopicConfig{Topic: events, NumPartitions: 4, ReplicationFactor: 1})
 			writeBenchEvents(b, addr, events, n, tc.dim)
 			var passCPU, serviceCPU, ratio []float64
 			for i := range benchRounds() {
@@ -52,8 +52,8 @@ func BenchmarkRealKafkaCPU(b *testing.B) {
 				// Both output topics exist before their polling starts: a real
 				// broker creates a topic a metadata request names, with one
 				// partition.
-				createBenchTopic(b, addr, id+"-pass")
-				createBenchTopic(b, addr, "predictions-"+id)
+				kafkatest.CreateTopic(b, addr, kafka.TopicConfig{Topic: id + "-pass", NumPartitions: 4, ReplicationFactor: 1})
+				kafkatest.CreateTopic(b, addr, kafka.TopicConfig{Topic: "predictions-" + id, NumPartitions: 4, ReplicationFactor: 1})
 				pc := childCPUPerEvent(b, addr, id+"-pass", n, "pass", addr, events, id+"-pass")
 				sc := childCPUPerEvent(b, addr, "predictions-"+id, n, "service", addr, events, id, tc.learner, strconv.Itoa(tc.dim))
 				passCPU, serviceCPU, ratio = append(passCPU, pc), append(serviceCPU, sc), append(ratio, sc/pc)
@@ -64,36 +64,6 @@ func BenchmarkRealKafkaCPU(b *testing.B) {
 			b.ReportMetric(median(ratio), "cpu-ratio")
 			b.ReportMetric(slices.Max(ratio), "max-cpu-ratio")
 		})
-	}
-}
-
-// createBenchTopic creates topic with 4 partitions through the controller.
-func createBenchTopic(b *testing.B, addr, topic string) {
-	b.Helper()
-	conn, err := kafka.Dial("tcp", addr)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer conn.Close()
-	ctrl, err := conn.Controller()
-	if err != nil {
-		b.Fatal(err)
-	}
-	cc, err := kafka.Dial("tcp", net.JoinHostPort(ctrl.Host, strconv.Itoa(ctrl.Port)))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer cc.Close()
-	if err := cc.CreateTopics(kafka.TopicConfig{Topic: topic, NumPartitions: 4, ReplicationFactor: 1}); err != nil {
-		b.Fatal(err)
-	}
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		if ps, err := conn.ReadPartitions(topic); err == nil && len(ps) == 4 {
-			return
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("topic %s has no leaders after 30 s", topic)
-		}
 	}
 }
 
@@ -117,26 +87,10 @@ func childCPUPerEvent(b *testing.B, addr, out string, n int, kind string, args .
 			b.Errorf("%s process: %v", kind, err)
 		}
 	}()
-	written := func() int64 { // the end offsets of out's partitions, summed
-		var sum int64
-		for p := range 4 {
-			conn, err := kafka.DialLeader(context.Background(), "tcp", addr, out, p)
-			if err != nil {
-				return 0 // not created yet
-			}
-			end, err := conn.ReadLastOffset()
-			conn.Close()
-			if err != nil {
-				return 0
-			}
-			sum += end
-		}
-		return sum
-	}
 	wait := func(want int64) (int64, time.Duration) {
 		deadline := time.Now().Add(5 * time.Minute)
 		for {
-			if got := written(); got >= want {
+			if got := written(addr, out); got >= want {
 				return got, procCPU(b, cmd.Process.Pid)
 			}
 			select {

@@ -3,71 +3,15 @@ package service
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/driftstream/driftstream/internal/faultfs"
 	"github.com/driftstream/driftstream/internal/kafkatest"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
-
-// diskFaults is the real file system with a fault armed for one
-// partition's key stores: writes to their tables fail with ENOSPC (full),
-// or wait until the test ends (stalled).
-type diskFaults struct {
-	vfs.FS
-	match string // in the path of the files it faults
-	mu    sync.Mutex
-	full  bool
-	stall chan struct{}
-	hits  int
-}
-
-func (d *diskFaults) arm(full bool, stall chan struct{}) {
-	d.mu.Lock()
-	d.full, d.stall = full, stall
-	d.mu.Unlock()
-}
-
-func (d *diskFaults) Create(name string, c vfs.DiskWriteCategory) (vfs.File, error) {
-	f, err := d.FS.Create(name, c)
-	if err != nil || !strings.Contains(name, d.match) || !strings.HasSuffix(name, ".sst") {
-		return f, err
-	}
-	return &faultyFile{File: f, d: d}, nil
-}
-
-type faultyFile struct {
-	vfs.File
-	d *diskFaults
-}
-
-func (f *faultyFile) Write(p []byte) (int, error) {
-	f.d.mu.Lock()
-	full, stall := f.d.full, f.d.stall
-	if full || stall != nil {
-		f.d.hits++
-	}
-	f.d.mu.Unlock()
-	if stall != nil {
-		<-stall
-	}
-	if full {
-		return 0, &os.PathError{Op: "write", Path: "table", Err: syscall.ENOSPC}
-	}
-	return f.File.Write(p)
-}
-
-func (d *diskFaults) faulted() int {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.hits
-}
 
 // A key store whose disk fills up, or hangs, fails its own partition and
 // no other: /readyz turns not ready naming the cause, the partition's
@@ -91,7 +35,7 @@ func TestKeyStoreDiskFaultsFailOnlyTheirPartition(t *testing.T) {
 			cfg := testConfig(t, addr, "g-disk")
 			cfg.StateDir, cfg.CacheKeys = t.TempDir(), 2
 			cfg.FailExitAfter = 3 * time.Second
-			faults := &diskFaults{FS: vfs.Default, match: "/keys-p1-"}
+			faults := faultfs.New("/keys-p1-")
 			cfg.KeyStore.FS, cfg.KeyStore.MemTableBytes, cfg.KeyStore.StallTimeout = faults, 16<<10, 2*time.Second
 			m, err := NewMetrics(prometheus.NewRegistry())
 			if err != nil {
@@ -112,13 +56,13 @@ func TestKeyStoreDiskFaultsFailOnlyTheirPartition(t *testing.T) {
 			stall := make(chan struct{})
 			defer close(stall) // Pebble's stalled flush may finish once the test is over
 			if tc.full {
-				faults.arm(true, nil)
+				faults.Arm(true, nil)
 			} else {
-				faults.arm(false, stall)
+				faults.Arm(false, stall)
 			}
 			ids = append(ids, produce(t, addr, 42, 3000)...)
 			eventually(t, 60*time.Second, s.isFailedAny, func() string {
-				return fmt.Sprintf("no partition failed; %d table writes faulted; %+v", faults.faulted(), s.Totals())
+				return fmt.Sprintf("no partition failed; %d table writes faulted; %+v", faults.Faulted(), s.Totals())
 			})
 			ok, reason := s.Ready()
 			if ok || !strings.Contains(reason, "partition 1 failed at key_store") || !strings.Contains(reason, tc.cause) {
@@ -159,7 +103,7 @@ func TestKeyStoreDiskFaultsFailOnlyTheirPartition(t *testing.T) {
 			if repeated > 2*cfg.CheckpointEvery { // one partition failed: at most two checkpoint intervals
 				t.Fatalf("%d predictions repeated, want ≤ %d", repeated, 2*cfg.CheckpointEvery)
 			}
-			t.Logf("%s: %d table writes faulted; %d predictions repeated by the restart (at-least-once output)", tc.name, faults.faulted(), repeated)
+			t.Logf("%s: %d table writes faulted; %d predictions repeated by the restart (at-least-once output)", tc.name, faults.Faulted(), repeated)
 		})
 	}
 }

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -131,7 +129,7 @@ func TestBlackBoxDeletedChangelogIsNeverRecreated(t *testing.T) {
 		return countAll(readTopic(t, b.addr, b.topic("predictions"))) >= 2000
 	})
 	changelog := b.topic("changelog")
-	deleteTopic(t, b.addr, changelog)
+	kafkatest.DeleteTopic(t, b.addr, changelog)
 	select {
 	case err := <-a.done:
 		if err == nil {
@@ -149,7 +147,7 @@ func TestBlackBoxDeletedChangelogIsNeverRecreated(t *testing.T) {
 	ids := prod.finish(t)
 
 	// Recreated compacted and empty: refused, nothing written.
-	createTopic(t, b.addr, kafka.TopicConfig{Topic: changelog, NumPartitions: blackBoxPartitions, ReplicationFactor: 1,
+	kafkatest.CreateTopic(t, b.addr, kafka.TopicConfig{Topic: changelog, NumPartitions: blackBoxPartitions, ReplicationFactor: 1,
 		ConfigEntries: []kafka.ConfigEntry{{ConfigName: "cleanup.policy", ConfigValue: "compact"}}})
 	before := countAll(readTopic(t, b.addr, b.topic("predictions")))
 	c := b.start()
@@ -174,27 +172,4 @@ func TestBlackBoxDeletedChangelogIsNeverRecreated(t *testing.T) {
 	b.finishWith(ids)
 	dups, _ := b.verify(ids)
 	t.Logf("deleted changelog: A exited non-zero, the topic stayed absent, the empty recreated one was refused (C wrote 0 predictions); the rebuild repeated %d predictions of A's", dups)
-}
-
-// deleteTopic deletes topic through the cluster's controller.
-func deleteTopic(t *testing.T, addr, topic string) {
-	t.Helper()
-	conn, err := kafka.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	ctrl, err := conn.Controller()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cconn, err := kafka.Dial("tcp", net.JoinHostPort(ctrl.Host, strconv.Itoa(ctrl.Port)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cconn.Close()
-	if err := cconn.DeleteTopics(topic); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, 30*time.Second, "topic "+topic+" deleted", func() bool { return !kafkatest.TopicExists(t, addr, topic) })
 }

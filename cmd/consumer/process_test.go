@@ -130,7 +130,7 @@ func newBlackBox(t *testing.T) *blackBox {
 	addr, prefix, pause := blackBoxBroker(t)
 	// The events topic exists before the first consumer, as in production;
 	// the consumer creates the others.
-	createTopic(t, addr, kafka.TopicConfig{Topic: prefix + "events", NumPartitions: blackBoxPartitions, ReplicationFactor: 1})
+	kafkatest.CreateTopic(t, addr, kafka.TopicConfig{Topic: prefix + "events", NumPartitions: blackBoxPartitions, ReplicationFactor: 1})
 	args := []string{"-brokers", addr, "-group", prefix + "bb", "-dim", "6", "-learner", "lasec-ss", "-learner-params", `{"a":0.3}`,
 		"-events-topic", prefix + "events", "-predictions-topic", prefix + "predictions", "-queries-topic", prefix + "label-queries",
 		"-dead-letter-topic", prefix + "dead-letters", "-alerts-topic", prefix + "drift-alerts",
@@ -233,16 +233,7 @@ func startProducerFrom(t *testing.T, addr, topic string, keys, total, rate, firs
 			var ids []string
 			for j := 0; j < batch && i < first+total; j, i = j+1, i+1 {
 				key := fmt.Sprintf("k%d", r.IntN(keys))
-				x := make([]float64, 6)
-				m := 0.0
-				for d := range x {
-					x[d] = r.NormFloat64()
-					m += float64(d%3-1) * x[d]
-				}
-				y := 1
-				if m < 0 {
-					y = -1
-				}
+				x, y := labeledPoint(r)
 				id := fmt.Sprintf("e%d", i)
 				ids = append(ids, id)
 				xs, _ := json.Marshal(x)
@@ -284,6 +275,21 @@ func writeRetrying(w *kafka.Writer, msgs []kafka.Message) error {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// labeledPoint is a random 6-dimensional event and its label, from a fixed
+// concept (the sign of x1 − x0 + x4 − x3).
+func labeledPoint(r *rand.Rand) (x []float64, y int) {
+	x = make([]float64, 6)
+	m := 0.0
+	for d := range x {
+		x[d] = r.NormFloat64()
+		m += float64(d%3-1) * x[d]
+	}
+	if y = 1; m < 0 {
+		y = -1
+	}
+	return x, y
 }
 
 // finish waits for the producer to write everything and returns the ids.

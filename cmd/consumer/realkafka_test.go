@@ -10,16 +10,15 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"math/big"
-	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/driftstream/driftstream/checkpoint"
+	"github.com/driftstream/driftstream/internal/kafkatest"
 	"github.com/segmentio/kafka-go"
 )
 
@@ -69,7 +68,7 @@ func TestRealKafkaCompactedChangelogRestores(t *testing.T) {
 		t.Skip("needs a real broker's log cleaner: set DRIFTSTREAM_KAFKA_ADDR (scripts/kafka-broker.sh start 4.0.0 19092 DIR)")
 	}
 	b := newBlackBox(t)
-	createTopic(t, b.addr, kafka.TopicConfig{Topic: b.topic("changelog"), NumPartitions: blackBoxPartitions, ReplicationFactor: 1,
+	kafkatest.CreateTopic(t, b.addr, kafka.TopicConfig{Topic: b.topic("changelog"), NumPartitions: blackBoxPartitions, ReplicationFactor: 1,
 		ConfigEntries: []kafka.ConfigEntry{{ConfigName: "cleanup.policy", ConfigValue: "compact"}, {ConfigName: "segment.ms", ConfigValue: "200"},
 			{ConfigName: "min.cleanable.dirty.ratio", ConfigValue: "0.01"}, {ConfigName: "delete.retention.ms", ConfigValue: "100"},
 			{ConfigName: "min.compaction.lag.ms", ConfigValue: "0"}}})
@@ -104,33 +103,6 @@ func TestRealKafkaCompactedChangelogRestores(t *testing.T) {
 		t.Fatalf("the last member restored %d partitions, want %d", c.count(`"partition restored"`), blackBoxPartitions)
 	}
 	b.verify(ids)
-}
-
-// createTopic creates a topic through the controller and waits for its
-// leaders.
-func createTopic(t *testing.T, addr string, tc kafka.TopicConfig) {
-	t.Helper()
-	conn, err := kafka.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	ctrl, err := conn.Controller()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cconn, err := kafka.Dial("tcp", net.JoinHostPort(ctrl.Host, strconv.Itoa(ctrl.Port)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cconn.Close()
-	if err := cconn.CreateTopics(tc); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, 30*time.Second, "topic "+tc.Topic, func() bool {
-		ps, err := conn.ReadPartitions(tc.Topic)
-		return err == nil && len(ps) == tc.NumPartitions
-	})
 }
 
 // SASL/SCRAM-SHA-512 on a real broker's SASL listener

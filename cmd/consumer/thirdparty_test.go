@@ -28,16 +28,7 @@ func thirdPartyEvents(t *testing.T, dir, name string, n int) (lines, jsonl strin
 	var late []pending
 	for i := range n {
 		key := fmt.Sprintf("%s-k%d", name, r.IntN(30))
-		x := make([]float64, 6)
-		m := 0.0
-		for d := range x {
-			x[d] = r.NormFloat64()
-			m += float64(d%3-1) * x[d]
-		}
-		y := 1
-		if m < 0 {
-			y = -1
-		}
+		x, y := labeledPoint(r)
 		id := fmt.Sprintf("%s-e%d", name, i)
 		ids = append(ids, id)
 		xs, _ := json.Marshal(x)
@@ -110,7 +101,7 @@ func TestRealKafkaThirdPartyProducers(t *testing.T) {
 	const n = 400
 	type client struct {
 		name, partitioner string // partitioner: the cmd/producer name of its mapping
-		run                   func(lines, jsonl string) *exec.Cmd
+		run               func(lines, jsonl string) *exec.Cmd
 	}
 	clients := []client{
 		{"kcat", "crc32", func(lines, _ string) *exec.Cmd {
