@@ -123,6 +123,9 @@ const (
 	StepFinal Step = "final"
 )
 
+// Steps are every Step, in loop order.
+var Steps = []Step{StepRestore, StepClaim, StepSource, StepProcess, StepSink, StepStore, StepCommit, StepKeyStore, StepFinal}
+
 // PartitionError ends a partition: a permanent error, or a retriable one
 // that persisted past the retry bound.
 type PartitionError struct {

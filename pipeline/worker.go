@@ -314,6 +314,12 @@ const (
 	ReasonOutputInvalid  = "output_invalid"
 )
 
+// Reasons are every dead-letter reason.
+var Reasons = []string{ReasonMissingKey, ReasonKeyTooLong, ReasonInvalidEvent, ReasonRejected, ReasonOutputTooLarge, ReasonOutputInvalid}
+
+// OutputKinds are every output kind.
+var OutputKinds = []string{OutPrediction, OutQuery, OutDeadLetter, OutAlert}
+
 // Totals returns the cumulative counters.
 func (w *Worker) Totals() Totals { return w.stats }
 

@@ -98,7 +98,34 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			return nil, err
 		}
 	}
+	// Every labelled counter's series exists from the start, at 0: a
+	// dashboard panel or an increase() alert then reads 0, not "No data",
+	// on a healthy member. (Drift alerts' series depend on the configured
+	// detectors: see watchDetectors.)
+	for _, reason := range pipeline.Reasons {
+		m.deadLetters.WithLabelValues(reason)
+	}
+	for _, kind := range pipeline.OutputKinds {
+		for _, reason := range []string{pipeline.ReasonOutputTooLarge, pipeline.ReasonOutputInvalid} {
+			m.outputsRefused.WithLabelValues(kind, reason)
+		}
+	}
+	for _, step := range pipeline.Steps {
+		m.partitionErrors.WithLabelValues(string(step))
+		m.retries.WithLabelValues(string(step))
+	}
 	return m, nil
+}
+
+// watchDetectors creates the drift-alert series of each configured
+// detector and signal, at 0.
+func (m *Metrics) watchDetectors(specs []pipeline.DetectorSpec) {
+	if m == nil {
+		return
+	}
+	for _, spec := range specs {
+		m.driftAlerts.WithLabelValues(spec.Detector, spec.Signal)
+	}
 }
 
 func part(p int) string { return strconv.Itoa(p) }

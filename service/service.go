@@ -204,6 +204,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	if len(cfg.Pipeline.Detectors) > 0 && cfg.Topics.Alerts == "" && cfg.Sink == nil {
 		return nil, errors.New("drift detectors are configured but no alerts topic: set one")
 	}
+	cfg.Metrics.watchDetectors(cfg.Pipeline.Detectors)
 	if cfg.Dialer == nil {
 		cfg.Dialer = &kafka.Dialer{Timeout: 10 * time.Second}
 	}
