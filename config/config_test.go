@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/driftstream/driftstream/pipeline"
 )
 
 func load(t *testing.T, env map[string]string, args ...string) (Config, error) {
@@ -162,5 +164,17 @@ func TestFlagName(t *testing.T) {
 		if got := FlagName(in); got != want {
 			t.Errorf("FlagName(%s) = %s, want %s", in, got, want)
 		}
+	}
+}
+
+// The configuration's defaults are the pipeline's: a service and a
+// backtest given no settings behave alike.
+func TestDefaultsAreThePipelines(t *testing.T) {
+	c, err := Load(flag.NewFlagSet("t", flag.ContinueOnError), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.MaxPending != pipeline.DefaultMaxPending || c.PendingTTL != pipeline.DefaultPendingTTL {
+		t.Fatalf("config: max pending %d, pending TTL %d; pipeline: %d, %d", c.MaxPending, c.PendingTTL, pipeline.DefaultMaxPending, pipeline.DefaultPendingTTL)
 	}
 }

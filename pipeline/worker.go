@@ -188,16 +188,24 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("pending TTL %d: must be ≥ 0", c.PendingTTL)
 	}
 	if c.MaxPending == 0 {
-		c.MaxPending = 1000
+		c.MaxPending = DefaultMaxPending
 	}
 	if c.PendingTTL == 0 {
-		c.PendingTTL = 1 << 40
+		c.PendingTTL = DefaultPendingTTL
 	}
 	if c.TopicNames[0] == "" {
 		c.TopicNames = [2]string{"events", "labels"}
 	}
 	return nil
 }
+
+// The defaults of MaxPending and PendingTTL, the same for the service
+// (config's DRIFTSTREAM_MAX_PENDING and DRIFTSTREAM_PENDING_TTL) and the
+// backtests.
+const (
+	DefaultMaxPending = 1000
+	DefaultPendingTTL = 1_000_000
+)
 
 // KeyRecordBytes bounds one key's checkpoint record: the learner's largest
 // snapshot, the pending bytes bound and framing. It fails with ErrTooLarge,
