@@ -48,6 +48,7 @@ type Config struct {
 	LearnerParams    string        `split_words:"true" desc:"learner parameters, a JSON object"`
 	Dim              int           `desc:"dimension of dense \"x\" inputs"`
 	HashBits         int           `split_words:"true" desc:"hash named \"features\" into 2^k buckets; with Dim too, dense \"x\" fills the first Dim of them"`
+	Bias             bool          `default:"false" desc:"append a constant feature 1 to every input (the learners' dimension is one more), so that linear learners can learn a threshold away from the origin; turning it on or off changes every key's learner, which a restart on the same changelog refuses (deploy it as a new group and changelog)"`
 	Seed             uint64        `default:"1" desc:"global seed; each key's learner draws from (seed, key)"`
 	QueryScale       float64       `split_words:"true" default:"1" desc:"margin rule b/(b+|score|) for learners without a query rule; 0 never queries"`
 	MaxPending       int           `split_words:"true" default:"1000" desc:"unlabeled events awaiting their label, kept per key (oldest dropped)"`

@@ -122,10 +122,28 @@ func Decode(b []byte, maxBytes int) (Event, error) {
 // equal its bucket count). Dense x must have DenseDim entries (Dim when
 // DenseDim is 0); with a Hasher, x fills the first DenseDim coordinates of
 // the hashed space, so that one deployment takes both kinds of event.
+//
+// With Bias, every input gets a constant coordinate 1 after the others
+// (coordinate Dim-1): Dim counts it, DenseDim and the hashed buckets do
+// not. Linear learners can then learn a threshold away from the origin.
 type Vectorizer struct {
 	Dim      int
 	DenseDim int
 	Hasher   *learners.Hasher
+	Bias     bool
+}
+
+// WithBias is v with a constant coordinate 1 appended to every input.
+func (v Vectorizer) WithBias() Vectorizer {
+	if v.Bias {
+		return v
+	}
+	if v.Hasher == nil {
+		v.DenseDim = v.Dim
+	}
+	v.Dim++
+	v.Bias = true
+	return v
 }
 
 // NewVectorizer returns a vectorizer for dense inputs of dimension dim, or,
@@ -152,6 +170,9 @@ func NewVectorizer(dim, hashBits int) (Vectorizer, error) {
 
 // Vector returns the learner input of an Input event.
 func (v Vectorizer) Vector(ev Event) (learners.Vector, error) {
+	if v.Bias {
+		return v.withBias(ev)
+	}
 	switch {
 	case ev.Kind != Input:
 		return learners.Vector{}, fmt.Errorf("a label record has no features: %w", ErrInvalid)
@@ -187,4 +208,28 @@ func (v Vectorizer) Vector(ev Event) (learners.Vector, error) {
 		return learners.Vector{}, fmt.Errorf("%v: %w", err, ErrInvalid)
 	}
 	return x, nil
+}
+
+// withBias is Vector with the constant coordinate appended.
+func (v Vectorizer) withBias(ev Event) (learners.Vector, error) {
+	inner := v
+	inner.Bias, inner.Dim = false, v.Dim-1
+	if inner.Hasher == nil {
+		inner.DenseDim = 0
+	}
+	x, err := inner.Vector(ev)
+	if err != nil {
+		return x, err
+	}
+	if !x.Sparse() {
+		vals := make([]float64, v.Dim)
+		x.Entries(func(i int, val float64) { vals[i] = val })
+		vals[v.Dim-1] = 1
+		return learners.NewDense(vals)
+	}
+	idx, vals := make([]int32, 0, x.NNZ()+1), make([]float64, 0, x.NNZ()+1)
+	x.Entries(func(i int, val float64) {
+		idx, vals = append(idx, int32(i)), append(vals, val)
+	})
+	return learners.NewSparse(v.Dim, append(idx, int32(v.Dim-1)), append(vals, 1))
 }

@@ -106,3 +106,56 @@ func TestVectorizer(t *testing.T) {
 		}
 	}
 }
+
+// WithBias appends a constant coordinate 1 to every input — after dense x,
+// after the hashed buckets, and after dense x within the hashed space — and
+// Dim counts it: the learner sees exactly what a source's extra feature 1
+// would give (backtests' -bias).
+func TestVectorizerWithBias(t *testing.T) {
+	dense, _ := NewVectorizer(3, 0)
+	hashed, _ := NewVectorizer(0, 4)
+	both, _ := NewVectorizer(2, 4)
+	for _, tc := range []struct {
+		name string
+		v    Vectorizer
+		ev   Event
+		want map[int]float64
+		dim  int
+	}{
+		{"dense", dense.WithBias(), Event{Kind: Input, X: []float64{0.5, -2, 3}}, map[int]float64{0: 0.5, 1: -2, 2: 3, 3: 1}, 4},
+		{"dense x in hashed space", both.WithBias(), Event{Kind: Input, X: []float64{7, 8}}, map[int]float64{0: 7, 1: 8, 16: 1}, 17},
+		{"twice is once", dense.WithBias().WithBias(), Event{Kind: Input, X: []float64{1, 1, 1}}, map[int]float64{0: 1, 1: 1, 2: 1, 3: 1}, 4},
+	} {
+		x, err := tc.v.Vector(tc.ev)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		got := map[int]float64{}
+		x.Entries(func(i int, v float64) {
+			if v != 0 {
+				got[i] = v
+			}
+		})
+		if x.Dim() != tc.dim || tc.v.Dim != tc.dim || len(got) != len(tc.want) {
+			t.Fatalf("%s: dim %d (vectorizer %d), entries %v; want %d, %v", tc.name, x.Dim(), tc.v.Dim, got, tc.dim, tc.want)
+		}
+		for i, v := range tc.want {
+			if got[i] != v {
+				t.Fatalf("%s: entries %v, want %v", tc.name, got, tc.want)
+			}
+		}
+	}
+	// Named features: hashed into the 16 buckets, the bias at 16.
+	hb := hashed.WithBias()
+	x, err := hb.Vector(Event{Kind: Input, Features: map[string]float64{"a": 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if x.Dim() != 17 || x.At(16) != 1 || x.NNZ() != 2 {
+		t.Fatalf("hashed with bias: dim %d, bias %v, %d entries", x.Dim(), x.At(16), x.NNZ())
+	}
+	// The dense dimension checked is the input's, not the learner's.
+	if _, err := dense.WithBias().Vector(Event{Kind: Input, X: []float64{1, 2, 3, 4}}); err == nil || !strings.Contains(err.Error(), "configured dimension is 3") {
+		t.Fatalf("4 entries for dimension 3 with bias: %v", err)
+	}
+}

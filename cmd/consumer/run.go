@@ -251,6 +251,9 @@ func pipelineConfig(cfg config.Config) (pipeline.Config, error) {
 	if err != nil {
 		return pipeline.Config{}, err
 	}
+	if cfg.Bias {
+		vec = vec.WithBias()
+	}
 	p := pipeline.Config{Learner: cfg.Learner, Seed: cfg.Seed, Vector: vec, QueryScale: cfg.QueryScale,
 		MaxPending: cfg.MaxPending, PendingTTL: cfg.PendingTTL, TopicNames: [2]string{cfg.EventsTopic, cfg.LabelsTopic},
 		MaxKeyBytes: cfg.MaxKeyBytes, MaxKeyMemory: cfg.MaxKeyMemory, MaxPendingBytes: cfg.MaxPendingBytes, MaxAbsValue: cfg.MaxAbsValue, MaxKeyLength: cfg.MaxKeyLength}
