@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -131,7 +132,8 @@ func procCPU(b *testing.B, pid int) time.Duration {
 // its own (the os/exec helper-process pattern): with
 // DRIFTSTREAM_BENCH_CHILD=pass|ADDR|IN|OUT it runs the pass-through, with
 // DRIFTSTREAM_BENCH_CHILD=service|ADDR|IN|RUN|LEARNER|DIM the service, until
-// SIGTERM.
+// SIGTERM. DRIFTSTREAM_BENCH_CPUPROFILE=PATH writes each service child's
+// CPU profile to PATH.RUN.
 func TestBenchCPUChild(t *testing.T) {
 	spec := os.Getenv("DRIFTSTREAM_BENCH_CHILD")
 	if spec == "" {
@@ -146,6 +148,17 @@ func TestBenchCPUChild(t *testing.T) {
 			t.Fatal(err)
 		}
 	case "service":
+		if path := os.Getenv("DRIFTSTREAM_BENCH_CPUPROFILE"); path != "" { // where the service's CPU goes
+			f, err := os.Create(path + "." + a[3])
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if err := pprof.StartCPUProfile(f); err != nil {
+				t.Fatal(err)
+			}
+			defer pprof.StopCPUProfile()
+		}
 		dim, _ := strconv.Atoi(a[5])
 		cfg, err := benchConfig(a[1], a[3], a[4], dim)
 		if err != nil {
