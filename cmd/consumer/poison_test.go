@@ -42,7 +42,7 @@ func TestBlackBoxPoisonRecordsNeverStopTheStream(t *testing.T) {
 		RequiredAcks: kafka.RequireAll}
 	defer w.Close()
 	for _, p := range poison {
-		time.Sleep(50 * time.Millisecond) // between the producer's events
+		time.Sleep(50 * time.Millisecond)                                // between the producer's events
 		if err := writeRetrying(w, []kafka.Message{p.msg}); err != nil { // a real broker may refuse a new topic for a moment
 			t.Fatal(err)
 		}
