@@ -35,6 +35,9 @@ type messageInput struct {
 	separate bool // label records on their own topic (index 1)
 	chans    []chan []pipeline.Fetched
 	opened   []bool
+	from     [][2]int64      // per partition: the offsets its Open asked for
+	closed   []chan struct{} // per partition: closed by its source's Close
+	closeP   []sync.Once
 	mu       sync.Mutex
 	once     sync.Once
 	err      error
@@ -53,9 +56,11 @@ func FromSource(src streams.Source, opts MessageOptions, partitions int, separat
 		return nil, fmt.Errorf("keys %d and labels delay %d: need ≥ 1 and ≥ 0", opts.Keys, opts.LabelsDelay)
 	}
 	in := &messageInput{src: src, opts: opts, parts: partitions, separate: separateLabels,
-		chans: make([]chan []pipeline.Fetched, partitions), opened: make([]bool, partitions), total: -1}
+		chans: make([]chan []pipeline.Fetched, partitions), opened: make([]bool, partitions), total: -1,
+		from: make([][2]int64, partitions), closed: make([]chan struct{}, partitions), closeP: make([]sync.Once, partitions)}
 	for p := range in.chans {
 		in.chans[p] = make(chan []pipeline.Fetched, 8)
+		in.closed[p] = make(chan struct{})
 	}
 	return in, nil
 }
@@ -87,13 +92,27 @@ func (in *messageInput) Open(ctx context.Context, p int, from [2]int64) (pipelin
 	if in.opened[p] {
 		return nil, fmt.Errorf("partition %d: a replayed file cannot be reopened (at %v)", p, from)
 	}
-	in.opened[p] = true
-	in.once.Do(func() {
-		in.wg.Add(1)
-		go in.deal(ctx) // ends with the replay: a failed partition stops the others
+	in.opened[p], in.from[p] = true, from
+	if open := in.openedAll(); open {
+		in.once.Do(func() {
+			in.wg.Add(1)
+			go in.deal(ctx) // ends with the replay: a failed partition stops the others
+		})
+	}
+	return &chanSource{ch: in.chans[p], close: func() { in.closeP[p].Do(func() { close(in.closed[p]) }) }}, nil
+}
 
-	})
-	return &chanSource{ch: in.chans[p], close: func() {}}, nil
+// openedAll reports whether every partition was opened: the one pass over
+// the source starts then, when each partition's start offsets are known.
+// Partitions that are never opened would hold the pass up, so Run opens
+// all of them (and closes those it does not replay).
+func (in *messageInput) openedAll() bool {
+	for _, o := range in.opened {
+		if !o {
+			return false
+		}
+	}
+	return true
 }
 
 // dealBatch is how many records deal gathers for a partition before it
@@ -119,11 +138,12 @@ func (in *messageInput) deal(ctx context.Context) {
 	send := func(p int) error {
 		select {
 		case in.chans[p] <- pending[p]:
-			pending[p] = nil
-			return nil
+		case <-in.closed[p]: // its source was closed: nobody reads it
 		case <-ctx.Done():
 			return ctx.Err()
 		}
+		pending[p] = nil
+		return nil
 	}
 	_, err := Messages(ctx, in.src, in.opts, func(m Message) error {
 		p := hash.Balance(kafka.Message{Key: m.Key}, partitions...)
@@ -131,8 +151,12 @@ func (in *messageInput) deal(ctx context.Context) {
 		if m.Labels && in.separate {
 			topic = pipeline.LabelsTopic
 		}
-		pending[p] = append(pending[p], pipeline.Fetched{Record: pipeline.Record{Topic: topic, Partition: p, Offset: next[p][topic], Key: m.Key, Value: m.Value}})
+		offset := next[p][topic]
 		next[p][topic]++
+		if offset < in.from[p][topic] { // before where the partition's Open started it
+			return nil
+		}
+		pending[p] = append(pending[p], pipeline.Fetched{Record: pipeline.Record{Topic: topic, Partition: p, Offset: offset, Key: m.Key, Value: m.Value}})
 		if len(pending[p]) == dealBatch {
 			return send(p)
 		}
