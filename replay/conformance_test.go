@@ -48,17 +48,7 @@ func TestSourceConformance(t *testing.T) {
 		sourcetest.Run(t, sourcetest.Subject{Bounded: true, Labels: true,
 			New: func(t *testing.T, n int) ([2][]pipeline.Record, func([2]int64) pipeline.Source) {
 				exs, opts, written := conformanceHistory(t, n)
-				return written, func(from [2]int64) pipeline.Source {
-					in, err := FromExamples(2, exs, opts, 1, true)
-					if err != nil {
-						t.Fatal(err)
-					}
-					src, err := in.Open(ctx, 0, from)
-					if err != nil {
-						t.Fatal(err)
-					}
-					return src
-				}
+				return written, opener(t, func() (Input, error) { return FromExamples(2, exs, opts, 1, true) })
 			}})
 	})
 	t.Run("topic range", func(t *testing.T) {
@@ -77,17 +67,24 @@ func TestSourceConformance(t *testing.T) {
 					}
 					w.Close()
 				}
-				return written, func(from [2]int64) pipeline.Source {
-					in, err := FromTopic(ctx, TopicRange{Brokers: []string{addr}, Topic: "events", LabelsTopic: "labels", From: Unbounded, To: Unbounded})
-					if err != nil {
-						t.Fatal(err)
-					}
-					src, err := in.Open(ctx, 0, from)
-					if err != nil {
-						t.Fatal(err)
-					}
-					return src
-				}
+				return written, opener(t, func() (Input, error) {
+					return FromTopic(ctx, TopicRange{Brokers: []string{addr}, Topic: "events", LabelsTopic: "labels", From: Unbounded, To: Unbounded})
+				})
 			}})
 	})
+}
+
+// opener opens partition 0 of a new input at the offsets asked.
+func opener(t *testing.T, input func() (Input, error)) func([2]int64) pipeline.Source {
+	return func(from [2]int64) pipeline.Source {
+		in, err := input()
+		if err != nil {
+			t.Fatal(err)
+		}
+		src, err := in.Open(context.Background(), 0, from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return src
+	}
 }
