@@ -651,6 +651,8 @@ func (r *Runner) final(wb *writeBehind, since int) error {
 // has ended.
 type finalError struct{ error }
 
+func (e finalError) Unwrap() error { return e.error }
+
 // keyStoreError is an error of the worker's key store (KeyStore).
 type keyStoreError struct{ error }
 
@@ -665,8 +667,6 @@ func (r *Runner) stepError(step Step, err error) *PartitionError {
 	}
 	return &PartitionError{Partition: r.cfg.Partition, Step: step, Err: err}
 }
-
-func (e finalError) Unwrap() error { return e.error }
 
 // checkpoint takes the outputs so far and a checkpoint of the worker, and
 // hands them to the write-behind, which writes the outputs, the key records

@@ -104,8 +104,8 @@ func (in *messageInput) Open(ctx context.Context, p int, from [2]int64) (pipelin
 
 // openedAll reports whether every partition was opened: the one pass over
 // the source starts then, when each partition's start offsets are known.
-// Partitions that are never opened would hold the pass up, so Run opens
-// all of them (and closes those it does not replay).
+// A partition never opened would hold the pass up; Run runs, and so opens,
+// every partition.
 func (in *messageInput) openedAll() bool {
 	for _, o := range in.opened {
 		if !o {
