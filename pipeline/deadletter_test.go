@@ -256,14 +256,19 @@ func TestRestoreRefusesAnotherLearnerConfiguration(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name, learner, params string
-		refused               bool
+		bias, refused         bool
 	}{
-		{"same", "shifting-perceptron", "", false},
-		{"other learner", "lasec", "", true},
-		{"other parameters", "shifting-perceptron", `{"lambda":0.1}`, true},
+		{"same", "shifting-perceptron", "", false, false},
+		{"other learner", "lasec", "", false, true},
+		{"other parameters", "shifting-perceptron", `{"lambda":0.1}`, false, true},
+		{"bias input turned on (DRIFTSTREAM_BIAS)", "shifting-perceptron", "", true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r, err := NewWorker(testConfig(t, tc.learner, tc.params), 0)
+			cfg := testConfig(t, tc.learner, tc.params)
+			if tc.bias {
+				cfg.Vector = cfg.Vector.WithBias()
+			}
+			r, err := NewWorker(cfg, 0)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -358,7 +358,7 @@ func configurationChanged(unheld map[string]error) error {
 	if n == 0 {
 		return nil
 	}
-	return fmt.Errorf("%w (%d keys; first, %s). Changing DRIFTSTREAM_LEARNER, DRIFTSTREAM_LEARNER_PARAMS, DRIFTSTREAM_DIM or DRIFTSTREAM_HASH_BITS is a migration, not a restart: "+
+	return fmt.Errorf("%w (%d keys; first, %s). Changing DRIFTSTREAM_LEARNER, DRIFTSTREAM_LEARNER_PARAMS, DRIFTSTREAM_DIM, DRIFTSTREAM_HASH_BITS or DRIFTSTREAM_BIAS is a migration, not a restart: "+
 		"either deploy the former configuration again, or run the new one as a new deployment with its own DRIFTSTREAM_CHANGELOG_TOPIC and DRIFTSTREAM_GROUP, "+
 		"which learns every key afresh from the input topics' earliest retained records (operator resets are not carried over; docs/OPERATIONS.md, \"Changing the learner\")",
 		ErrLearnerChanged, n, first)

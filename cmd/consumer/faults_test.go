@@ -130,17 +130,7 @@ func TestBlackBoxDeletedChangelogIsNeverRecreated(t *testing.T) {
 	})
 	changelog := b.topic("changelog")
 	kafkatest.DeleteTopic(t, b.addr, changelog)
-	select {
-	case err := <-a.done:
-		if err == nil {
-			t.Fatalf("A exited 0 after its changelog was deleted:\n%s", tail(a.logText(), 3000))
-		}
-	case <-time.After(90 * time.Second):
-		t.Fatalf("A still runs 90 s after its changelog was deleted:\n%s", tail(a.logText(), 3000))
-	}
-	if n := a.count("the changelog topic is gone or changed"); n == 0 {
-		t.Fatalf("A did not say its changelog is gone:\n%s", tail(a.logText(), 3000))
-	}
+	a.failsSaying(t, 90*time.Second, "A after its changelog was deleted", "the changelog topic is gone or changed")
 	if kafkatest.TopicExists(t, b.addr, changelog) {
 		t.Fatalf("the changelog %s was recreated", changelog)
 	}
@@ -151,17 +141,7 @@ func TestBlackBoxDeletedChangelogIsNeverRecreated(t *testing.T) {
 		ConfigEntries: []kafka.ConfigEntry{{ConfigName: "cleanup.policy", ConfigValue: "compact"}}})
 	before := countAll(readTopic(t, b.addr, b.topic("predictions")))
 	c := b.start()
-	select {
-	case err := <-c.done:
-		if err == nil {
-			t.Fatalf("C exited 0 on an empty recreated changelog:\n%s", tail(c.logText(), 3000))
-		}
-	case <-time.After(90 * time.Second):
-		t.Fatalf("C still runs 90 s after meeting an empty recreated changelog:\n%s", tail(c.logText(), 3000))
-	}
-	if n := c.count("the changelog cannot be complete"); n == 0 {
-		t.Fatalf("C did not refuse the empty changelog:\n%s", tail(c.logText(), 3000))
-	}
+	c.failsSaying(t, 90*time.Second, "C on an empty recreated changelog", "the changelog cannot be complete")
 	if after := countAll(readTopic(t, b.addr, b.topic("predictions"))); after != before {
 		t.Fatalf("C wrote %d predictions from an empty changelog", after-before)
 	}

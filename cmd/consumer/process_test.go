@@ -539,6 +539,20 @@ func (b *blackBox) finishWith(ids []string, live ...*proc) {
 	}
 }
 
+// failsSaying waits up to timeout for p to exit non-zero with frag in its
+// log: a start or a run that must fail, loudly and at once.
+func (p *proc) failsSaying(t *testing.T, timeout time.Duration, what, frag string) {
+	t.Helper()
+	select {
+	case err := <-p.done:
+		if err == nil || !strings.Contains(p.logText(), frag) {
+			t.Fatalf("%s: exit %v; want a non-zero exit saying %q:\n%s", what, err, frag, tail(p.logText(), 3000))
+		}
+	case <-time.After(timeout):
+		t.Fatalf("%s: still running after %s:\n%s", what, timeout, tail(p.logText(), 3000))
+	}
+}
+
 // waitClean waits for p, stopped by SIGTERM, to exit 0 without an ERROR
 // line in its log.
 func (p *proc) waitClean(t *testing.T) {

@@ -12,7 +12,6 @@ import (
 	"math/big"
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -126,15 +125,7 @@ func TestRealKafkaSASLSCRAM(t *testing.T) {
 	b.args = append(append([]string{}, base...), sasl...)
 	os.Setenv("DRIFTSTREAM_SASL_PASSWORD", "wrong")
 	defer os.Unsetenv("DRIFTSTREAM_SASL_PASSWORD")
-	wrong := b.start()
-	select {
-	case err := <-wrong.done:
-		if err == nil || !strings.Contains(wrong.logText(), "SASL") {
-			t.Fatalf("a wrong password: exit %v, log:\n%s", err, tail(wrong.logText(), 2000))
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("a wrong password did not fail the start within 30 s")
-	}
+	b.start().failsSaying(t, 30*time.Second, "a wrong password", "SASL")
 	os.Setenv("DRIFTSTREAM_SASL_PASSWORD", "driftstream-pw")
 	prod := startProducer(t, b.addr, b.topic("events"), 50, 3000, 3000) // the producer on the plain listener
 	ids := prod.finish(t)
@@ -182,15 +173,7 @@ func TestRealKafkaTLS(t *testing.T) {
 		{"a client certificate of another CA", []string{"-tls-ca-file", ca, "-tls-cert-file", otherCert, "-tls-key-file", otherKey}, "refused this client's certificate"},
 	} {
 		b.args = append(append([]string{}, base...), append([]string{"-tls"}, tc.flags...)...)
-		p := b.start()
-		select {
-		case err := <-p.done:
-			if err == nil || !strings.Contains(p.logText(), tc.want) {
-				t.Fatalf("%s: exit %v; want a failed start saying %q:\n%s", tc.name, err, tc.want, tail(p.logText(), 2000))
-			}
-		case <-time.After(30 * time.Second):
-			t.Fatalf("%s: the start did not fail within 30 s", tc.name)
-		}
+		b.start().failsSaying(t, 30*time.Second, tc.name, tc.want)
 	}
 	b.args = append(append([]string{}, base...), "-tls", "-tls-ca-file", ca, "-tls-cert-file", cert, "-tls-key-file", key)
 	prod := startProducer(t, b.addr, b.topic("events"), 50, 3000, 3000) // on the plain listener

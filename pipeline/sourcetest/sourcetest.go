@@ -95,10 +95,7 @@ func check(t *testing.T, s Subject, open func([2]int64) pipeline.Source, written
 				if f.Err != nil {
 					t.Fatalf("read error: %v", f.Err)
 				}
-				i := 0
-				if f.Topic == pipeline.LabelsTopic {
-					i = 1
-				}
+				i := f.Topic // EventsTopic 0, LabelsTopic 1
 				if f.Partition != 0 || f.Offset != next[i] || got[i] >= want[i] {
 					t.Fatalf("topic %d: record at partition %d offset %d; want partition 0 offset %d (%d of %d delivered)", i, f.Partition, f.Offset, next[i], got[i], want[i])
 				}
