@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -34,9 +35,27 @@ func TestKeyStoreDiskFaultsFailOnlyTheirPartition(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			addr := cluster(t)
 			cfg := testConfig(t, addr, "g-disk")
-			cfg.StateDir, cfg.CacheKeys = t.TempDir(), 2
-			cfg.FailExitAfter = 3 * time.Second
 			faults := faultfs.New("/keys-p1-")
+			// Not t.TempDir: the failed store's Pebble goes on retrying its
+			// flush in the background after Close (which does not wait for
+			// it), writing into the directory while it is removed. Disarmed,
+			// the retry succeeds and stops; then the directory goes.
+			dir, err := os.MkdirTemp("", "disk-faults-")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				faults.Arm(false, nil)
+				for range 50 {
+					if os.RemoveAll(dir) == nil {
+						return
+					}
+					time.Sleep(100 * time.Millisecond)
+				}
+				t.Errorf("state dir %s not removed", dir)
+			})
+			cfg.StateDir, cfg.CacheKeys = dir, 2
+			cfg.FailExitAfter = 3 * time.Second
 			cfg.KeyStore.FS, cfg.KeyStore.MemTableBytes, cfg.KeyStore.StallTimeout = faults, 16<<10, 2*time.Second
 			m, err := NewMetrics(prometheus.NewRegistry())
 			if err != nil {
