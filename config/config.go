@@ -39,7 +39,7 @@ type Config struct {
 	DeadLetterTopic  string        `split_words:"true" default:"dead-letters" desc:"dead-letter output topic"`
 	ChangelogTopic   string        `split_words:"true" default:"driftstream-changelog" desc:"compacted checkpoint topic"`
 	AlertsTopic      string        `split_words:"true" default:"drift-alerts" desc:"drift alerts output topic (keyed by entity key)"`
-	Detectors        string        `default:"[{\"detector\":\"adwin\",\"signal\":\"mistakes\"},{\"detector\":\"adwin\",\"signal\":\"queries\"}]" desc:"drift detectors run per key, a JSON list of {detector, signal, params}: detectors adwin, ddm, eddm, page-hinkley, hddm-a; signals mistakes, queries, score; [] for none"`
+	Detectors        string        `default:"[{\"detector\":\"adwin\",\"signal\":\"mistakes\",\"params\":{\"delta\":0.00002}},{\"detector\":\"adwin\",\"signal\":\"queries\"}]" desc:"drift detectors run per key, a JSON list of {detector, signal, params}: detectors adwin, ddm, eddm, page-hinkley, hddm-a; signals mistakes, queries, score; [] for none"`
 	OnDrift          string        `split_words:"true" default:"alert" desc:"on a confirmed drift: alert, or reset (also restart the key's learner)"`
 	AlertCooldown    int64         `split_words:"true" default:"500" desc:"a key's events after an alert during which it raises no other"`
 	Partitions       int           `default:"4" desc:"partitions of topics the service creates"`

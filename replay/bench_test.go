@@ -87,7 +87,7 @@ func BenchmarkReplay(b *testing.B) {
 		}
 		defer c.Close()
 		addr := c.ListenAddrs()[0]
-		w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "events", Balancer: &kafka.Hash{}, BatchTimeout: time.Millisecond, BatchSize: 5000, RequiredAcks: kafka.RequireAll}
+		w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "events", Balancer: kafka.Murmur2Balancer{}, BatchTimeout: time.Millisecond, BatchSize: 5000, RequiredAcks: kafka.RequireAll}
 		var batch []kafka.Message
 		if _, err := Messages(context.Background(), streams.FromExamples(benchDim, exs), MessageOptions{Keys: 1}, func(m Message) error {
 			if batch = append(batch, kafka.Message{Key: m.Key, Value: m.Value}); len(batch) == 5000 {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/driftstream/driftstream/pipeline"
 	"github.com/driftstream/driftstream/streams"
+	"github.com/driftstream/driftstream/topics"
 	"github.com/segmentio/kafka-go"
 )
 
@@ -25,7 +26,7 @@ func (s *chanSource) Close() error {
 }
 
 // messageInput partitions the messages of a streams.Source as the producer
-// does (kafka-go's Hash balancer over every partition of the topic),
+// does (its partitioner over every partition of the topic),
 // numbering each partition's records from offset 0: the records a service
 // would read from a topic the producer wrote them to.
 type messageInput struct {
@@ -38,6 +39,7 @@ type messageInput struct {
 	from     [][2]int64      // per partition: the offsets its Open asked for
 	closed   []chan struct{} // per partition: closed by its source's Close
 	closeP   []sync.Once
+	balancer kafka.Balancer
 	mu       sync.Mutex
 	once     sync.Once
 	err      error
@@ -55,7 +57,14 @@ func FromSource(src streams.Source, opts MessageOptions, partitions int, separat
 	if opts.Keys < 1 || opts.LabelsDelay < 0 {
 		return nil, fmt.Errorf("keys %d and labels delay %d: need ≥ 1 and ≥ 0", opts.Keys, opts.LabelsDelay)
 	}
-	in := &messageInput{src: src, opts: opts, parts: partitions, separate: separateLabels,
+	if opts.Partitioner == "" {
+		opts.Partitioner = topics.DefaultPartitioner
+	}
+	balancer, err := topics.Balancer(opts.Partitioner)
+	if err != nil {
+		return nil, err
+	}
+	in := &messageInput{src: src, opts: opts, parts: partitions, separate: separateLabels, balancer: balancer,
 		chans: make([]chan []pipeline.Fetched, partitions), opened: make([]bool, partitions), total: -1,
 		from: make([][2]int64, partitions), closed: make([]chan struct{}, partitions), closeP: make([]sync.Once, partitions)}
 	for p := range in.chans {
@@ -132,7 +141,6 @@ func (in *messageInput) deal(ctx context.Context) {
 	for p := range partitions {
 		partitions[p] = p
 	}
-	var hash kafka.Hash
 	next := make([][2]int64, in.parts)
 	pending := make([][]pipeline.Fetched, in.parts)
 	send := func(p int) error {
@@ -146,7 +154,7 @@ func (in *messageInput) deal(ctx context.Context) {
 		return nil
 	}
 	_, err := Messages(ctx, in.src, in.opts, func(m Message) error {
-		p := hash.Balance(kafka.Message{Key: m.Key}, partitions...)
+		p := in.balancer.Balance(kafka.Message{Key: m.Key}, partitions...)
 		topic := pipeline.EventsTopic
 		if m.Labels && in.separate {
 			topic = pipeline.LabelsTopic

@@ -36,6 +36,9 @@ type MessageOptions struct {
 	// LabelsDelay holds each label back by this many events, as a label
 	// record sent after them; 0 sends labels inline.
 	LabelsDelay int
+	// Partitioner names the hash that deals keys over a topic's partitions
+	// (topics.Partitioners); "" is topics.DefaultPartitioner, cmd/producer's.
+	Partitioner string
 }
 
 // Messages reads src to its end and calls emit for every message, in the

@@ -96,7 +96,7 @@ func TestSameCodeSameAnswer(t *testing.T) {
 			c := kafkatest.Cluster(t, kfake.SeedTopics(partitions, "events"))
 			addr := c.ListenAddrs()[0]
 			// As the producer writes: in order, acks=all.
-			w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "events", Balancer: &kafka.Hash{}, BatchTimeout: time.Millisecond, RequiredAcks: kafka.RequireAll}
+			w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "events", Balancer: kafka.Murmur2Balancer{}, BatchTimeout: time.Millisecond, RequiredAcks: kafka.RequireAll}
 			var batch []kafka.Message
 			if _, err := Messages(context.Background(), newDrifting(1, n, keys), opts, func(m Message) error {
 				if batch = append(batch, kafka.Message{Key: m.Key, Value: m.Value}); len(batch) == 500 {

@@ -14,12 +14,14 @@ import (
 
 // KeyStats are one key's counters over the replay.
 type KeyStats struct {
-	Key      string `json:"key"`
-	Events   int64  `json:"events"`
-	Labeled  int64  `json:"labeled"`
-	Mistakes int64  `json:"mistakes"`
-	Queries  int64  `json:"queries"`
-	Alerts   int64  `json:"alerts"`
+	Key string `json:"key"`
+	// Partition is the key's partition: where the service keeps its state.
+	Partition int   `json:"partition"`
+	Events    int64 `json:"events"`
+	Labeled   int64 `json:"labeled"`
+	Mistakes  int64 `json:"mistakes"`
+	Queries   int64 `json:"queries"`
+	Alerts    int64 `json:"alerts"`
 }
 
 // Accuracy is the key's share of labeled events predicted right (NaN

@@ -195,7 +195,7 @@ func (s *scorer) Processed(f *pipeline.Fetched, before, after *pipeline.Totals) 
 	}
 	k, ok := s.keys[string(f.Key)]
 	if !ok {
-		k = &KeyStats{Key: string(f.Key)}
+		k = &KeyStats{Key: string(f.Key), Partition: s.partition}
 		s.keys[k.Key] = k
 	}
 	k.Events += after.Events - before.Events

@@ -53,7 +53,7 @@ func TestTopicRangeRefusesDeletedRecords(t *testing.T) {
 func TestTopicBacktestCurveIsTheSameEveryRun(t *testing.T) {
 	c := kafkatest.Cluster(t, kfake.SeedTopics(3, "events"))
 	addr := c.ListenAddrs()[0]
-	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "events", Balancer: &kafka.Hash{}, BatchTimeout: time.Millisecond, RequiredAcks: kafka.RequireAll}
+	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "events", Balancer: kafka.Murmur2Balancer{}, BatchTimeout: time.Millisecond, RequiredAcks: kafka.RequireAll}
 	r := rand.New(rand.NewPCG(4, 4))
 	var msgs []kafka.Message
 	for i := range 900 {

@@ -66,7 +66,7 @@ func keyAPI(t *testing.T, cacheKeys int) {
 	defer noKeyStoresLeft(t, cfg)
 	s, stop := started(t, cfg)
 	produce(t, addr, 1, 300)
-	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "events", Balancer: &kafka.Hash{}, BatchTimeout: time.Millisecond}
+	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "events", Balancer: kafka.Murmur2Balancer{}, BatchTimeout: time.Millisecond}
 	if err := w.WriteMessages(context.Background(), kafka.Message{Key: []byte("site/7"), Value: []byte(`{"id":"slash","x":[1,2,3],"label":1}`)}); err != nil {
 		t.Fatal(err)
 	}
@@ -129,8 +129,8 @@ func keyAPI(t *testing.T, cacheKeys int) {
 		if code := call(t, "GET", open.URL+"/v1/keys/"+key, "", &in); code != 200 {
 			t.Fatalf("GET %s: %d", key, code)
 		}
-		want := (&kafka.Hash{}).Balance(kafka.Message{Key: []byte(key)}, 0, 1, 2)
-		if in.Key != key || in.Partition != want || nh(s, key)["fnv1a"] != want || in.Learner != "lasec-ss" || in.Params["a"] != 0.3 || in.StateBytes == 0 {
+		want := kafka.Murmur2Balancer{}.Balance(kafka.Message{Key: []byte(key)}, 0, 1, 2)
+		if in.Key != key || in.Partition != want || nh(s, key)["murmur2"] != want || in.Learner != "lasec-ss" || in.Params["a"] != 0.3 || in.StateBytes == 0 {
 			t.Fatalf("GET %s: %+v (its partition is %d)", key, in, want)
 		}
 		events += in.Events

@@ -62,7 +62,7 @@ func benchCluster(b *testing.B, n, dim int) string {
 // to topic, values with 4 decimals.
 func writeBenchEvents(b *testing.B, addr, topic string, n, dim int) {
 	b.Helper()
-	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: topic, Balancer: &kafka.Hash{}, BatchTimeout: time.Millisecond, BatchSize: 5000,
+	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: topic, Balancer: kafka.Murmur2Balancer{}, BatchTimeout: time.Millisecond, BatchSize: 5000,
 		RequiredAcks: kafka.RequireAll}
 	defer w.Close()
 	r := rand.New(rand.NewPCG(1, 1))
@@ -590,7 +590,7 @@ func BenchmarkLatency(b *testing.B) {
 
 	// The producer's batches, built before the clock starts so that the
 	// producer costs little CPU; event i is "lat<i>".
-	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "events", Balancer: &kafka.Hash{}, BatchTimeout: time.Millisecond, BatchSize: 10000, RequiredAcks: kafka.RequireAll}
+	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "events", Balancer: kafka.Murmur2Balancer{}, BatchTimeout: time.Millisecond, BatchSize: 10000, RequiredAcks: kafka.RequireAll}
 	defer w.Close()
 	const tick = 5 * time.Millisecond
 	per := max(1, int(rate*tick.Seconds()))

@@ -26,9 +26,10 @@ const (
 	outputWriteTimeout = 10 * time.Second
 )
 
-// OutputProducer writes records to the partitions of one topic, keyed as
-// kafka-go's Hash balancer keys them (the partition Sarama and the Java
-// client's default partitioner pick), with acks = all. It sends each call's
+// OutputProducer writes records to the partitions of one topic, keyed by
+// topics.DefaultPartitioner (murmur2, the Java client's and cmd/producer's
+// default: a key's outputs land in the partition number of its inputs when
+// both topics have as many partitions), with acks = all. It sends each call's
 // records at once through kafka.Client.Produce, one request per partition:
 // kafka-go's Writer asks its transport for the topic's metadata once per
 // message, makes room for BatchSize messages per batch, and has no flush,
@@ -39,7 +40,7 @@ type OutputProducer struct {
 	client   *kafka.Client
 	topic    string
 	limit    int // the topic's max.message.bytes: the largest batch a request carries
-	balancer kafka.Hash
+	balancer kafka.Murmur2Balancer // topics.DefaultPartitioner
 	parts    []int // 0..n-1 for the last partition count seen
 	mu       sync.Mutex
 }

@@ -14,11 +14,33 @@ import (
 
 	"github.com/driftstream/driftstream/internal/kafkatest"
 	"github.com/driftstream/driftstream/pipeline"
+	"github.com/driftstream/driftstream/topics"
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
+
+// Outputs are keyed by the one default partitioner, cmd/producer's: a key's
+// outputs go to the partition number of its inputs.
+func TestOutputsUseTheDefaultPartitioner(t *testing.T) {
+	var p OutputProducer
+	parts := []int{0, 1, 2, 3, 4, 5, 6}
+	moved := 0
+	for i := range 500 {
+		key := fmt.Appendf(nil, "customer-%d", i)
+		want := topics.PartitionOf(key, len(parts))[topics.DefaultPartitioner]
+		if got := p.balancer.Balance(kafka.Message{Key: key}, parts...); got != want {
+			t.Fatalf("key %s: output partition %d, its inputs' %d", key, got, want)
+		}
+		if want != topics.PartitionOf(key, len(parts))["fnv1a"] {
+			moved++
+		}
+	}
+	if moved == 0 {
+		t.Fatal("the hashes agree on every key: the test cannot tell them apart")
+	}
+}
 
 // BenchmarkOutputProducer writes flushes of 2,000 small outputs over four
 // partitions with OutputProducer and with the kafka-go Writer the service
@@ -51,7 +73,7 @@ func BenchmarkOutputProducer(b *testing.B) {
 			return func(ms []kafka.Message) error { return p.Write(ctx, ms) }, func() {}
 		},
 		"kafka-go-writer": func(tr *kafka.Transport) (func([]kafka.Message) error, func()) {
-			w := &kafka.Writer{Addr: kafka.TCP(addrs...), Topic: "out", Balancer: &kafka.Hash{}, BatchSize: 4096,
+			w := &kafka.Writer{Addr: kafka.TCP(addrs...), Topic: "out", Balancer: kafka.Murmur2Balancer{}, BatchSize: 4096,
 				BatchBytes: 1 << 20, BatchTimeout: 200 * time.Microsecond, RequiredAcks: kafka.RequireAll, Transport: tr}
 			return func(ms []kafka.Message) error { return w.WriteMessages(ctx, ms...) }, func() { w.Close() }
 		},
@@ -150,7 +172,7 @@ func TestOutputProducerPartitionsAsTheWriterDid(t *testing.T) {
 	if err := NewOutputProducer([]string{addr}, "a", nil, 0).Write(context.Background(), msgs); err != nil {
 		t.Fatal(err)
 	}
-	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "b", Balancer: &kafka.Hash{}, BatchTimeout: time.Millisecond, RequiredAcks: kafka.RequireAll}
+	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "b", Balancer: kafka.Murmur2Balancer{}, BatchTimeout: time.Millisecond, RequiredAcks: kafka.RequireAll}
 	if err := w.WriteMessages(context.Background(), msgs...); err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,14 @@ import (
 // kafka-go's Hash).
 var Partitioners = []string{"murmur2", "crc32", "fnv1a"}
 
+// DefaultPartitioner is the hash every part of driftstream uses unless told
+// otherwise: cmd/producer's -partitioner, the keyed backtests' dealing of a
+// file over partitions (so that a file produced to a topic and the same file
+// backtested are the same records in the same order), the service's output
+// topics and the demo's writer. It is the Java client's, so the outputs are
+// co-partitioned with inputs written by Java clients and Kafka Streams.
+const DefaultPartitioner = "murmur2"
+
 // Balancer returns the kafka-go balancer of a named partitioner.
 func Balancer(name string) (kafka.Balancer, error) {
 	switch name {

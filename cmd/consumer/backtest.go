@@ -22,6 +22,7 @@ import (
 	"github.com/driftstream/driftstream/pipeline"
 	"github.com/driftstream/driftstream/replay"
 	"github.com/driftstream/driftstream/streams"
+	"github.com/driftstream/driftstream/topics"
 )
 
 // usageError marks errors that the user fixes by changing flags (exit 2).
@@ -66,6 +67,7 @@ func runBacktest(args []string, stdout, stderr io.Writer) int {
 	keyCol := fs.String("key", "", "with -keyed: the CSV column or JSONL field holding the entity key")
 	labelsDelay := fs.Int("labels-delay", 0, "with -keyed: send each label as a label record this many events after its event (0: inline)")
 	partitions := fs.Int("partitions", 1, "with -keyed: partitions of the topic the data would be written to")
+	partitioner := fs.String("partitioner", topics.DefaultPartitioner, "with -keyed: the producer's key → partition hash that deals the keys over -partitions (cmd/producer's -partitioner): "+strings.Join(topics.Partitioners, ", "))
 	queryScale := fs.Float64("query-scale", 1, "-keyed and topic backtests: margin rule b/(b+|score|) for learners without a query rule (the service's DRIFTSTREAM_QUERY_SCALE)")
 	quiet := fs.Bool("q", false, "no progress lines on stderr")
 	detectorsFlag := fs.String("detectors", "", `drift detectors: a JSON list of {"detector","signal","params"}, [] for none, or "all" (every detector on every signal it can watch). -keyed and topic backtests: run per key as the service runs them (default: the service's DRIFTSTREAM_DETECTORS) and write alerts-LEARNER.jsonl; a single stream: scored against the generator's known drift points`)
@@ -142,7 +144,10 @@ func runBacktest(args []string, stdout, stderr io.Writer) int {
 		if *cooldown < 1 {
 			return fail(usageError{fmt.Errorf("-alert-cooldown %d: must be ≥ 1", *cooldown)})
 		}
-		k := keyedRun{specs: specs, seed: *seed, dim: *dim, hashBits: *hashBits, messages: replay.MessageOptions{Keys: *keys, LabelsDelay: *labelsDelay},
+		if _, err := topics.Balancer(*partitioner); err != nil {
+			return fail(usageError{fmt.Errorf("-partitioner: %w", err)})
+		}
+		k := keyedRun{specs: specs, seed: *seed, dim: *dim, hashBits: *hashBits, messages: replay.MessageOptions{Keys: *keys, LabelsDelay: *labelsDelay, Partitioner: *partitioner},
 			partitions: *partitions, queryScale: *queryScale, standardize: *standardize, detectors: dets, cooldown: *cooldown, out: *out, quiet: *quiet}
 		if *topic != "" {
 			if k.input, err = topicInput(ctx, *brokers, *topic, *labelsTopic, *from, *to); err != nil {
@@ -258,7 +263,7 @@ var (
 	streamFlags = []string{"data", "format", "dim", "hash-bits", "label", "positive", "negative", "header", "label-file", "bias"}
 	modeFlags   = map[string][]string{
 		"single-stream": slices.Concat(streamFlags, []string{"repeats", "query-rate-target", "window", "list-generators"}),
-		"-keyed":        slices.Concat(streamFlags, []string{"keyed", "keys", "key", "labels-delay", "partitions", "query-scale"}),
+		"-keyed":        slices.Concat(streamFlags, []string{"keyed", "keys", "key", "labels-delay", "partitions", "partitioner", "query-scale"}),
 		"topic":         {"brokers", "topic", "labels-topic", "from", "to", "dim", "hash-bits", "query-scale"},
 	}
 )

@@ -15,6 +15,7 @@ import (
 	"github.com/driftstream/driftstream/internal/kafkatest"
 	"github.com/driftstream/driftstream/replay"
 	"github.com/driftstream/driftstream/streams"
+	"github.com/driftstream/driftstream/topics"
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
 )
@@ -151,8 +152,10 @@ func TestKeyedAndTopicBacktests(t *testing.T) {
 			}
 		}
 	}
-	if _, err := os.Stat(filepath.Join(fileDir, "keys.csv")); err != nil {
-		t.Fatal(err)
+	// The same records in the same order in every partition: each key in the
+	// same partition with the same counters.
+	if f, tp := readFile(t, filepath.Join(fileDir, "keys.csv")), readFile(t, filepath.Join(topicDir, "keys.csv")); f != tp || strings.Count(f, "\n") != 61 {
+		t.Fatalf("keys.csv from the file:\n%.400s\nfrom the topic:\n%.400s", f, tp)
 	}
 	for _, args := range [][]string{
 		{"backtest", "-topic", "events", "-dim", "4", "-learners", "perceptron", "-out", fileDir},
@@ -173,7 +176,11 @@ func runProducerForTest(t *testing.T, addr, data string) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "events", Balancer: &kafka.Hash{}, BatchTimeout: time.Millisecond, RequiredAcks: kafka.RequireAll}
+	balancer, err := topics.Balancer(topics.DefaultPartitioner) // cmd/producer's default
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "events", Balancer: balancer, BatchTimeout: time.Millisecond, RequiredAcks: kafka.RequireAll}
 	defer w.Close()
 	var batch []kafka.Message
 	if _, err := replay.Messages(context.Background(), src, replay.MessageOptions{Keys: 30, LabelsDelay: 5}, func(m replay.Message) error {
@@ -276,7 +283,7 @@ func TestBacktestScoresDetectors(t *testing.T) {
 // 20 keys whose labels fall to noise halfway each raise an alert after it.
 func TestKeyedBacktestRunsTheServiceDetectors(t *testing.T) {
 	dir := t.TempDir()
-	exs := detectionScenarios()[0].examples(20, 2000, 5)
+	exs, _ := detectionScenarios()[0].examples(20, 2000, 5)
 	path := filepath.Join(dir, "keyed.jsonl")
 	var b []byte
 	for _, ex := range exs {
@@ -310,7 +317,7 @@ func TestKeyedBacktestRunsTheServiceDetectors(t *testing.T) {
 		t.Fatalf("%d of 20 keys alerted (%d alerts)", len(keys), len(lines))
 	}
 	csv := readFile(t, filepath.Join(dir, "keys.csv"))
-	if !strings.HasPrefix(csv, "learner,key,events,labeled,mistakes,queries,alerts,accuracy") {
+	if !strings.HasPrefix(csv, "learner,key,partition,events,labeled,mistakes,queries,alerts,accuracy") {
 		t.Fatalf("keys.csv header: %.80s", csv)
 	}
 	// -detectors [] turns them off; a flag of another kind of backtest is refused.
@@ -349,6 +356,43 @@ func TestBacktestFlagsApplyToTheirMode(t *testing.T) {
 	}
 }
 
+// An alert counts as on a key that got worse when, by the generator's truth,
+// the key's last worseWindow events before it were at least worseBy more
+// often wrong than its events since the previous alert; too few events
+// before the window count as not.
+func TestDetectionWorseUsesTheTruth(t *testing.T) {
+	flat := make([]float64, 2000)
+	rising := make([]float64, 2000)
+	for i := range flat {
+		flat[i], rising[i] = 0.2, 0.2
+		if i >= 1000 {
+			rising[i] = 0.2 + 2*worseBy
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		alerts map[string][]int
+		worse  int
+	}{
+		{"flat key", map[string][]int{"k": {1100}}, 0},
+		{"risen by 2·worseBy, the window not all after the rise", map[string][]int{"r": {1100}}, 0},
+		{"risen by 2·worseBy", map[string][]int{"r": {1300}}, 1},
+		{"risen, but too early to tell", map[string][]int{"r": {400}}, 0},
+		{"the window counts from the previous alert", map[string][]int{"r": {1300, 1900}}, 1},
+		{"both keys", map[string][]int{"k": {1100}, "r": {1300}}, 1},
+	} {
+		run := detectionRun{alerts: tc.alerts, expected: map[string][]float64{"k": flat, "r": rising}}
+		n, worse := run.worse()
+		want := 0
+		for _, as := range tc.alerts {
+			want += len(as)
+		}
+		if n != want || worse != tc.worse {
+			t.Errorf("%s: %d alerts, %d on keys that got worse; want %d, %d", tc.name, n, worse, want, tc.worse)
+		}
+	}
+}
+
 // The detection benchmark scores each detector on keyed streams with known
 // drift points through the pipeline; the service's default detector raises
 // no alert on improving keys and finds the rises.
@@ -367,10 +411,13 @@ func TestDetectionCommand(t *testing.T) {
 		if s.Kind == "improving" && s.ImprovingAlerts != 0 {
 			t.Errorf("%s on %s: %d alerts on %s", s.Detector, s.Signal, s.ImprovingAlerts, s.Scenario)
 		}
-		if s.Detector == "adwin" && s.Signal == "mistakes" && s.Scenario == "rise 0.2→0.5 (noise)" {
+		if s.Detector == "adwin" && s.Signal == "mistakes" && s.Scenario == "rise 0.05→0.5 (noise)" {
 			found = true
 			if s.Detected < 7 {
 				t.Errorf("adwin on mistakes found %d of 8 rises", s.Detected)
+			}
+			if s.MistakesBefore > 0.3 || s.MistakesAfter < 0.45 {
+				t.Errorf("the learner's mistake rate went %.2f → %.2f, want about 0.2 → 0.5", s.MistakesBefore, s.MistakesAfter)
 			}
 		}
 	}

@@ -54,6 +54,9 @@ func detectionScenarios() []detectionScenario {
 		}
 	}
 	return []detectionScenario{
+		// The goals' rise: the learners' own mistake rate goes from about
+		// 0.2 to 0.5 (the table prints the measured rates).
+		{name: "rise 0.05→0.5 (noise)", noise: half(0.05, 0.5), kind: "rise"},
 		{name: "rise 0.2→0.5 (noise)", noise: half(0.2, 0.5), kind: "rise"},
 		{name: "concept flip", noise: half(0.1, 0.1), flip: true, kind: "rise"},
 		{name: "stationary 0.2", noise: half(0.2, 0.2), kind: "stationary"},
@@ -63,8 +66,27 @@ func detectionScenarios() []detectionScenario {
 	}
 }
 
-// examples deals the scenario's keys' events in a seeded random order.
-func (s detectionScenario) examples(keys, events int, seed uint64) []streams.Example {
+// exampleTruth is what the generator knows of an example and the service does
+// not: its label before the noise, and the noise rate it was drawn with.
+type exampleTruth struct {
+	clean int
+	noise float64
+}
+
+// expectedMistake is the probability that prediction is wrong on the
+// example: the noise rate when it agrees with the clean label, one minus it
+// when not. Averaged over a key's events it is the key's quality without
+// the labels' noise.
+func (t exampleTruth) expectedMistake(prediction int) float64 {
+	if prediction == t.clean {
+		return t.noise
+	}
+	return 1 - t.noise
+}
+
+// examples deals the scenario's keys' events in a seeded random order, with
+// each example's truth.
+func (s detectionScenario) examples(keys, events int, seed uint64) ([]streams.Example, []exampleTruth) {
 	r := rand.New(rand.NewPCG(seed, 31))
 	type keyGen struct {
 		w    []float64
@@ -86,6 +108,7 @@ func (s detectionScenario) examples(keys, events int, seed uint64) []streams.Exa
 	}
 	r.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
 	exs := make([]streams.Example, 0, len(order))
+	truths := make([]exampleTruth, 0, len(order))
 	for _, k := range order {
 		g := &gens[k]
 		i := g.next
@@ -103,13 +126,15 @@ func (s detectionScenario) examples(keys, events int, seed uint64) []streams.Exa
 		if s.flip && i >= events/2 {
 			y = -y
 		}
-		if r.Float64() < s.noise(i, events) {
+		clean, noise := y, s.noise(i, events)
+		if r.Float64() < noise {
 			y = -y
 		}
 		v, _ := learners.NewDense(x)
 		exs = append(exs, streams.Example{ID: fmt.Sprintf("%d", i), Key: fmt.Sprintf("key-%03d", k), X: v, Label: y})
+		truths = append(truths, exampleTruth{clean: clean, noise: noise})
 	}
-	return exs
+	return exs, truths
 }
 
 // detectionScore is one detector and signal on one scenario, pooled over
@@ -130,6 +155,25 @@ type detectionScore struct {
 	// events; ImprovingAlerts counts alerts on keys that got better.
 	FalsePer100k    float64 `json:"false_per_key_per_100k"`
 	ImprovingAlerts int     `json:"improving_alerts"`
+	// MistakesBefore and MistakesAfter are the learner's own mistake rate
+	// over the keys' events before and after the halfway point, pooled over
+	// the keys: the rise (or fall) the detectors saw, not the labels' noise.
+	MistakesBefore float64 `json:"mistake_rate_before"`
+	MistakesAfter  float64 `json:"mistake_rate_after"`
+	// Alerts counts every alert of the run; Worse those on a key that had
+	// got worse by the generator's truth (see detectionRun.worse), whatever
+	// the scenario says of the keys as a whole.
+	Alerts int `json:"alerts"`
+	Worse  int `json:"alerts_on_keys_that_got_worse"`
+}
+
+// worseNote says how many of the alerts of a scenario without a drift
+// were on keys that had got worse all the same.
+func (s detectionScore) worseNote() string {
+	if s.Alerts == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; %d of %d on keys that got worse", s.Worse, s.Alerts)
 }
 
 // runDetection runs every detector and signal of the catalog (or -detectors)
@@ -187,18 +231,21 @@ func runDetection(args []string, stdout, stderr io.Writer) int {
 	ctx := context.Background()
 	var scores []detectionScore
 	for _, sc := range detectionScenarios() {
-		exs := sc.examples(*keys, *events, *seed)
+		exs, truths := sc.examples(*keys, *events, *seed)
 		for _, spec := range usable {
 			if !*quiet {
 				fmt.Fprintf(stderr, "detection: %s, %s on %s\n", sc.name, spec.Detector, spec.Signal)
 			}
 			cfg := base
 			cfg.Detectors = []pipeline.DetectorSpec{spec}
-			alerts, err := keyedAlerts(ctx, cfg, exs)
+			run, err := keyedAlerts(ctx, cfg, exs, truths, *events)
 			if err != nil {
 				return fail(err, exitError)
 			}
-			scores = append(scores, scoreDetection(sc, spec, alerts, *keys, *events, *window))
+			s := scoreDetection(sc, spec, run.alerts, *keys, *events, *window)
+			s.MistakesBefore, s.MistakesAfter = run.rate(0), run.rate(1)
+			s.Alerts, s.Worse = run.worse()
+			scores = append(scores, s)
 		}
 	}
 	table := detectionTable(scores, *learner, *keys, *events, *window)
@@ -220,41 +267,118 @@ func runDetection(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-// keyedAlerts replays exs through the pipeline (one partition) and returns
-// each key's alerts as indexes of the key's events.
-func keyedAlerts(ctx context.Context, cfg pipeline.Config, exs []streams.Example) (map[string][]int, error) {
+// detectionRun is what one replay of a scenario gave: each key's alerts as
+// indexes of the key's events, and the learner's mistakes on either side of
+// the halfway point.
+type detectionRun struct {
+	alerts           map[string][]int
+	wrong, predicted [2]int
+	// expected holds each key's expected mistake of every event (see
+	// exampleTruth.expectedMistake), by the key's event index.
+	expected map[string][]float64
+}
+
+// worseWindow is how many of a key's last events worse compares with the
+// events before them, and worseBy how much higher their expected mistake
+// rate must be: 5 points, a fall an on-call engineer would want to hear of.
+const (
+	worseWindow = 250
+	worseBy     = 0.05
+)
+
+// worse counts the alerts, and those on a key that had got worse: whose
+// expected mistake rate (the truth, without the labels' noise) over its
+// last worseWindow events before the alert is at least worseBy above its
+// rate over the events before those, since its previous alert (or its start). An alert
+// with fewer than worseWindow events before that window counts as not.
+func (r detectionRun) worse() (alerts, worse int) {
+	mean := func(v []float64) float64 {
+		s := 0.0
+		for _, x := range v {
+			s += x
+		}
+		return s / float64(len(v))
+	}
+	for key, as := range r.alerts {
+		e := r.expected[key]
+		from := 0
+		for _, a := range as {
+			alerts++
+			if a-worseWindow-from >= worseWindow && a <= len(e) && mean(e[a-worseWindow:a]) >= mean(e[from:a-worseWindow])+worseBy {
+				worse++
+			}
+			from = a
+		}
+	}
+	return alerts, worse
+}
+
+// rate is the learner's mistake rate before (half 0) or after (half 1) the
+// halfway point.
+func (r detectionRun) rate(half int) float64 {
+	return float64(r.wrong[half]) / float64(max(r.predicted[half], 1))
+}
+
+// keyedAlerts replays exs through the pipeline (one partition), collecting
+// the alerts and scoring the predictions against the examples' labels.
+func keyedAlerts(ctx context.Context, cfg pipeline.Config, exs []streams.Example, truths []exampleTruth, events int) (detectionRun, error) {
+	run := detectionRun{alerts: map[string][]int{}, expected: map[string][]float64{}}
 	in, err := replay.FromExamples(detectionDim, exs, replay.MessageOptions{Keys: 1}, 1, false) // Keys: for examples without one; these have theirs
 	if err != nil {
-		return nil, err
+		return run, err
+	}
+	type known struct {
+		label int
+		truth exampleTruth
+	}
+	labels := make(map[[2]string]known, len(exs))
+	for j, e := range exs {
+		labels[[2]string{e.Key, e.ID}] = known{e.Label, truths[j]}
+		if run.expected[e.Key] == nil {
+			run.expected[e.Key] = make([]float64, events)
+		}
 	}
 	var mu sync.Mutex
-	alerts := map[string][]int{}
 	collect := func(_ int, outs []pipeline.Output) error {
 		mu.Lock()
 		defer mu.Unlock()
 		for _, o := range outs {
-			if o.Kind != pipeline.OutAlert {
+			if o.Kind != pipeline.OutAlert && o.Kind != pipeline.OutPrediction {
 				continue
 			}
 			var a struct {
-				Key string `json:"key"`
-				ID  string `json:"id"`
+				Key   string `json:"key"`
+				ID    string `json:"id"`
+				Label int    `json:"label"`
 			}
 			if err := json.Unmarshal(o.Value, &a); err != nil {
 				return err
 			}
 			i, err := strconv.Atoi(a.ID)
 			if err != nil {
-				return fmt.Errorf("alert for event id %q: %w", a.ID, err)
+				return fmt.Errorf("%s for event id %q: %w", o.Kind, a.ID, err)
 			}
-			alerts[a.Key] = append(alerts[a.Key], i)
+			if o.Kind == pipeline.OutAlert {
+				run.alerts[a.Key] = append(run.alerts[a.Key], i)
+				continue
+			}
+			k, ok := labels[[2]string{a.Key, a.ID}]
+			if !ok || i < 0 || i >= events {
+				return fmt.Errorf("a prediction for an event not replayed: key %q, id %q", a.Key, a.ID)
+			}
+			half := min(i/(events/2), 1)
+			run.predicted[half]++
+			if a.Label != k.label {
+				run.wrong[half]++
+			}
+			run.expected[a.Key][i] = k.truth.expectedMistake(a.Label)
 		}
 		return nil
 	}
 	if _, err := replay.Run(ctx, replay.Config{Name: "detection", Pipeline: cfg, Outputs: collect}, in); err != nil {
-		return nil, err
+		return run, err
 	}
-	return alerts, nil
+	return run, nil
 }
 
 // scoreDetection scores one run's alerts against the scenario's drift point
@@ -311,8 +435,8 @@ func scoreDetection(sc detectionScenario, spec pipeline.DetectorSpec, alerts map
 // detector and signal.
 func detectionTable(scores []detectionScore, learner string, keys, events, window int) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "drift detection through the service's pipeline: learner %s, %d keys × %d events per scenario, drift at each key's event %d; detected = alerted within %d events; false alerts per key per 100k events (before the drift, or any on a stationary stream); the service's per-key cooldown (%d)\n\n",
-		learner, keys, events, events/2, window, pipeline.DefaultAlertCooldown)
+	fmt.Fprintf(&b, "drift detection through the service's pipeline: learner %s, %d keys × %d events per scenario, drift at each key's event %d; detected = alerted within %d events; false alerts per key per 100k events (before the drift, or any on a stationary stream); the service's per-key cooldown (%d). “on keys that got worse”: the key's expected mistake rate by the generator's truth (without the labels' noise) over its %d events before the alert was at least %.2f above its rate before those, since its previous alert\n\n",
+		learner, keys, events, events/2, window, pipeline.DefaultAlertCooldown, worseWindow, worseBy)
 	var scen []string
 	for _, s := range scores {
 		if !slices.Contains(scen, s.Scenario) {
@@ -326,6 +450,15 @@ func detectionTable(scores []detectionScore, learner string, keys, events, windo
 	b.WriteString("\n|---|")
 	for range scen {
 		b.WriteString("---|")
+	}
+	b.WriteString("\n| *the learner's own mistake rate, first half → second half* |")
+	for _, sc := range scen {
+		for _, s := range scores {
+			if s.Scenario == sc {
+				fmt.Fprintf(&b, " %.2f → %.2f |", s.MistakesBefore, s.MistakesAfter)
+				break
+			}
+		}
 	}
 	b.WriteString("\n")
 	type row struct{ detector, signal string }
@@ -351,12 +484,12 @@ func detectionTable(scores []detectionScore, learner string, keys, events, windo
 				}
 				fmt.Fprintf(&b, " %d/%d, delay %s, false %.1f |", s.Detected, s.Keys, delay, s.FalsePer100k)
 			case "stationary":
-				fmt.Fprintf(&b, " false %.1f |", s.FalsePer100k)
+				fmt.Fprintf(&b, " false %.1f%s |", s.FalsePer100k, s.worseNote())
 			default:
 				if s.FalsePer100k > 0 {
-					fmt.Fprintf(&b, " %d alerts (false %.1f before) |", s.ImprovingAlerts, s.FalsePer100k)
+					fmt.Fprintf(&b, " %d alerts (false %.1f before)%s |", s.ImprovingAlerts, s.FalsePer100k, s.worseNote())
 				} else {
-					fmt.Fprintf(&b, " %d alerts |", s.ImprovingAlerts)
+					fmt.Fprintf(&b, " %d alerts%s |", s.ImprovingAlerts, s.worseNote())
 				}
 			}
 		}

@@ -121,14 +121,14 @@ func printKeyed(w io.Writer, reps []*replay.Report) {
 // writeKeyed writes summary.json (every report) and keys.csv (every key's
 // counters per learner) into dir.
 func writeKeyed(dir string, reps []*replay.Report) error {
-	rows := [][]string{{"learner", "key", "events", "labeled", "mistakes", "queries", "alerts", "accuracy"}}
+	rows := [][]string{{"learner", "key", "partition", "events", "labeled", "mistakes", "queries", "alerts", "accuracy"}}
 	for _, r := range reps {
 		for _, k := range r.PerKey {
 			acc := ""
 			if a := k.Accuracy(); !math.IsNaN(a) {
 				acc = strconv.FormatFloat(a, 'f', 6, 64)
 			}
-			rows = append(rows, []string{r.Name, k.Key, strconv.FormatInt(k.Events, 10), strconv.FormatInt(k.Labeled, 10),
+			rows = append(rows, []string{r.Name, k.Key, strconv.Itoa(k.Partition), strconv.FormatInt(k.Events, 10), strconv.FormatInt(k.Labeled, 10),
 				strconv.FormatInt(k.Mistakes, 10), strconv.FormatInt(k.Queries, 10), strconv.FormatInt(k.Alerts, 10), acc})
 		}
 	}

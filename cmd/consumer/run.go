@@ -328,7 +328,7 @@ const demoDim = 10
 // label, the others are answered when the service asks for the label (read
 // from the label-queries topic) by a label record sent 50 ms later.
 func demoProducer(ctx context.Context, cfg service.Config, keys, total int, rate float64, named bool, seed uint64) error {
-	w := &kafka.Writer{Addr: kafka.TCP(cfg.Brokers...), Topic: cfg.Topics.Events, Balancer: &kafka.Hash{}, BatchTimeout: 2 * time.Millisecond}
+	w := &kafka.Writer{Addr: kafka.TCP(cfg.Brokers...), Topic: cfg.Topics.Events, Balancer: kafka.Murmur2Balancer{}, BatchTimeout: 2 * time.Millisecond} // topics.DefaultPartitioner, cmd/producer's
 	defer w.Close()
 	start := time.Now()
 	r := rand.New(rand.NewPCG(seed, 0xde30))
