@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -10,7 +9,6 @@ import (
 	"time"
 
 	"github.com/driftstream/driftstream/drift"
-	"github.com/driftstream/driftstream/internal/wire"
 	"github.com/driftstream/driftstream/learners"
 )
 
@@ -327,77 +325,6 @@ func boolValue(b bool) float64 {
 		return 1
 	}
 	return 0
-}
-
-// encodeWatch appends the watch to a key state.
-func encodeWatch(b []byte, wt *watch) ([]byte, error) {
-	if wt == nil {
-		wt = &watch{} // no detectors: written as an empty watch
-	}
-	b = binary.AppendUvarint(b, uint64(len(wt.detectors)))
-	for _, d := range wt.detectors {
-		snap, err := d.MarshalBinary()
-		if err != nil {
-			return nil, err
-		}
-		b = binary.AppendUvarint(b, uint64(len(snap)))
-		b = append(b, snap...)
-	}
-	for i := range wt.detectors {
-		b = binary.AppendVarint(b, wt.since[i])
-		b = append(b, boolByte(wt.alerted[i])|boolByte(wt.pending[i])<<1) // bit 0: alerted, bit 1: a drift awaits its alert
-	}
-	for _, v := range []int64{wt.labeled, wt.mistakes, int64(wt.recentN)} {
-		b = binary.AppendVarint(b, v)
-	}
-	return binary.LittleEndian.AppendUint64(b, wt.recent), nil
-}
-
-// decodeWatch restores a watch written by encodeWatch into wt, whose
-// detectors the configuration built.
-func decodeWatch(r *wire.Reader, wt *watch) {
-	if wt == nil {
-		wt = &watch{} // no detectors configured: read past what was written
-	}
-	n := r.Uvarint()
-	if n > MaxDetectors {
-		r.Fail("drift detectors")
-		return
-	}
-	same := n == uint64(len(wt.detectors))
-	for i := uint64(0); i < n && r.Err == nil; i++ {
-		snap := r.View() // detectors decode by copy
-		if r.Err != nil || !same {
-			continue // the detectors were reconfigured: the new ones start afresh
-		}
-		// A snapshot of another detector (reconfigured) is refused and leaves
-		// the configured one fresh.
-		_ = wt.detectors[i].UnmarshalBinary(snap)
-	}
-	for i := uint64(0); i < n && r.Err == nil; i++ {
-		since := r.Varint()
-		if r.Err != nil || len(r.B) < 1 {
-			r.Fail("drift watch")
-			return
-		}
-		flags := r.B[0]
-		r.B = r.B[1:]
-		if flags > 3 {
-			r.Fail("drift watch")
-			return
-		}
-		if same {
-			wt.since[i], wt.alerted[i], wt.pending[i] = since, flags&1 == 1, flags&2 == 2
-		}
-	}
-	wt.labeled, wt.mistakes = r.Varint(), r.Varint()
-	wt.recentN = int(r.Varint())
-	if r.Err != nil || len(r.B) < 8 || wt.recentN < 0 || wt.recentN > recentOutcomes {
-		r.Fail("drift watch")
-		return
-	}
-	wt.recent = binary.LittleEndian.Uint64(r.B)
-	r.B = r.B[8:]
 }
 
 // appendJSON encodes the alert with encoding/json: alerts are rare, so the

@@ -1,12 +1,10 @@
 package pipeline
 
 import (
-	"encoding/binary"
 	"encoding/json"
 	"slices"
 	"time"
 
-	"github.com/driftstream/driftstream/internal/wire"
 	"github.com/driftstream/driftstream/learners"
 )
 
@@ -43,47 +41,6 @@ func (s *keyStats) rareForUpdate() *keyEvents {
 		s.more = &keyEvents{}
 	}
 	return s.more
-}
-
-// encodeStats appends a key's counters to its state (after the watch, so
-// that states written before them still decode).
-func encodeStats(b []byte, s *keyStats) []byte {
-	rare := s.rare()
-	for _, v := range []int64{s.events, s.labeled, s.mistakes, rare.resets} {
-		b = binary.AppendVarint(b, v)
-	}
-	b = binary.AppendUvarint(b, uint64(rare.alertDetector))
-	if rare.alertDetector > 0 {
-		b = binary.AppendVarint(b, rare.alertOffset)
-		b = binary.AppendVarint(b, rare.alertTimestamp)
-	}
-	return b
-}
-
-// decodeStats reads what encodeStats wrote. An alert of a detector the
-// configuration no longer has is forgotten.
-func decodeStats(r *wire.Reader, s *keyStats, detectors int) {
-	var rare keyEvents
-	s.events, s.labeled, s.mistakes, rare.resets = r.Varint(), r.Varint(), r.Varint(), r.Varint()
-	d := r.Uvarint()
-	if d > MaxDetectors {
-		r.Fail("key counters")
-		return
-	}
-	if d > 0 {
-		rare.alertOffset, rare.alertTimestamp = r.Varint(), r.Varint()
-		if int(d) <= detectors {
-			rare.alertDetector = int(d)
-		}
-	}
-	if s.events < 0 || s.labeled < 0 || s.mistakes < 0 || s.mistakes > s.labeled || rare.resets < 0 {
-		r.Fail("key counters")
-	}
-	s.more = nil
-	if rare != (keyEvents{}) {
-		s.more = new(keyEvents) // not &rare: that would allocate for every key
-		*s.more = rare
-	}
 }
 
 // KeyInfo is what the worker can tell about one of its keys: the answer of

@@ -8,7 +8,6 @@ package pipeline
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -969,68 +968,4 @@ func (w *Worker) label(r Record, key string, ks *keyState, ev topics.Event) erro
 		w.outcome(r, key, ks, q.decided != ev.Label, ev.ID, q.ts)
 	}
 	return err
-}
-
-// encodeState serializes a key: learner snapshot, margin-rule RNG, pending queries.
-func encodeState(ks *keyState) ([]byte, error) {
-	snap, err := ks.learner.MarshalBinary()
-	if err != nil {
-		return nil, err
-	}
-	rng, _ := ks.query.MarshalBinary()
-	// Sized for the learner's snapshot and the usual rest, so that a large
-	// snapshot is copied once.
-	b := make([]byte, 0, len(snap)+len(rng)+256)
-	b = binary.AppendUvarint(b, uint64(len(snap)))
-	b = append(b, snap...)
-	b = binary.AppendUvarint(b, uint64(len(rng)))
-	b = append(b, rng...)
-	pend, earl := ks.pending(), ks.early()
-	b = binary.AppendUvarint(b, uint64(len(pend)))
-	for _, p := range pend {
-		b = binary.AppendUvarint(b, uint64(len(p.id)))
-		b = append(b, p.id...)
-		b = binary.AppendVarint(b, p.offset)
-		enc := encodeVector(p.x)
-		b = binary.AppendUvarint(b, uint64(len(enc)))
-		b = append(b, enc...)
-	}
-	b = binary.AppendUvarint(b, uint64(len(earl)))
-	for _, e := range earl {
-		b = binary.AppendUvarint(b, uint64(len(e.id)))
-		b = append(b, e.id...)
-		b = binary.AppendVarint(b, int64(e.label))
-		b = binary.AppendVarint(b, e.offset)
-	}
-	// Appended later, so that states written before it still decode: the
-	// decided prediction of every pending query, in order, whether it was
-	// asked for, and its event time.
-	for _, p := range pend {
-		b = binary.AppendVarint(b, int64(p.decided))
-		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(p.score))
-		b = append(b, boolByte(p.queried))
-		var ts int64 // Unix nanoseconds; 0: no time
-		if !p.ts.IsZero() {
-			ts = p.ts.UnixNano()
-		}
-		b = binary.AppendVarint(b, ts)
-	}
-	b, err = encodeWatch(b, ks.watch)
-	if err != nil {
-		return nil, err
-	}
-	b = encodeStats(b, &ks.stats)
-	var std []byte // empty: not standardized
-	if ks.std != nil {
-		std, _ = ks.std.MarshalBinary()
-	}
-	b = binary.AppendUvarint(b, uint64(len(std)))
-	return append(b, std...), nil
-}
-
-func boolByte(b bool) byte {
-	if b {
-		return 1
-	}
-	return 0
 }

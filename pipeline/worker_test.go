@@ -568,8 +568,9 @@ func TestKeyStateWithoutDecidedPredictions(t *testing.T) {
 		want  []int
 	}{
 		{"current", b, []int{1, -1}},
-		{"before key counters", b[:len(b)-statsLen], []int{1, -1}},
-		{"older", b[:len(b)-statsLen-watchLen-2*11], []int{0, 0}},
+		{"version 1", b[2:], []int{1, -1}},
+		{"version 1 before key counters", b[2 : len(b)-statsLen], []int{1, -1}},
+		{"version 1, older", b[2 : len(b)-statsLen-watchLen-2*11], []int{0, 0}},
 	} {
 		got, err := w.decodeState(&checkpoint.KeyRecord{Key: "k", State: tc.state})
 		if err != nil {
@@ -579,8 +580,19 @@ func TestKeyStateWithoutDecidedPredictions(t *testing.T) {
 			t.Fatalf("%s: pending %+v", tc.name, pend)
 		}
 	}
-	if _, err := w.decodeState(&checkpoint.KeyRecord{Key: "k", State: b[:len(b)-4]}); err == nil {
-		t.Fatal("a cut extension decoded")
+	for _, cut := range []struct {
+		name  string
+		state []byte
+	}{
+		{"a cut extension", b[2 : len(b)-4]},
+		{"version 2 without its key counters", b[:len(b)-statsLen]},
+		{"version 2 cut anywhere", b[:len(b)-1]},
+		{"version 2 with a byte more", append(slices.Clone(b), 0)},
+		{"version 3", append([]byte{0, 3}, b[2:]...)},
+	} {
+		if _, err := w.decodeState(&checkpoint.KeyRecord{Key: "k", State: cut.state}); err == nil {
+			t.Errorf("%s decoded", cut.name)
+		}
 	}
 }
 

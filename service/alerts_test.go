@@ -30,7 +30,7 @@ func TestDriftAlertsReachTheAlertsTopic(t *testing.T) {
 	if _, err := New(context.Background(), cfg); err != nil {
 		t.Fatal(err)
 	}
-	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "events", Balancer: &kafka.Hash{}, BatchTimeout: time.Millisecond, RequiredAcks: kafka.RequireAll}
+	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "events", Balancer: kafka.Murmur2Balancer{}, BatchTimeout: time.Millisecond, RequiredAcks: kafka.RequireAll}
 	r := rand.New(rand.NewPCG(21, 1))
 	var msgs []kafka.Message
 	for i := 0; i < 3000; i++ {

@@ -38,7 +38,7 @@ func TestBlackBoxPoisonRecordsNeverStopTheStream(t *testing.T) {
 		{kafka.Message{Key: []byte("k2"), Value: []byte(`{"id":"p4","` + big + `":1}`)}, pipeline.ReasonInvalidEvent},
 		{kafka.Message{Key: []byte("k3"), Value: []byte(`{"id":"p5","ts":"` + big + `","x":[1,2,3,4,5,6]}`)}, pipeline.ReasonInvalidEvent},
 	}
-	w := &kafka.Writer{Addr: kafka.TCP(b.addr), Topic: b.topic("events"), Balancer: &kafka.Hash{}, BatchSize: 1, BatchBytes: pipeline.DefaultMaxMessageBytes,
+	w := &kafka.Writer{Addr: kafka.TCP(b.addr), Topic: b.topic("events"), Balancer: kafka.Murmur2Balancer{}, BatchSize: 1, BatchBytes: pipeline.DefaultMaxMessageBytes,
 		RequiredAcks: kafka.RequireAll}
 	defer w.Close()
 	for _, p := range poison {

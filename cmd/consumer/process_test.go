@@ -219,7 +219,7 @@ func startProducer(t *testing.T, addr, topic string, keys, total, rate int) *pro
 func startProducerFrom(t *testing.T, addr, topic string, keys, total, rate, first int) *producer {
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &producer{cancel: cancel}
-	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: topic, Balancer: &kafka.Hash{}, BatchTimeout: time.Millisecond, RequiredAcks: kafka.RequireAll}
+	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: topic, Balancer: kafka.Murmur2Balancer{}, BatchTimeout: time.Millisecond, RequiredAcks: kafka.RequireAll}
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()

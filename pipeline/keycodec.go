@@ -1,0 +1,383 @@
+package pipeline
+
+// The key-state codec: what a key's checkpoint record (checkpoint.KeyRecord's
+// State) holds, in one place. Integers are Go's binary varints (uvarint for
+// counts and lengths, zig-zag varint for signed values); "bytes" is a uvarint
+// length then that many bytes; floats are 8 bytes, IEEE 754 little endian.
+//
+// Version 2 (written since November 2026):
+//
+//	0x00 0x02                 header: a zero byte (no version-1 state starts
+//	                          with one: its first field, a snapshot's length,
+//	                          is never 0), then the version
+//	bytes                     the learner's snapshot (learners, versioned)
+//	bytes                     the margin rule's RNG (math/rand/v2 PCG)
+//	uvarint P, P × pending    events awaiting their label, oldest first:
+//	                          bytes id, varint offset, bytes vector
+//	uvarint E, E × early      labels-topic labels ahead of their event:
+//	                          bytes id, varint label (±1), varint offset
+//	P × decided               per pending event, in order: varint decided
+//	                          label (±1), float score, byte queried (0/1),
+//	                          varint event time (Unix ns; 0: none)
+//	watch                     the drift detectors: uvarint D, D × bytes
+//	                          detector snapshot (drift, versioned); D ×
+//	                          (varint events since its alert, byte flags:
+//	                          bit 0 alerted, bit 1 a drift awaits its alert);
+//	                          varint labeled, varint mistakes, varint recent
+//	                          count (≤ 64), 8 bytes recent outcomes (bit 0
+//	                          newest, 1 wrong)
+//	stats                     varint events, labeled, mistakes, resets;
+//	                          uvarint last alert's detector (index + 1, 0:
+//	                          none), then when > 0 varint its offset and
+//	                          varint its event time (Unix ns)
+//	bytes                     the input statistics (learners.Standardizer;
+//	                          empty: not standardized)
+//
+// A vector is uvarint dimension, byte sparse (0/1), uvarint entries, then
+// per entry (sparse: uvarint index) and float value.
+//
+// Version 1 (written before) is version 2 without the header, and
+// each section from "decided" on may be missing, with every later one: a
+// state that ends early was written before those sections existed
+// (pending events without "decided" count as queried, unscored). A decoder
+// reads both; a state of a later version is refused with its number.
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/driftstream/driftstream/checkpoint"
+	"github.com/driftstream/driftstream/internal/wire"
+	"github.com/driftstream/driftstream/learners"
+)
+
+// stateVersion is the key-state format encodeState writes.
+const stateVersion = 2
+
+// errState reports a key state that cannot be decoded.
+var errState = errors.New("bad key state")
+
+// encodeState writes a key's state in the current format (stateVersion).
+func encodeState(ks *keyState) ([]byte, error) {
+	snap, err := ks.learner.MarshalBinary()
+	if err != nil {
+		return nil, err
+	}
+	rng, _ := ks.query.MarshalBinary()
+	// Sized for the learner's snapshot and the usual rest, so that a large
+	// snapshot is copied once.
+	b := make([]byte, 0, len(snap)+len(rng)+256)
+	b = append(b, 0, stateVersion)
+	b = binary.AppendUvarint(b, uint64(len(snap)))
+	b = append(b, snap...)
+	b = binary.AppendUvarint(b, uint64(len(rng)))
+	b = append(b, rng...)
+	pend, earl := ks.pending(), ks.early()
+	b = binary.AppendUvarint(b, uint64(len(pend)))
+	for _, p := range pend {
+		b = binary.AppendUvarint(b, uint64(len(p.id)))
+		b = append(b, p.id...)
+		b = binary.AppendVarint(b, p.offset)
+		enc := encodeVector(p.x)
+		b = binary.AppendUvarint(b, uint64(len(enc)))
+		b = append(b, enc...)
+	}
+	b = binary.AppendUvarint(b, uint64(len(earl)))
+	for _, e := range earl {
+		b = binary.AppendUvarint(b, uint64(len(e.id)))
+		b = append(b, e.id...)
+		b = binary.AppendVarint(b, int64(e.label))
+		b = binary.AppendVarint(b, e.offset)
+	}
+	// The decided prediction of every pending query, in order, whether it
+	// was asked for, and its event time.
+	for _, p := range pend {
+		b = binary.AppendVarint(b, int64(p.decided))
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(p.score))
+		b = append(b, boolByte(p.queried))
+		var ts int64 // Unix nanoseconds; 0: no time
+		if !p.ts.IsZero() {
+			ts = p.ts.UnixNano()
+		}
+		b = binary.AppendVarint(b, ts)
+	}
+	b, err = encodeWatch(b, ks.watch)
+	if err != nil {
+		return nil, err
+	}
+	b = encodeStats(b, &ks.stats)
+	var std []byte // empty: not standardized
+	if ks.std != nil {
+		std, _ = ks.std.MarshalBinary()
+	}
+	b = binary.AppendUvarint(b, uint64(len(std)))
+	return append(b, std...), nil
+}
+
+// decodeState rebuilds a key from its checkpointed bytes.
+func (w *Worker) decodeState(rec *checkpoint.KeyRecord) (*keyState, error) {
+	r := wire.NewReader(rec.State, errState)
+	version := 1 // no header: the first field is the snapshot's length, never 0
+	if len(r.B) >= 2 && r.B[0] == 0 {
+		version = int(r.B[1])
+		r.B = r.B[2:]
+	}
+	if version != 1 && version != stateVersion {
+		return nil, fmt.Errorf("key state version %d: this build reads versions 1 to %d (a newer driftstream wrote it?): %w", version, stateVersion, errState)
+	}
+	legacy := version == 1 // its sections after the early labels are optional
+	snap := r.View()       // decoded at once, by copy: nothing keeps rec.State
+	rng := r.View()
+	if r.Err != nil {
+		return nil, r.Err
+	}
+	ks, err := w.blankKey(learners.Config{Dim: w.cfg.Vector.Dim}) // every stream comes from the record
+	if err != nil {
+		return nil, err
+	}
+	if err := ks.learner.UnmarshalBinary(snap); err != nil {
+		return nil, fmt.Errorf("learner: %w", err)
+	}
+	if err := ks.query.UnmarshalBinary(rng); err != nil {
+		return nil, fmt.Errorf("query rng: %v: %w", err, errState)
+	}
+	n := r.Uvarint()
+	for i := uint64(0); i < n && r.Err == nil; i++ {
+		id := string(r.View())
+		off := r.Varint()
+		x, err := decodeVector(r.View())
+		if err != nil {
+			return nil, fmt.Errorf("pending %q: %w", id, err)
+		}
+		ks.waiting().await(pending{id: id, offset: off, x: x}, math.MaxInt) // as checkpointed: within the bounds then
+	}
+	n = r.Uvarint()
+	for i := uint64(0); i < n && r.Err == nil; i++ {
+		id := string(r.View())
+		label := int(r.Varint())
+		if label != 1 && label != -1 {
+			r.Fail("early label")
+		}
+		e := early{id: id, label: label, offset: r.Varint()}
+		lw := ks.waiting()
+		lw.early = append(lw.early, e)
+		lw.held += e.size()
+	}
+	pend := ks.pending()
+	if !legacy || len(r.B) > 0 && r.Err == nil { // the pending queries' decided predictions
+		for i := range pend {
+			d := int(r.Varint())
+			if d != 1 && d != -1 || len(r.B) < 9 || r.B[8] > 1 {
+				r.Fail("pending prediction")
+				break
+			}
+			pend[i].decided = d
+			pend[i].score = math.Float64frombits(binary.LittleEndian.Uint64(r.B))
+			pend[i].queried = r.B[8] == 1
+			r.B = r.B[9:]
+			if ts := r.Varint(); ts != 0 {
+				pend[i].ts = time.Unix(0, ts).UTC()
+			}
+		}
+		if !legacy || len(r.B) > 0 && r.Err == nil {
+			decodeWatch(r, ks.watch)
+		}
+		if !legacy || len(r.B) > 0 && r.Err == nil {
+			decodeStats(r, &ks.stats, len(w.cfg.Detectors))
+		}
+		if !legacy || len(r.B) > 0 && r.Err == nil {
+			// Input statistics: kept when the key is standardized now; a key
+			// standardized before and not now drops them, one not before
+			// starts them afresh.
+			if std := r.Bytes(); len(std) > 0 && ks.std != nil && r.Err == nil {
+				if err := ks.std.UnmarshalBinary(std); err != nil {
+					return nil, fmt.Errorf("input statistics: %v: %w", err, errState)
+				}
+			}
+		}
+	} else {
+		for i := range pend { // version 1, written when only queries were pending
+			pend[i].queried = true
+		}
+	}
+	if err := r.Done(); err != nil {
+		return nil, err
+	}
+	ks.applied = rec.AppliedThrough
+	return ks, nil
+}
+
+// encodeVector writes a pending input: dimension, sparse flag, entries.
+func encodeVector(x learners.Vector) []byte {
+	var b []byte
+	b = binary.AppendUvarint(b, uint64(x.Dim()))
+	if x.Sparse() {
+		b = append(b, 1)
+	} else {
+		b = append(b, 0)
+	}
+	b = binary.AppendUvarint(b, uint64(x.NNZ()))
+	x.Entries(func(i int, v float64) {
+		if x.Sparse() {
+			b = binary.AppendUvarint(b, uint64(i))
+		}
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v))
+	})
+	return b
+}
+
+func decodeVector(b []byte) (learners.Vector, error) {
+	r := wire.NewReader(b, errState)
+	dim := int(r.Uvarint())
+	if r.Err != nil || len(r.B) < 1 {
+		return learners.Vector{}, fmt.Errorf("vector header: %w", errState)
+	}
+	sparse := r.B[0] == 1
+	r.B = r.B[1:]
+	n := int(r.Uvarint())
+	if r.Err != nil || n > dim {
+		return learners.Vector{}, fmt.Errorf("vector of %d entries in dimension %d: %w", n, dim, errState)
+	}
+	idx, val := make([]int32, 0, n), make([]float64, 0, n)
+	for k := 0; k < n; k++ {
+		if sparse {
+			idx = append(idx, int32(r.Uvarint()))
+		}
+		if len(r.B) < 8 {
+			return learners.Vector{}, fmt.Errorf("vector values: %w", errState)
+		}
+		val = append(val, math.Float64frombits(binary.LittleEndian.Uint64(r.B)))
+		r.B = r.B[8:]
+	}
+	if r.Err != nil {
+		return learners.Vector{}, r.Err
+	}
+	if sparse {
+		return learners.NewSparse(dim, idx, val)
+	}
+	if n != dim {
+		return learners.Vector{}, fmt.Errorf("dense vector of %d entries in dimension %d: %w", n, dim, errState)
+	}
+	return learners.NewDense(val)
+}
+
+// encodeWatch appends the watch to a key state.
+func encodeWatch(b []byte, wt *watch) ([]byte, error) {
+	if wt == nil {
+		wt = &watch{} // no detectors: written as an empty watch
+	}
+	b = binary.AppendUvarint(b, uint64(len(wt.detectors)))
+	for _, d := range wt.detectors {
+		snap, err := d.MarshalBinary()
+		if err != nil {
+			return nil, err
+		}
+		b = binary.AppendUvarint(b, uint64(len(snap)))
+		b = append(b, snap...)
+	}
+	for i := range wt.detectors {
+		b = binary.AppendVarint(b, wt.since[i])
+		b = append(b, boolByte(wt.alerted[i])|boolByte(wt.pending[i])<<1) // bit 0: alerted, bit 1: a drift awaits its alert
+	}
+	for _, v := range []int64{wt.labeled, wt.mistakes, int64(wt.recentN)} {
+		b = binary.AppendVarint(b, v)
+	}
+	return binary.LittleEndian.AppendUint64(b, wt.recent), nil
+}
+
+// decodeWatch restores a watch written by encodeWatch into wt, whose
+// detectors the configuration built.
+func decodeWatch(r *wire.Reader, wt *watch) {
+	if wt == nil {
+		wt = &watch{} // no detectors configured: read past what was written
+	}
+	n := r.Uvarint()
+	if n > MaxDetectors {
+		r.Fail("drift detectors")
+		return
+	}
+	same := n == uint64(len(wt.detectors))
+	for i := uint64(0); i < n && r.Err == nil; i++ {
+		snap := r.View() // detectors decode by copy
+		if r.Err != nil || !same {
+			continue // the detectors were reconfigured: the new ones start afresh
+		}
+		// A snapshot of another detector (reconfigured) is refused and leaves
+		// the configured one fresh.
+		_ = wt.detectors[i].UnmarshalBinary(snap)
+	}
+	for i := uint64(0); i < n && r.Err == nil; i++ {
+		since := r.Varint()
+		if r.Err != nil || len(r.B) < 1 {
+			r.Fail("drift watch")
+			return
+		}
+		flags := r.B[0]
+		r.B = r.B[1:]
+		if flags > 3 {
+			r.Fail("drift watch")
+			return
+		}
+		if same {
+			wt.since[i], wt.alerted[i], wt.pending[i] = since, flags&1 == 1, flags&2 == 2
+		}
+	}
+	wt.labeled, wt.mistakes = r.Varint(), r.Varint()
+	wt.recentN = int(r.Varint())
+	if r.Err != nil || len(r.B) < 8 || wt.recentN < 0 || wt.recentN > recentOutcomes {
+		r.Fail("drift watch")
+		return
+	}
+	wt.recent = binary.LittleEndian.Uint64(r.B)
+	r.B = r.B[8:]
+}
+
+// encodeStats appends a key's counters to its state.
+func encodeStats(b []byte, s *keyStats) []byte {
+	rare := s.rare()
+	for _, v := range []int64{s.events, s.labeled, s.mistakes, rare.resets} {
+		b = binary.AppendVarint(b, v)
+	}
+	b = binary.AppendUvarint(b, uint64(rare.alertDetector))
+	if rare.alertDetector > 0 {
+		b = binary.AppendVarint(b, rare.alertOffset)
+		b = binary.AppendVarint(b, rare.alertTimestamp)
+	}
+	return b
+}
+
+// decodeStats reads what encodeStats wrote. An alert of a detector the
+// configuration no longer has is forgotten.
+func decodeStats(r *wire.Reader, s *keyStats, detectors int) {
+	var rare keyEvents
+	s.events, s.labeled, s.mistakes, rare.resets = r.Varint(), r.Varint(), r.Varint(), r.Varint()
+	d := r.Uvarint()
+	if d > MaxDetectors {
+		r.Fail("key counters")
+		return
+	}
+	if d > 0 {
+		rare.alertOffset, rare.alertTimestamp = r.Varint(), r.Varint()
+		if int(d) <= detectors {
+			rare.alertDetector = int(d)
+		}
+	}
+	if s.events < 0 || s.labeled < 0 || s.mistakes < 0 || s.mistakes > s.labeled || rare.resets < 0 {
+		r.Fail("key counters")
+	}
+	s.more = nil
+	if rare != (keyEvents{}) {
+		s.more = new(keyEvents) // not &rare: that would allocate for every key
+		*s.more = rare
+	}
+}
+
+func boolByte(b bool) byte {
+	if b {
+		return 1
+	}
+	return 0
+}
