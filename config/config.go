@@ -72,6 +72,7 @@ type Config struct {
 	MaxAbsValue      float64       `split_words:"true" default:"1e12" desc:"largest magnitude of an input value; larger ones are dead-lettered"`
 	MaxKeyLength     int           `split_words:"true" default:"4096" desc:"longest record key in bytes; a longer one is dead-lettered (key_too_long) and gets no key state"`
 	OnOutputError    string        `split_words:"true" default:"dead-letter" desc:"an output the broker refuses for itself (too large, invalid): dead-letter (replace it with a dead letter and go on) or fail (fail the partition)"`
+	Population       string        `default:"off" desc:"the population model: one learner per partition that learns every label and seeds each new key's learner with a copy of itself; the keys' learner (DRIFTSTREAM_LEARNER) or off"`
 	Standardize      bool          `default:"false" desc:"z-score each key's inputs by the running statistics of its earlier inputs before its learner sees them (dense inputs; checkpointed with the key)"`
 	RetryTimeout     time.Duration `split_words:"true" default:"2m" desc:"how long a failing Kafka read, write or commit is retried before its partition fails"`
 	FailExitAfter    time.Duration `split_words:"true" default:"30s" desc:"after a partition fails: report it (/readyz 503, metrics) this long, then exit 1"`

@@ -17,7 +17,11 @@ package pipeline
 //	uvarint E, E × early      labels-topic labels ahead of their event:
 //	                          bytes id, varint label (±1), varint offset
 //	P × decided               per pending event, in order: varint decided
-//	                          label (±1), float score, byte queried (0/1),
+//	                          label (±1), float score, byte flags (bit 0
+//	                          queried, bit 1 its input is kept for the
+//	                          population model alone, bit 2 the experts'
+//	                          labels follow in bit 3, the key's learner's,
+//	                          and bit 4, the population's: 1 for +1),
 //	                          varint event time (Unix ns; 0: none)
 //	watch                     the drift detectors: uvarint D, D × bytes
 //	                          detector snapshot (drift, versioned); D ×
@@ -32,6 +36,9 @@ package pipeline
 //	                          varint its event time (Unix ns)
 //	bytes                     the input statistics (learners.Standardizer;
 //	                          empty: not standardized)
+//	mixture                   byte 0 (none) or 1, then float the population's
+//	                          weight and float the key's learner's
+//	                          (population.go)
 //
 // A vector is uvarint dimension, byte sparse (0/1), uvarint entries, then
 // per entry (sparse: uvarint index) and float value.
@@ -97,7 +104,11 @@ func encodeState(ks *keyState) ([]byte, error) {
 	for _, p := range pend {
 		b = binary.AppendVarint(b, int64(p.decided))
 		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(p.score))
-		b = append(b, boolByte(p.queried))
+		flags := boolByte(p.queried) | boolByte(p.populationOnly)<<1
+		if p.population != 0 { // the experts' labels: bit 2 present, bits 3 and 4 +1
+			flags |= 1<<2 | boolByte(p.own > 0)<<3 | boolByte(p.population > 0)<<4
+		}
+		b = append(b, flags)
 		var ts int64 // Unix nanoseconds; 0: no time
 		if !p.ts.IsZero() {
 			ts = p.ts.UnixNano()
@@ -114,7 +125,21 @@ func encodeState(ks *keyState) ([]byte, error) {
 		std, _ = ks.std.MarshalBinary()
 	}
 	b = binary.AppendUvarint(b, uint64(len(std)))
-	return append(b, std...), nil
+	b = append(b, std...)
+	if ks.mix == nil {
+		return append(b, 0), nil
+	}
+	b = append(b, 1)
+	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(ks.mix.population))
+	return binary.LittleEndian.AppendUint64(b, math.Float64bits(ks.mix.own)), nil
+}
+
+// sign8 is +1 for true, −1 for false.
+func sign8(positive bool) int8 {
+	if positive {
+		return 1
+	}
+	return -1
 }
 
 // decodeState rebuilds a key from its checkpointed bytes.
@@ -137,6 +162,9 @@ func (w *Worker) decodeState(rec *checkpoint.KeyRecord) (*keyState, error) {
 	ks, err := w.blankKey(learners.Config{Dim: w.cfg.Vector.Dim}) // every stream comes from the record
 	if err != nil {
 		return nil, err
+	}
+	if rec.Key == PopulationKey {
+		ks.watch = nil // as population made it: no detectors
 	}
 	if err := ks.learner.UnmarshalBinary(snap); err != nil {
 		return nil, fmt.Errorf("learner: %w", err)
@@ -170,13 +198,17 @@ func (w *Worker) decodeState(rec *checkpoint.KeyRecord) (*keyState, error) {
 	if !legacy || len(r.B) > 0 && r.Err == nil { // the pending queries' decided predictions
 		for i := range pend {
 			d := int(r.Varint())
-			if d != 1 && d != -1 || len(r.B) < 9 || r.B[8] > 1 {
+			if d != 1 && d != -1 || len(r.B) < 9 || r.B[8] > 31 || legacy && r.B[8] > 1 {
 				r.Fail("pending prediction")
 				break
 			}
 			pend[i].decided = d
 			pend[i].score = math.Float64frombits(binary.LittleEndian.Uint64(r.B))
-			pend[i].queried = r.B[8] == 1
+			flags := r.B[8]
+			pend[i].queried, pend[i].populationOnly = flags&1 == 1, flags&2 == 2
+			if flags&4 == 4 {
+				pend[i].own, pend[i].population = sign8(flags&8 == 8), sign8(flags&16 == 16)
+			}
 			r.B = r.B[9:]
 			if ts := r.Varint(); ts != 0 {
 				pend[i].ts = time.Unix(0, ts).UTC()
@@ -196,6 +228,21 @@ func (w *Worker) decodeState(rec *checkpoint.KeyRecord) (*keyState, error) {
 				if err := ks.std.UnmarshalBinary(std); err != nil {
 					return nil, fmt.Errorf("input statistics: %v: %w", err, errState)
 				}
+			}
+		}
+		if !legacy && r.Err == nil { // the mixture (version 2 only)
+			switch {
+			case len(r.B) < 1 || r.B[0] > 1 || r.B[0] == 1 && len(r.B) < 17:
+				r.Fail("mixture")
+			case r.B[0] == 0:
+				r.B = r.B[1:]
+			default:
+				m := &mixture{population: math.Float64frombits(binary.LittleEndian.Uint64(r.B[1:])), own: math.Float64frombits(binary.LittleEndian.Uint64(r.B[9:]))}
+				r.B = r.B[17:]
+				if !(m.population >= 0 && m.own >= 0 && m.population+m.own > 0.99 && m.population+m.own < 1.01) {
+					r.Fail("mixture weights")
+				}
+				ks.mix = m
 			}
 		}
 	} else {

@@ -119,6 +119,10 @@ type Config struct {
 	// that key's earlier inputs (learners.Standardizer, checkpointed with the
 	// key) before its learner sees them; dense inputs only.
 	Standardize bool
+	// Population is the learner of the partition's population model, which
+	// learns every label and seeds each new key's learner (population.go):
+	// the keys' learner, or PopulationOff (the default; "" means it).
+	Population string
 }
 
 // Defaults of the bounds in Config.
@@ -168,6 +172,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Standardize && c.Vector.Hasher != nil && c.Vector.DenseDim == 0 {
 		return errors.New("standardize needs dense inputs (\"x\"): hashed named features would all become dense; scale them at the producer, or set a dense dimension")
+	}
+	if err := c.validatePopulation(); err != nil {
+		return err
 	}
 	if err := c.validateDetectors(); err != nil {
 		return err
@@ -343,14 +350,21 @@ type pending struct {
 	decided int
 	score   float64
 	// queried is set when a label query was emitted for the event. x is
-	// kept only when the label will be learned (zero otherwise).
-	queried bool
+	// kept only when the label will be learned (zero otherwise); with
+	// populationOnly, by the population model alone (a sampler's key did
+	// not ask for it).
+	queried        bool
+	populationOnly bool
+	// own and population are the key's learner's and the population
+	// model's labels for the event when a population model mixes them (0
+	// otherwise): the label, when it comes, updates the key's mixture.
+	own, population int8
 	// ts is the event's time, zero when it had none.
 	ts time.Time
 }
 
-// learnable reports whether the awaited label will be learned.
-func (p pending) learnable() bool { return p.x.Dim() > 0 }
+// learnable reports whether the awaited label will be learned by the key.
+func (p pending) learnable() bool { return p.x.Dim() > 0 && !p.populationOnly }
 
 // early is a label from the labels topic that arrived before its event: the
 // two topics are read concurrently, so their interleaving is arbitrary.
@@ -373,7 +387,10 @@ type keyState struct {
 	wait *labelWait
 	// watch holds the key's drift detectors.
 	watch *watch
-	std   *learners.Standardizer // nil unless Config.Standardize
+	// mix weighs the key's learner against the population model; nil
+	// without a population model.
+	mix *mixture
+	std *learners.Standardizer // nil unless Config.Standardize
 	// dirty is set while the key is in Worker.dirty: changed since the last
 	// checkpoint.
 	dirty bool
@@ -550,6 +567,11 @@ func (w *Worker) newKey(key string) (*keyState, error) {
 	if err != nil {
 		return nil, err
 	}
+	if w.populated() {
+		if ks.learner, err = w.seeded(key); err != nil {
+			return nil, err
+		}
+	}
 	ks.query = learners.KeyStream(w.cfg.Seed, key+"\x00query")
 	return ks, nil
 }
@@ -576,9 +598,10 @@ func (w *Worker) blankKey(lcfg learners.Config) (*keyState, error) {
 	return ks, nil
 }
 
-// newLearner is a fresh learner for key, drawing from the key's stream.
+// newLearner is a fresh learner for key (a reset): drawing from the key's
+// stream, or a copy of the population model when there is one.
 func (w *Worker) newLearner(key string) (learners.Learner, error) {
-	return w.maker.New(learners.Config{Dim: w.cfg.Vector.Dim, Seed: w.cfg.Seed, Key: key})
+	return w.seeded(key)
 }
 
 // deadLetter emits the original record with the reason, cut to fit the
@@ -670,8 +693,8 @@ func (w *Worker) Process(ctx context.Context, r Record) error {
 		w.deadLetter(r, ReasonMissingKey, errors.New("record has no key: the key names the entity whose learner it feeds"))
 		return nil
 	}
-	if checkpoint.ReservedKey(key) {
-		w.deadLetter(r, ReasonInvalidEvent, fmt.Errorf("record key %s starts with the checkpoint store's reserved prefix", topics.Excerpt(key)))
+	if checkpoint.ReservedKey(key) || key == PopulationKey {
+		w.deadLetter(r, ReasonInvalidEvent, fmt.Errorf("record key %s is reserved (the checkpoint store's prefix, or the population model's key)", topics.Excerpt(key)))
 		return nil
 	}
 	ev, err := topics.Decode(r.Value, w.cfg.MaxBytes)
@@ -821,15 +844,24 @@ func (w *Worker) event(r Record, key string, ks *keyState, ev topics.Event) erro
 	w.expire(r, ks)
 	// Decide the round before emitting, so the prediction message is final.
 	p = ks.learner.Decide(p)
+	// With a population model the key's mixture picks whose prediction it
+	// makes (the learner's own, or the population's); a sampler's own rule
+	// still decides its queries, the margin rule reads the prediction made.
+	label, score, popLabel := p.Label, p.Score, 0
+	if w.populated() {
+		if label, score, popLabel, err = w.mixed(ks, x, p); err != nil {
+			return err
+		}
+	}
 	query, qprob := p.Query, p.QueryProb
 	if !w.sampling && ev.Label == 0 { // margin rule for learners without one
 		qprob, query = 0, false
 		if b := w.cfg.QueryScale; b > 0 {
-			qprob = b / (b + math.Abs(p.Score))
+			qprob = b / (b + math.Abs(score))
 			query = rand.New(&ks.query).Float64() < qprob
 		}
 	}
-	msg := predictionMsg{ID: ev.ID, Key: key, Label: p.Label, Score: p.Score, Learner: w.cfg.Learner, Partition: r.Partition, Offset: r.Offset}
+	msg := predictionMsg{ID: ev.ID, Key: key, Label: label, Score: score, Learner: w.cfg.Learner, Partition: r.Partition, Offset: r.Offset}
 	if w.sampling {
 		w.qprob = qprob // encoded at once: a field, not a fresh allocation per event
 		msg.QueryProb = &w.qprob
@@ -849,37 +881,46 @@ func (w *Worker) event(r Record, key string, ks *keyState, ev topics.Event) erro
 		if !w.sampling {
 			askedValue = 0
 			if b := w.cfg.QueryScale; b > 0 {
-				askedValue = b / (b + math.Abs(p.Score))
+				askedValue = b / (b + math.Abs(score))
 			}
 		}
-		defer w.eventSignals(r, key, ks, askedValue, p.Score, ev.ID, ev.TS)
+		defer w.eventSignals(r, key, ks, askedValue, score, ev.ID, ev.TS)
 	}
 	if ev.Label != 0 {
 		w.stats.Labeled++
 		ks.stats.labeled++
-		wrong := p.Label != ev.Label
+		wrong := label != ev.Label
 		if wrong {
 			w.stats.Mistakes++
 			ks.stats.mistakes++
 		}
 		w.last = Outcome{Time: ev.TS, Wrong: wrong}
 		var err error
+		if w.populated() {
+			ks.mix.update(popLabel != ev.Label, p.Label != ev.Label)
+		}
 		if !w.sampling || query { // samplers learn only the labels they asked for
 			err = w.learn(ks, x, ev.Label, p)
+		}
+		if w.populated() && err == nil {
+			err = w.teachPopulation(r, x, ev.Label)
 		}
 		w.outcome(r, key, ks, wrong, ev.ID, ev.TS)
 		return err
 	}
 	if query {
 		w.stats.Queries++
-		emit(w, r, OutQuery, queryMsg{ID: ev.ID, Key: key, Score: p.Score, QueryProb: qprob, Partition: r.Partition, Offset: r.Offset})
+		emit(w, r, OutQuery, queryMsg{ID: ev.ID, Key: key, Score: score, QueryProb: qprob, Partition: r.Partition, Offset: r.Offset})
 	}
 	// Every unlabeled event awaits its label, asked for or not: the label,
 	// when it comes, scores this prediction, and is learned unless the
 	// learner is a sampler that did not ask (then x need not be kept).
-	q := pending{id: ev.ID, offset: r.Offset, decided: p.Label, score: p.Score, queried: query, ts: ev.TS}
-	if !w.sampling || query {
+	q := pending{id: ev.ID, offset: r.Offset, decided: label, score: score, queried: query, ts: ev.TS, own: int8(p.Label), population: int8(popLabel)}
+	switch {
+	case !w.sampling || query:
 		q.x = x
+	case w.populated(): // the population learns every label; the key only those it asked for
+		q.x, q.populationOnly = x, true
 	}
 	lw := ks.waiting()
 	w.stats.LabelsExpired += lw.await(q, w.cfg.MaxPending)
@@ -947,6 +988,9 @@ func (w *Worker) label(r Record, key string, ks *keyState, ev topics.Event) erro
 	ks.wait.unawait(i)
 	w.stats.LabelsJoined++
 	scored := q.decided != 0 // the prediction made when the event came
+	if q.population != 0 && ks.mix != nil {
+		ks.mix.update(int(q.population) != ev.Label, int(q.own) != ev.Label)
+	}
 	if scored {
 		w.stats.Labeled++
 		ks.stats.labeled++
@@ -963,6 +1007,9 @@ func (w *Worker) label(r Record, key string, ks *keyState, ev topics.Event) erro
 		if p, err = ks.learner.Predict(x); err == nil { // the state moved on since the event: learn from the current one
 			err = w.learn(ks, x, ev.Label, p)
 		}
+	}
+	if w.populated() && x.Dim() > 0 && err == nil {
+		err = w.teachPopulation(r, x, ev.Label)
 	}
 	if scored {
 		w.outcome(r, key, ks, q.decided != ev.Label, ev.ID, q.ts)

@@ -39,9 +39,9 @@ const (
 type OutputProducer struct {
 	client   *kafka.Client
 	topic    string
-	limit    int // the topic's max.message.bytes: the largest batch a request carries
+	limit    int                   // the topic's max.message.bytes: the largest batch a request carries
 	balancer kafka.Murmur2Balancer // topics.DefaultPartitioner
-	parts    []int // 0..n-1 for the last partition count seen
+	parts    []int                 // 0..n-1 for the last partition count seen
 	mu       sync.Mutex
 }
 

@@ -401,16 +401,29 @@ func rebalances(t *testing.T, cacheKeys int) {
 // run (nothing learned twice or lost), and every event is predicted at least
 // once, duplicates being identical and bounded by two checkpoint intervals
 // per crash ("exactly-once state, at-least-once output").
+// With a population model (and a key store of two keys, which evicts it
+// too) the same holds: the model and every key seeded from it replay.
 func TestCrashesAtRandomPoints(t *testing.T) {
-	for _, cacheKeys := range []int{0, 2} {
-		t.Run(fmt.Sprintf("cache-%d", cacheKeys), func(t *testing.T) { crashes(t, cacheKeys) })
+	for _, c := range []struct {
+		cacheKeys  int
+		population bool
+	}{{0, false}, {2, false}, {2, true}} {
+		t.Run(fmt.Sprintf("cache-%d/population-%v", c.cacheKeys, c.population), func(t *testing.T) { crashes(t, c.cacheKeys, c.population) })
 	}
 }
 
-// crashes is TestCrashesAtRandomPoints, with cacheKeys as in rebalances.
-func crashes(t *testing.T, cacheKeys int) {
+// crashes is TestCrashesAtRandomPoints, with cacheKeys as in rebalances and
+// a population model of the keys' learner when population is set.
+func crashes(t *testing.T, cacheKeys int, population bool) {
 	addr := cluster(t)
-	cfg := withKeyStore(t, testConfig(t, addr, "g-crash"), cacheKeys)
+	config := func() Config {
+		cfg := withKeyStore(t, testConfig(t, addr, "g-crash"), cacheKeys)
+		if population {
+			cfg.Pipeline.Population = cfg.Pipeline.Learner
+		}
+		return cfg
+	}
+	cfg := config()
 	cfg.CheckpointEvery = 37
 	cfg.CheckpointInterval = time.Hour // checkpoints only by count: crashes land between them
 	if _, err := New(context.Background(), cfg); err != nil {
@@ -436,7 +449,7 @@ func crashes(t *testing.T, cacheKeys int) {
 		stop()
 	}
 	// A last consumer, checkpointing by time too, finishes the stream gracefully.
-	last := withKeyStore(t, testConfig(t, addr, "g-crash"), cacheKeys)
+	last := config()
 	s, stop := started(t, last)
 	deadline := time.After(60 * time.Second)
 	for {

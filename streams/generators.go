@@ -24,6 +24,7 @@ func generators() []Generator {
 		{Name: "sea", Summary: "SEA concepts: f₁ + f₂ ≤ θ with θ switching 8, 9, 7, 9.5 and label noise", build: sea},
 		{Name: "hyperplane", Summary: "rotating hyperplane (MOA): weights drift by mag_change per example", build: hyperplane},
 		{Name: "drifting-classes", Summary: "a multiclass CSV file whose positive classes are re-drawn every period rows (the drifting-USPS stream)", build: driftingClasses},
+		{Name: "population", Summary: "keyed: a shared drifting hyperplane plus each key's own deviation, Zipf key frequencies (issue 34)", build: population},
 		{Name: "concept-drift", Summary: "gradual drift from one generator to another along a sigmoid (River); old.k=v and new.k=v set their parameters", build: conceptDrift},
 	}
 }

@@ -37,11 +37,12 @@ type command struct {
 
 func commands() map[string]command {
 	return map[string]command{
-		"learners":  {"print the learner catalog as a table (-json: as JSON)", runLearners},
-		"backtest":  {"replay a file or generator through learners and write a report", runBacktest},
-		"detection": {"score the drift detectors on keyed streams with known drift points, through the service's pipeline", runDetection},
-		"run":       {"the Kafka service (default; -embedded: in-process broker and demo producer)", runService},
-		"version":   {"print the version and commit", func(_ []string, stdout, _ io.Writer) int { fmt.Fprintln(stdout, version, commit); return exitOK }},
+		"learners":   {"print the learner catalog as a table (-json: as JSON)", runLearners},
+		"backtest":   {"replay a file or generator through learners and write a report", runBacktest},
+		"population": {"compare per-key, global and population-seeded learners on a keyed stream, per key-frequency bucket, through the service's pipeline", runPopulation},
+		"detection":  {"score the drift detectors on keyed streams with known drift points, through the service's pipeline", runDetection},
+		"run":        {"the Kafka service (default; -embedded: in-process broker and demo producer)", runService},
+		"version":    {"print the version and commit", func(_ []string, stdout, _ io.Writer) int { fmt.Fprintln(stdout, version, commit); return exitOK }},
 	}
 }
 

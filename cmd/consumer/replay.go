@@ -43,11 +43,22 @@ type keyedRun struct {
 	queryScale float64
 	// standardize z-scores each key's inputs (pipeline.Config.Standardize).
 	standardize bool
+	// population is -population: off, on (every learner's own), or the one
+	// learner whose runs keep a population model.
+	population string
 	// detectors run per key with the key's cooldown, as in the service.
 	detectors []pipeline.DetectorSpec
 	cooldown  int64
 	out       string
 	quiet     bool
+}
+
+// populationOf is pipeline.Config.Population for the runs of learner.
+func (k keyedRun) populationOf(learner string) string {
+	if k.population == "on" || k.population == learner {
+		return learner
+	}
+	return pipeline.PopulationOff
 }
 
 // run replays the history once per learner and writes the reports.
@@ -77,7 +88,7 @@ func (k keyedRun) run(ctx context.Context, stdout, stderr io.Writer) error {
 		}
 		alerts := &alertLog{}
 		cfg := replay.Config{Name: name, Pipeline: pipeline.Config{Learner: spec.Name, Params: spec.Params, Seed: k.seed, Vector: vec,
-			QueryScale: k.queryScale, MaxKeyBytes: -1, Standardize: k.standardize, Detectors: k.detectors, AlertCooldown: k.cooldown},
+			QueryScale: k.queryScale, MaxKeyBytes: -1, Standardize: k.standardize, Population: k.populationOf(spec.Name), Detectors: k.detectors, AlertCooldown: k.cooldown},
 			Outputs: alerts.add}
 		if !k.quiet {
 			cfg.Progress = stderr

@@ -265,6 +265,7 @@ func pipelineConfig(cfg config.Config) (pipeline.Config, error) {
 	}
 	p.OnDrift, p.AlertCooldown = cfg.OnDrift, cfg.AlertCooldown
 	p.Standardize = cfg.Standardize
+	p.Population = cfg.Population
 	return p, p.Validate()
 }
 

@@ -1,0 +1,176 @@
+package pipeline
+
+import (
+	"fmt"
+
+	"github.com/driftstream/driftstream/learners"
+)
+
+// The population model (issue 34): one learner per partition, of the keys'
+// own learner and parameters, that is shown every label the partition sees
+// (inline, delayed, early, whether or not the key asked for it) and learns
+// it as its learner does: every label, or for a sampler the labels its own
+// query rule draws when the label comes. A key seen for the first time — or reset, by the key API
+// or a drift with OnDriftReset — starts as a copy of the population model
+// at that moment rather than from zero, and learns on its own from there: a
+// new key's first prediction is the population's, a key that departs from
+// the population moves away from it at its own learner's pace.
+//
+// The model is held and checkpointed as a key of its own, PopulationKey:
+// fenced, restored, kept, parked, evicted to the key store and caught up
+// exactly as keys are, and it skips on replay the records it absorbed
+// before its checkpoint, as keys do, so that its state and every copy made
+// of it replay bit for bit.
+//
+// A copy carries the population's random streams: keys started from the
+// same state draw the same randomness (randomized learners and the
+// samplers' query draws) until their states part.
+
+// PopulationKey is the key under which a partition's population model is
+// held and checkpointed. An input record with this key is dead-lettered.
+const PopulationKey = "\x00population"
+
+// PopulationOff disables the population model (the default).
+const PopulationOff = "off"
+
+// validatePopulation checks Config.Population.
+func (c *Config) validatePopulation() error {
+	switch c.Population {
+	case "", PopulationOff:
+		c.Population = PopulationOff
+		return nil
+	case c.Learner:
+		return nil
+	}
+	return fmt.Errorf("population %q: the population model seeds each new key's learner with a copy of itself, so it must be the keys' learner (%s) or %s", c.Population, c.Learner, PopulationOff)
+}
+
+// populated reports whether the worker keeps a population model.
+func (w *Worker) populated() bool { return w.cfg.Population != PopulationOff }
+
+// population returns the partition's population model, made on first use.
+func (w *Worker) population() (*keyState, error) {
+	ks, ok, err := w.lookup(PopulationKey)
+	if err != nil || ok {
+		return ks, err
+	}
+	if ks, err = w.blankKey(learners.Config{Dim: w.cfg.Vector.Dim, Seed: w.cfg.Seed, Key: PopulationKey}); err != nil {
+		return nil, err
+	}
+	ks.watch = nil // the population raises no alerts
+	w.keys[PopulationKey] = ks
+	if w.cache != nil {
+		w.cache.count++
+	}
+	return ks, nil
+}
+
+// teachPopulation teaches the population model the label y of x, which
+// record r brought (an event with its label, or the label of an earlier
+// one); a record the model absorbed before its checkpoint is skipped.
+func (w *Worker) teachPopulation(r Record, x learners.Vector, y int) error {
+	ps, err := w.population()
+	if err != nil {
+		return err
+	}
+	if r.Offset <= ps.applied[r.Topic] {
+		return nil // replayed: learned before the checkpoint
+	}
+	p, err := ps.learner.Predict(x)
+	if err == nil {
+		// A sampler's population asks as the sampler does, at the label:
+		// it learns the labels its own rule draws (a tracking learner taught
+		// every label of many keys follows whichever keys came last).
+		if p = ps.learner.Decide(p); !w.sampling || p.Query {
+			err = w.learn(ps, x, y, p)
+		}
+	}
+	ps.applied[r.Topic] = r.Offset
+	w.markDirty(PopulationKey, ps)
+	if err != nil {
+		return fmt.Errorf("population model: %w", err)
+	}
+	return nil
+}
+
+// seeded is a new learner for key: a copy of the population model when the
+// worker keeps one, else a fresh one drawing from the key's stream.
+func (w *Worker) seeded(key string) (learners.Learner, error) {
+	l, err := w.maker.New(learners.Config{Dim: w.cfg.Vector.Dim, Seed: w.cfg.Seed, Key: key})
+	if err != nil || !w.populated() || key == PopulationKey {
+		return l, err
+	}
+	ps, err := w.population()
+	if err != nil {
+		return nil, err
+	}
+	snap, err := ps.learner.MarshalBinary()
+	if err != nil {
+		return nil, err
+	}
+	if err := l.UnmarshalBinary(snap); err != nil {
+		return nil, fmt.Errorf("a copy of the population model: %w", err)
+	}
+	return l, nil
+}
+
+// The mixture of a key's learner and the population model: a per-key
+// weighted majority of the two experts (Littlestone & Warmuth), with
+// Herbster & Warmuth's fixed share so that the lighter expert can win back
+// the key after a drift. The key makes
+// the prediction of the heavier expert, the population on a tie; every
+// scored label multiplies a wrong expert's weight by mixBeta, then each
+// weight gives mixShare of itself to the pool shared equally. A new key
+// starts at mixStart for the population: it follows the population until
+// its own learner has made fewer mistakes. The constants were chosen on
+// draws apart from those the figures report (docs/POPULATION.md).
+const (
+	mixBeta  = 0.8
+	mixShare = 0.01
+	mixStart = 2.0 / 3
+)
+
+// mixture is a key's two experts' weights, summing to 1.
+type mixture struct {
+	population, own float64
+}
+
+// followsPopulation reports whether the key makes the population's
+// prediction.
+func (m *mixture) followsPopulation() bool { return m.population >= m.own }
+
+// update scores the two experts on a label.
+func (m *mixture) update(populationWrong, ownWrong bool) {
+	if populationWrong {
+		m.population *= mixBeta
+	}
+	if ownWrong {
+		m.own *= mixBeta
+	}
+	sum := m.population + m.own
+	m.population, m.own = m.population/sum, m.own/sum
+	m.population = (1-mixShare)*m.population + mixShare/2
+	m.own = (1-mixShare)*m.own + mixShare/2
+}
+
+// mixed is the prediction key ks makes of x with a population model: its
+// learner's decided prediction own, or the population's, by the key's
+// mixture (made on first use). It returns the label and score made and the
+// population's label.
+func (w *Worker) mixed(ks *keyState, x learners.Vector, own learners.Prediction) (label int, score float64, population int, err error) {
+	ps, err := w.population()
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	pp, err := ps.learner.Predict(x)
+	if err != nil {
+		return 0, 0, 0, fmt.Errorf("population model: %w", err)
+	}
+	if ks.mix == nil {
+		ks.mix = &mixture{population: mixStart, own: 1 - mixStart}
+	}
+	if ks.mix.followsPopulation() {
+		return pp.Label, pp.Score, pp.Label, nil
+	}
+	return own.Label, own.Score, pp.Label, nil
+}
