@@ -2,6 +2,8 @@ package experiments
 
 import (
 	"context"
+	"errors"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -73,19 +75,24 @@ func dataDir(t *testing.T) string {
 }
 
 // The ODM defaults are a point of the tuning grid, and the step that
-// ODMSetting.Params picks for standardized inputs of any width is inside the
-// learner's stability bound even for an input at the clip bound in every
-// coordinate, so no table run stops on an unstable step.
+// ODMSetting.Params picks for standardized inputs of any width — by the
+// dimension rule, or by the learner's step guard at each of the grid's κ —
+// is inside the learner's stability bound even for an input at the clip
+// bound in every coordinate, so no table run stops on an unstable step.
 func TestODMStepRuleIsStable(t *testing.T) {
 	def := defaultODMSetting()
 	inGrid := false
+	settings := []ODMSetting{def, {Lambda: 1, Theta: 0.3, Mu: 0.5, EtaLambda: 1e-2}}
 	for _, g := range odmGrid() {
 		inGrid = inGrid || g == def
+		if g.EtaLambda == 1e-2 && g.Lambda == 1 && g.Theta == 0.3 {
+			settings = append(settings, g) // the largest step, at every guard of the grid
+		}
 	}
 	if !inGrid {
 		t.Fatalf("defaults %+v are not a grid point", def)
 	}
-	for _, s := range []ODMSetting{def, {Lambda: 1, Theta: 0.3, Mu: 0.5, EtaLambda: 1e-2}} {
+	for _, s := range settings {
 		for _, features := range []int{1, 2, 3, 8, 100, 256} {
 			params, el := s.Params(features)
 			x := make([]float64, features+1)
@@ -225,5 +232,45 @@ func TestCurveTables(t *testing.T) {
 	}
 	if got := mistakesAtTable(res, []int{500, 610, 2000}); !strings.Contains(got, "| l | 0.0 | 100.0 | 300.0 |") {
 		t.Fatalf("mistakes-at table:\n%s", got)
+	}
+}
+
+// The spam set reads as 9,324 messages of 500 binary features, the words in
+// the most messages, with the file's labels (2,387 spam), in file order.
+func TestSpamSetHas500FrequentWords(t *testing.T) {
+	src, err := openSpam(dataDir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if src.Dim() != spamFeatures {
+		t.Fatalf("dimension %d", src.Dim())
+	}
+	n, spam, ones := 0, 0, make([]int, spamFeatures)
+	for {
+		ex, err := src.Next(context.Background())
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		n++
+		if ex.Label == 1 {
+			spam++
+		}
+		for j, v := range ex.X.Dense() {
+			if v != 0 && v != 1 {
+				t.Fatalf("message %d: feature %d = %v", n, j, v)
+			}
+			ones[j] += int(v)
+		}
+	}
+	if n != 9324 || spam != 2387 {
+		t.Fatalf("%d messages, %d spam", n, spam)
+	}
+	// Columns are in order of frequency: the first word is in at least as
+	// many messages as the last, and every kept word is in some message.
+	if ones[0] < ones[spamFeatures-1] || ones[spamFeatures-1] == 0 {
+		t.Fatalf("the kept words' frequencies: first %d, last %d", ones[0], ones[spamFeatures-1])
 	}
 }

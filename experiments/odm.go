@@ -54,14 +54,19 @@ func odmTableSets() []tableSet {
 		{name: "hyperplane (generated)", paper: 89.29, open: func(string) (streams.Source, error) {
 			return streams.OpenSynth("synth:hyperplane?T=100000&mag_change=0.001", 1)
 		}},
+		// Table 2's Spam figure is not in ../shared's material: ours alone.
+		{name: "Spam (500 most frequent words)", paper: math.NaN(), open: openSpam},
 	}
 }
 
 // ODMSetting is one point of the D-ODM tuning grid. EtaLambda is the product
 // ηλ of the constant step and the loss weight, the quantity that sets the
-// step's size relative to the loss; the step is η = EtaLambda/Lambda.
+// step's size relative to the loss; the step is η = EtaLambda/Lambda. Guard
+// is the learner's step_guard κ: each step is min(η, κ·2/L) for the round's
+// curvature L, so a wide or spiky input gets a smaller step instead of a
+// cap on every step (0: the dimension rule of Params).
 type ODMSetting struct {
-	Lambda, Theta, Mu, EtaLambda float64
+	Lambda, Theta, Mu, EtaLambda, Guard float64
 }
 
 // maxStandardizedSqNorm bounds ‖z‖² for standardized inputs of the given
@@ -76,19 +81,29 @@ func maxStandardizedSqNorm(features int) float64 {
 // with M = maxStandardizedSqNorm(features), which keeps every constant step
 // inside the stability bound η·(1 + 2λ·max(1,μ)·M/(1−θ)²) < 2 that the
 // learner checks (μ ≤ 1). The rule uses the dimension only, never the data.
+//
+// With a Guard, ηλ is used as it is and the learner's step guard keeps each
+// step stable on the input it meets.
 func (s ODMSetting) Params(features int) (json.RawMessage, float64) {
+	if s.Guard > 0 {
+		p, _ := json.Marshal(map[string]any{"lambda": s.Lambda, "theta": s.Theta, "mu": s.Mu, "schedule": "constant", "eta": s.EtaLambda / s.Lambda, "step_guard": s.Guard})
+		return p, s.EtaLambda
+	}
 	el := math.Min(s.EtaLambda, (1-s.Theta)*(1-s.Theta)/(2*maxStandardizedSqNorm(features)))
 	p, _ := json.Marshal(map[string]any{"lambda": s.Lambda, "theta": s.Theta, "mu": s.Mu, "schedule": "constant", "eta": el / s.Lambda})
 	return p, el
 }
 
 // odmTuningStreams are the generated streams D-ODM is tuned on: the SEA and
-// rotating-hyperplane generators and a switching Gaussian, drawn with
+// rotating-hyperplane generators, a switching Gaussian, and 100 Boolean
+// attributes under a shifting disjunction (a wide input, as some evaluated
+// sets have: the step guard must be chosen where it binds), drawn with
 // seeds no table row uses (the generated hyperplane row is seed 1).
 var odmTuningStreams = []string{
 	"synth:sea?T=10000",
 	"synth:hyperplane?T=10000&mag_change=0.001",
 	"synth:switching-gaussian?d=5&T=10000&period=1000",
+	"synth:shifting-disjunction?n=100&T=10000",
 }
 
 // odmTuningSeeds are the tuning draws.
@@ -100,7 +115,9 @@ func odmGrid() []ODMSetting {
 	for _, l := range []float64{1, 4, 16, 64} {
 		for _, th := range []float64{0.3, 0.5} {
 			for _, el := range []float64{1e-4, 1e-3, 1e-2} {
-				g = append(g, ODMSetting{Lambda: l, Theta: th, Mu: 0.5, EtaLambda: el})
+				for _, guard := range []float64{0.1, 0.5, 0.9} {
+					g = append(g, ODMSetting{Lambda: l, Theta: th, Mu: 0.5, EtaLambda: el, Guard: guard})
+				}
 			}
 		}
 	}
@@ -131,7 +148,7 @@ func TuneODM(ctx context.Context, learner string, progress func(string)) (ODMSet
 		}
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "| λ | θ | ηλ | %s mean accuracy (%%) |\n|---|---|---|---|\n", learner)
+	fmt.Fprintf(&b, "| λ | θ | ηλ | κ | %s mean accuracy (%%) |\n|---|---|---|---|---|\n", learner)
 	best, bestAcc := ODMSetting{}, math.Inf(-1)
 	for _, s := range odmGrid() {
 		if progress != nil {
@@ -147,7 +164,7 @@ func TuneODM(ctx context.Context, learner string, progress func(string)) (ODMSet
 			accs = append(accs, 100*run.Accuracy())
 		}
 		acc := stat.Mean(accs, nil)
-		fmt.Fprintf(&b, "| %v | %v | %v | %.2f |\n", s.Lambda, s.Theta, s.EtaLambda, acc)
+		fmt.Fprintf(&b, "| %v | %v | %v | %v | %.2f |\n", s.Lambda, s.Theta, s.EtaLambda, s.Guard, acc)
 		if acc > bestAcc {
 			best, bestAcc = s, acc
 		}
@@ -191,10 +208,10 @@ func RunODMTable(ctx context.Context, learnersToRun []backtest.Spec, dataDir str
 		return "", fmt.Errorf("tuning chose %+v but the learners' defaults are %+v: update learners.ODMParams' defaults", chosen, def)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "Tuning (dynamic-odm on %s, seeds %v; standardized, bias appended; prequential accuracy, mean over the 9 streams):\n\n%s\n",
-		strings.Join(odmTuningStreams, ", "), odmTuningSeeds, grid)
-	fmt.Fprintf(&b, "Chosen: λ = %v, θ = %v, μ = %v, constant step with ηλ = %v (capped at (1−θ)²/(2·(25·features + 1)) on wide inputs) — the defaults of `odm` and `dynamic-odm`.\n\n",
-		chosen.Lambda, chosen.Theta, chosen.Mu, chosen.EtaLambda)
+	fmt.Fprintf(&b, "Tuning (dynamic-odm on %s, seeds %v; standardized, bias appended; prequential accuracy, mean over the %d streams):\n\n%s\n",
+		strings.Join(odmTuningStreams, ", "), odmTuningSeeds, len(odmTuningStreams)*len(odmTuningSeeds), grid)
+	fmt.Fprintf(&b, "Chosen: λ = %v, θ = %v, μ = %v, constant step with ηλ = %v — the defaults of `odm` and `dynamic-odm` — and step guard κ = %v: each step is min(η, κ·2/L) for the round's curvature L = 1 + 2λ·max(1,μ)·‖z‖²/(1−θ)², so no step diverges on a wide or spiky input.\n\n",
+		chosen.Lambda, chosen.Theta, chosen.Mu, chosen.EtaLambda, chosen.Guard)
 	b.WriteString("Evaluation (ten windows starting at k·T/50 of length 4T/5, mean ± std, %; every learner sees the same standardized inputs with a bias):\n\n")
 	cols := []string{"data set", "rows", "ηλ used"}
 	for _, s := range learnersToRun {
@@ -234,6 +251,10 @@ func RunODMTable(ctx context.Context, learnersToRun []backtest.Spec, dataDir str
 			}
 			fmt.Fprintf(&b, "%.2f ± %.2f | ", m, stat.StdDev(accs, nil))
 		}
+		if math.IsNaN(set.paper) {
+			b.WriteString("– | – |\n")
+			continue
+		}
 		switch d := dodm - set.paper; { // two-sided: 8 points above the paper is a mismatch too
 		case d > 2:
 			above++
@@ -244,8 +265,8 @@ func RunODMTable(ctx context.Context, learnersToRun []backtest.Spec, dataDir str
 		}
 		fmt.Fprintf(&b, "%.2f | %+.2f |\n", set.paper, dodm-set.paper)
 	}
-	fmt.Fprintf(&b, "\nD-ODM within ±2 points of Table 2: %d of %d sets (more than 2 above: %d; more than 2 below: %d).\n",
-		within, len(odmTableSets()), above, below)
+	fmt.Fprintf(&b, "\nD-ODM within ±2 points of Table 2: %d of the %d sets with a figure here (more than 2 above: %d; more than 2 below: %d).\n",
+		within, within+above+below, above, below)
 	return b.String(), nil
 }
 
@@ -266,6 +287,8 @@ func defaultODMSetting() ODMSetting {
 			s.Theta = v
 		case "mu":
 			s.Mu = v
+		case "step_guard":
+			s.Guard = v
 		}
 	}
 	return s

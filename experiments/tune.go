@@ -76,7 +76,7 @@ func (e Experiment) Tuned(ctx context.Context, seed uint64, repeats int, dataDir
 			}
 			fmt.Fprintf(&b, "| %s | `%s` | %.4f | %s |\n", g.Label, g.Params[k], ls.Accuracy, mark)
 		}
-		learners[i] = spec(learners[i].Name, g.Params[best], fmt.Sprintf("%s (tuned %s)", learners[i].Name, g.Params[best]))
+		learners[i] = spec(learners[i].Name, g.Params[best], fmt.Sprintf("%s (tuned %s)", g.Label, g.Params[best]))
 	}
 	e.Learners = learners
 	return e, b.String() + "\n", nil

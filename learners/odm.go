@@ -12,8 +12,11 @@ type ODMParams struct {
 	Mu       float64 `json:"mu" doc:"weight μ > 0 of over-margin deviations (margins above 1+θ)"`
 	Theta    float64 `json:"theta" doc:"insensitive half-width θ ∈ [0,1): margins in [1−θ, 1+θ] cost nothing"`
 	Schedule string  `json:"schedule" doc:"step size: inv_t (η = 1/s, s = steps since the last restart), inv_t_offset (η = 1/(s+s0)) or constant (η = eta)"`
-	Eta      float64 `json:"eta,omitempty" def:"0.001/λ" doc:"constant step η ∈ (0,1], with schedule=constant; stable while η·(1 + 2λ·max(1,μ)·‖x‖²/(1−θ)²) < 2, checked every step"`
+	Eta      float64 `json:"eta,omitempty" def:"0.001/λ" doc:"constant step η ∈ (0,1], with schedule=constant; stable while η·(1 + 2λ·max(1,μ)·‖x‖²/(1−θ)²) < 2, which step_guard keeps (or, at 0, every step is checked against)"`
 	S0       float64 `json:"s0,omitempty" doc:"offset s₀ > 0 of schedule inv_t_offset: the first step is 1/(1+s₀), not 1"`
+	// StepGuard is κ: with it a constant step adapts to the input's norm
+	// instead of being refused (a normalized step, as NLMS normalizes LMS).
+	StepGuard float64 `json:"step_guard" doc:"κ ∈ [0,1), with schedule=constant (the decreasing schedules ignore it): each step is min(η, κ·2/L) with L = 1 + 2λ·max(1,μ)·‖x‖²/(1−θ)², the round's curvature, so no step diverges; 0: the constant η, refused (unstable) when η·L ≥ 2"`
 }
 
 // ErrUnstable reports a constant ODM step too large for the input's scale:
@@ -23,11 +26,14 @@ var ErrUnstable = errors.New("step size unstable for this input")
 // defaultODMParams are the setting `backtest -experiment zhang-dodm-table`
 // chooses for dynamic-odm on generated streams it never evaluates
 // (experiments.TuneODM; that run fails if these drift from its choice): a
-// constant step with ηλ = 1e-3 on standardized inputs. The 1/s schedule of
+// constant step with ηλ = 1e-3 on standardized inputs, guarded (κ = 0.5) so
+// that a wide or spiky input gets a smaller step, never a diverging one. The
+// tuning chose λ = 64 before the guard existed (with a cap on ηλ from the
+// input's width) and λ = 16 with it. The 1/s schedule of
 // ALGORITHMS §6.1 starts with η = 1 on a squared loss, overshoots, and left
 // D-ODM at chance level on every data set.
 func defaultODMParams() ODMParams {
-	return ODMParams{Lambda: 64, Mu: 0.5, Theta: 0.5, Schedule: "constant"}
+	return ODMParams{Lambda: 16, Mu: 0.5, Theta: 0.5, Schedule: "constant", StepGuard: 0.5}
 }
 
 // DefaultODMEtaLambda is ηλ, the constant step relative to the loss weight,
@@ -45,6 +51,9 @@ func (p *ODMParams) validate(learner string) error {
 	}
 	if p.Schedule != "constant" && p.Eta != 0 {
 		return paramError(learner, "eta", p.Eta, "only used with schedule=constant")
+	}
+	if !(p.StepGuard >= 0 && p.StepGuard < 1) {
+		return paramError(learner, "step_guard", p.StepGuard, "must be in [0, 1)")
 	}
 	if p.Schedule != "inv_t_offset" && p.S0 != 0 {
 		return paramError(learner, "s0", p.S0, "only used with schedule=inv_t_offset")
@@ -90,10 +99,11 @@ func (o odmLoss) grad(gamma float64) float64 {
 // learner then reports a non-finite margin as an error).
 type odmLearner struct {
 	odmLoss
-	eta float64 // 0 for inv_t and inv_t_offset
-	s0  float64 // the offset of inv_t_offset (0 for inv_t)
-	w   scaledVec
-	s   int // steps since the last (re)start, from 1
+	eta   float64 // 0 for inv_t and inv_t_offset
+	guard float64 // κ of StepGuard: the step is min(η, κ·2/L); 0: none
+	s0    float64 // the offset of inv_t_offset (0 for inv_t)
+	w     scaledVec
+	s     int // steps since the last (re)start, from 1
 }
 
 // stable refuses a constant step that would diverge on x: the round's
@@ -101,10 +111,10 @@ type odmLearner struct {
 // gradient descent on it converges only while η·L < 2. Decreasing schedules
 // are not checked: their steps shrink below 2/L after finitely many rounds.
 func (c *odmLearner) stable(x Vector) error {
-	if c.eta == 0 {
-		return nil
+	if c.eta == 0 || c.guard > 0 {
+		return nil // decreasing, or guarded: every step stays under 2/L
 	}
-	L := 1 + 2*c.lambda*math.Max(1, c.mu)*x.SquaredNorm()/((1-c.theta)*(1-c.theta))
+	L := c.curvature(x)
 	if c.eta*L >= 2 {
 		return fmt.Errorf("η = %g with λ = %g on an input of ‖x‖² = %g: η·(1 + 2λ·max(1,μ)·‖x‖²/(1−θ)²) = %.3g ≥ 2, so the step overshoots and diverges; standardize the inputs or lower eta below %.3g: %w",
 			c.eta, c.lambda, x.SquaredNorm(), c.eta*L, 2/L, ErrUnstable)
@@ -112,10 +122,19 @@ func (c *odmLearner) stable(x Vector) error {
 	return nil
 }
 
+// curvature is L = 1 + 2λ·max(1,μ)·‖x‖²/(1−θ)², the largest curvature of
+// the round's objective along x.
+func (c *odmLearner) curvature(x Vector) float64 {
+	return 1 + 2*c.lambda*math.Max(1, c.mu)*x.SquaredNorm()/((1-c.theta)*(1-c.theta))
+}
+
 func (c *odmLearner) step(x Vector, y int, margin float64) {
 	eta := c.eta
-	if eta == 0 {
+	switch {
+	case eta == 0:
 		eta = 1 / (float64(c.s) + c.s0)
+	case c.guard > 0:
+		eta = math.Min(eta, c.guard*2/c.curvature(x))
 	}
 	g := c.grad(float64(y) * margin)
 	c.w.scale(1 - eta)
@@ -152,7 +171,7 @@ func newODMLearner(p *ODMParams, d int, norm bool) odmLearner {
 			eta = DefaultODMEtaLambda / p.Lambda
 		}
 	}
-	return odmLearner{odmLoss: odmLoss{p.Lambda, p.Mu, p.Theta}, eta: eta, s0: p.S0, w: newScaledVec(d, norm), s: 1}
+	return odmLearner{odmLoss: odmLoss{p.Lambda, p.Mu, p.Theta}, eta: eta, guard: p.StepGuard, s0: p.S0, w: newScaledVec(d, norm), s: 1}
 }
 
 // odm is the standalone online ODM learner: starts at w = 0, never restarts.

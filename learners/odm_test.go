@@ -2,13 +2,14 @@ package learners
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"testing"
 )
 
-// A constant step is refused, with the state untouched, exactly when
+// Without the step guard, a constant step is refused, with the state untouched, exactly when
 // η·(1 + 2λ·max(1,μ)·‖x‖²/(1−θ)²) ≥ 2 — the bound past which gradient descent
 // on the round's objective diverges — for odm and for dynamic-odm's
 // candidates; just below the bound the step is taken.
@@ -16,7 +17,7 @@ func TestODMConstantStepGuard(t *testing.T) {
 	const eta, lambda, mu, theta = 0.01, 4.0, 0.5, 0.5
 	// ‖x‖² at which η·L = 2: L = 1 + 2λ‖x‖²/(1−θ)².
 	edge := (2/eta - 1) * (1 - theta) * (1 - theta) / (2 * lambda)
-	params := `{"lambda":4,"mu":0.5,"theta":0.5,"schedule":"constant","eta":0.01}`
+	params := `{"lambda":4,"mu":0.5,"theta":0.5,"schedule":"constant","eta":0.01,"step_guard":0}` // no guard: refused
 	for _, name := range []string{"odm", "dynamic-odm"} {
 		for _, tc := range []struct {
 			scale    float64
@@ -65,5 +66,47 @@ func TestODMOffsetSchedule(t *testing.T) {
 		if _, err := New("odm", []byte(bad), Config{Dim: 3}); !errors.Is(err, ErrParam) {
 			t.Fatalf("%s accepted: %v", bad, err)
 		}
+	}
+}
+
+// The step guard: with κ, a constant step too large for an input is cut to
+// κ·2/L for that round (L its curvature) instead of being refused, and the
+// weights stay finite on inputs of any norm; without it the step is refused.
+func TestODMStepGuard(t *testing.T) {
+	for _, guard := range []float64{0, 0.5} {
+		params := fmt.Sprintf(`{"lambda":64,"theta":0.5,"mu":0.5,"schedule":"constant","eta":0.01,"step_guard":%g}`, guard)
+		if guard == 0 {
+			params = `{"lambda":64,"theta":0.5,"mu":0.5,"schedule":"constant","eta":0.01,"step_guard":0}`
+		}
+		for _, name := range []string{"odm", "dynamic-odm"} {
+			l, err := New(name, json.RawMessage(params), Config{Dim: 3, Seed: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			x, _ := NewDense([]float64{30, -40, 1}) // ‖x‖² = 2,501: η·L ≈ 25.6
+			p, _ := l.Predict(x)
+			err = l.Learn(x, 1, l.Decide(p))
+			if guard == 0 {
+				if !errors.Is(err, ErrUnstable) {
+					t.Fatalf("%s without a guard: %v, want ErrUnstable", name, err)
+				}
+				continue
+			}
+			if err != nil {
+				t.Fatalf("%s with κ = %g: %v", name, guard, err)
+			}
+			for range 100 {
+				p, _ := l.Predict(x)
+				if err := l.Learn(x, -1, l.Decide(p)); err != nil {
+					t.Fatalf("%s with κ = %g: %v", name, guard, err)
+				}
+			}
+			if p, err := l.Predict(x); err != nil || math.IsNaN(p.Score) || math.Abs(p.Score) > 10 {
+				t.Fatalf("%s with κ = %g: margin %v (%v) after 100 guarded steps", name, guard, p.Score, err)
+			}
+		}
+	}
+	if _, err := New("odm", json.RawMessage(`{"step_guard":1}`), Config{Dim: 2}); err == nil {
+		t.Fatal("κ = 1 was accepted")
 	}
 }

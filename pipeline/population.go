@@ -62,6 +62,7 @@ func (w *Worker) population() (*keyState, error) {
 	if w.cache != nil {
 		w.cache.count++
 	}
+	w.markDirty(PopulationKey, ks) // checkpointed from its first day, as a key is
 	return ks, nil
 }
 

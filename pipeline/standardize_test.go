@@ -27,12 +27,18 @@ func scaled(n int) []Record {
 	return out
 }
 
-// Inputs in units of 1e6 overshoot ODM's constant step: without
-// standardization every update is refused (a dead letter naming the cure);
-// with it the key learns, and a crash and restore midway changes nothing.
+// Inputs in units of 1e6 overshoot ODM's constant step: without the step
+// guard or standardization every update is refused (a dead letter naming
+// the cure), with the guard (the default) none is; standardized, the key
+// learns, and a crash and restore midway changes nothing.
 func TestStandardizedKeysLearnAtAnyScale(t *testing.T) {
 	recs := scaled(2000)
-	cfg := testConfig(t, "odm", "")
+	guarded, _ := NewWorker(testConfig(t, "odm", ""), 0)
+	run(t, guarded, recs)
+	if tot := guarded.Totals(); tot.Rejected != 0 {
+		t.Fatalf("with the step guard, %d of 2000 refused", tot.Rejected)
+	}
+	cfg := testConfig(t, "odm", `{"step_guard":0}`)
 	raw, _ := NewWorker(cfg, 0)
 	var reason string
 	for _, o := range run(t, raw, recs) {

@@ -73,11 +73,8 @@ func runBacktest(args []string, stdout, stderr io.Writer) int {
 	quiet := fs.Bool("q", false, "no progress lines on stderr")
 	detectorsFlag := fs.String("detectors", "", `drift detectors: a JSON list of {"detector","signal","params"}, [] for none, or "all" (every detector on every signal it can watch). -keyed and topic backtests: run per key as the service runs them (default: the service's DRIFTSTREAM_DETECTORS) and write alerts-LEARNER.jsonl; a single stream: scored against the generator's known drift points`)
 	cooldown := fs.Int64("alert-cooldown", pipeline.DefaultAlertCooldown, "events of a key after an alert during which it raises no other (the service's DRIFTSTREAM_ALERT_COOLDOWN); a drift confirmed meanwhile is alerted when it ends. A single stream scores each detector with its own cooldown, side by side")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
 	}
 	if *listGen {
 		for _, g := range streams.Generators() {

@@ -191,16 +191,10 @@ func runDetection(args []string, stdout, stderr io.Writer) int {
 	detectorsFlag := fs.String("detectors", "all", `detectors to score: a JSON list of {"detector","signal","params"}, "all" (every detector on every signal it can watch) or "default" (the service's DRIFTSTREAM_DETECTORS)`)
 	out := fs.String("out", "", "directory for detection.json and detection.md (optional)")
 	quiet := fs.Bool("q", false, "no progress lines on stderr")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
-	}
-	fail := func(err error, code int) int {
-		fmt.Fprintf(stderr, "detection: %v\n", err)
+	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
+	fail := failer("detection", stderr)
 	if fs.NArg() > 0 || *keys < 1 || *events < 100 || *window < 1 {
 		return fail(fmt.Errorf("-keys ≥ 1, -events ≥ 100 and -window ≥ 1, no arguments"), exitUsage)
 	}

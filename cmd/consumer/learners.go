@@ -15,11 +15,8 @@ func runLearners(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("learners", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	asJSON := fs.Bool("json", false, `print a JSON array of {"name", "params": [{"name","default","doc"}], "source"}`)
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return exitOK
-		}
-		return exitUsage
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "learners: unexpected arguments %q\n", fs.Args())

@@ -10,6 +10,8 @@
 package main
 
 import (
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"maps"
@@ -78,3 +80,25 @@ var (
 	version = "dev"
 	commit  = "unknown"
 )
+
+// parseFlags parses a command's flags: ok to go on, or the exit code to
+// return (exitOK after -h, which printed the usage; exitUsage on a bad flag,
+// which the flag set reported).
+func parseFlags(fs *flag.FlagSet, args []string) (code int, ok bool) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK, false
+		}
+		return exitUsage, false
+	}
+	return exitOK, true
+}
+
+// failer returns a command's error reporter: it prints "name: err" to
+// stderr and returns code, the exit code.
+func failer(name string, stderr io.Writer) func(err error, code int) int {
+	return func(err error, code int) int {
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		return code
+	}
+}

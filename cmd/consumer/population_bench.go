@@ -52,16 +52,10 @@ func runPopulation(args []string, stdout, stderr io.Writer) int {
 	first := fs.Uint64("first-seed", 11, "the first draw's seed")
 	out := fs.String("out", "", "directory for population.md (optional)")
 	quiet := fs.Bool("q", false, "no progress lines on stderr")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
-	}
-	fail := func(err error, code int) int {
-		fmt.Fprintf(stderr, "population: %v\n", err)
+	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
+	fail := failer("population", stderr)
 	if fs.NArg() > 0 || *seeds < 2 {
 		return fail(errors.New("-seeds ≥ 2 (the intervals are over draws), no arguments"), exitUsage)
 	}
