@@ -313,7 +313,7 @@ func (w *Worker) alert(r Record, key string, ks *keyState, i int, id string, ts 
 	}
 	if w.cfg.OnDrift == OnDriftReset {
 		if l, err := w.newLearner(key); err == nil {
-			ks.learner = l
+			ks.learner, ks.mix = l, nil // a new key's: it follows the population again
 			w.stats.Resets++
 			rare.resets++
 		}

@@ -76,6 +76,12 @@ type KeyInfo struct {
 	InWarning bool  `json:"in_warning"`
 	// LastDriftAlert is the key's last drift alert; nil when it has none.
 	LastDriftAlert *AlertInfo `json:"last_drift_alert"`
+	// Follows, with a population model, says whose prediction the key makes
+	// ("population" or "own"), and PopulationWeight is the population's
+	// weight in the key's mixture (the key's learner has the rest); both
+	// absent without a population model.
+	Follows          string   `json:"follows,omitempty"`
+	PopulationWeight *float64 `json:"population_weight,omitempty"`
 }
 
 // AppliedOffsets are a key's last absorbed offsets per input topic.
@@ -118,6 +124,16 @@ func (w *Worker) Inspect(key string) (KeyInfo, bool, error) {
 	if b, err := encodeState(ks); err == nil {
 		info.StateBytes = len(b)
 	}
+	if w.populated() && key != PopulationKey {
+		m := mixture{population: mixStart, own: 1 - mixStart} // before its first event
+		if ks.mix != nil {
+			m = *ks.mix
+		}
+		info.Follows, info.PopulationWeight = "own", &m.population
+		if m.followsPopulation() {
+			info.Follows = "population"
+		}
+	}
 	if rare := s.rare(); rare.alertDetector > 0 {
 		d := w.cfg.Detectors[rare.alertDetector-1]
 		info.LastDriftAlert = &AlertInfo{Offset: rare.alertOffset, Detector: d.Detector, Signal: d.Signal}
@@ -157,7 +173,7 @@ func (w *Worker) Reset(key string) (bool, error) {
 		return false, err
 	}
 	w.unwarn(ks)
-	ks.learner, ks.watch = fresh.learner, fresh.watch
+	ks.learner, ks.watch, ks.mix = fresh.learner, fresh.watch, nil // a new key's: it follows the population again
 	ks.stats.rareForUpdate().resets++
 	w.stats.Resets++
 	w.markDirty(key, ks)

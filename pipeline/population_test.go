@@ -129,8 +129,12 @@ func TestNewKeyStartsAsThePopulation(t *testing.T) {
 		// Teach the key something of its own, then reset it: a copy again.
 		run(t, w, []Record{{Offset: 10_001, Key: []byte("newcomer"), Value: []byte(`{"id":"n2","x":[1,-2,0.5,3],"label":-1}`)},
 			{Offset: 10_002, Key: []byte("newcomer"), Value: []byte(`{"id":"n3","x":[1,-2,0.5,3],"label":-1}`)}})
+		w.keys["newcomer"].mix = &mixture{population: 0.1, own: 0.9} // as if it had left the population
 		if ok, err := w.Reset("newcomer"); !ok || err != nil {
 			t.Fatal(ok, err)
+		}
+		if m := w.keys["newcomer"].mix; m != nil {
+			t.Fatalf("a reset key keeps its mixture %+v", m)
 		}
 		got, _ := w.keys["newcomer"].learner.Predict(x)
 		want, _ = w.keys[PopulationKey].learner.Predict(x)
@@ -262,6 +266,9 @@ func TestDepartingKeyFollowsItself(t *testing.T) {
 	if m := w.keys["rebel"].mix; m == nil || m.followsPopulation() {
 		t.Fatalf("the rebel's mixture %+v: it follows the population", m)
 	}
+	if info, ok, _ := w.Inspect("rebel"); !ok || info.Follows != "own" || info.PopulationWeight == nil || *info.PopulationWeight >= 0.5 {
+		t.Fatalf("the key API says the rebel follows %q (population weight %v)", info.Follows, info.PopulationWeight)
+	}
 	// A newcomer with a few events of the shared concept follows the
 	// population (its copy agrees with it: no mistake tells them apart).
 	var late []Record
@@ -271,5 +278,8 @@ func TestDepartingKeyFollowsItself(t *testing.T) {
 	run(t, w, late)
 	if m := w.keys["newcomer"].mix; !m.followsPopulation() {
 		t.Fatalf("a newcomer's mixture %+v: it does not follow the population", m)
+	}
+	if info, _, _ := w.Inspect("newcomer"); info.Follows != "population" {
+		t.Fatalf("the key API says the newcomer follows %q", info.Follows)
 	}
 }
