@@ -68,8 +68,10 @@ func (w *Worker) population() (*keyState, error) {
 
 // teachPopulation teaches the population model the label y of x, which
 // record r brought (an event with its label, or the label of an earlier
-// one); a record the model absorbed before its checkpoint is skipped.
-func (w *Worker) teachPopulation(r Record, x learners.Vector, y int) error {
+// one); a record the model absorbed before its checkpoint is skipped. pred,
+// when set, is the model's Predict of x in this state (the event's mix
+// made it), not computed twice.
+func (w *Worker) teachPopulation(r Record, x learners.Vector, y int, pred *learners.Prediction) error {
 	ps, err := w.population()
 	if err != nil {
 		return err
@@ -77,7 +79,12 @@ func (w *Worker) teachPopulation(r Record, x learners.Vector, y int) error {
 	if r.Offset <= ps.applied[r.Topic] {
 		return nil // replayed: learned before the checkpoint
 	}
-	p, err := ps.learner.Predict(x)
+	var p learners.Prediction
+	if pred != nil {
+		p = *pred
+	} else {
+		p, err = ps.learner.Predict(x)
+	}
 	if err == nil {
 		// A sampler's population asks as the sampler does, at the label:
 		// it learns the labels its own rule draws (a tracking learner taught
@@ -157,21 +164,21 @@ func (m *mixture) update(populationWrong, ownWrong bool) {
 // mixed is the prediction key ks makes of x with a population model: its
 // learner's decided prediction own, or the population's, by the key's
 // mixture (made on first use). It returns the label and score made and the
-// population's label.
-func (w *Worker) mixed(ks *keyState, x learners.Vector, own learners.Prediction) (label int, score float64, population int, err error) {
+// population's prediction.
+func (w *Worker) mixed(ks *keyState, x learners.Vector, own learners.Prediction) (label int, score float64, population learners.Prediction, err error) {
 	ps, err := w.population()
 	if err != nil {
-		return 0, 0, 0, err
+		return 0, 0, population, err
 	}
 	pp, err := ps.learner.Predict(x)
 	if err != nil {
-		return 0, 0, 0, fmt.Errorf("population model: %w", err)
+		return 0, 0, pp, fmt.Errorf("population model: %w", err)
 	}
 	if ks.mix == nil {
 		ks.mix = &mixture{population: mixStart, own: 1 - mixStart}
 	}
 	if ks.mix.followsPopulation() {
-		return pp.Label, pp.Score, pp.Label, nil
+		return pp.Label, pp.Score, pp, nil
 	}
-	return own.Label, own.Score, pp.Label, nil
+	return own.Label, own.Score, pp, nil
 }

@@ -848,10 +848,12 @@ func (w *Worker) event(r Record, key string, ks *keyState, ev topics.Event) erro
 	// makes (the learner's own, or the population's); a sampler's own rule
 	// still decides its queries, the margin rule reads the prediction made.
 	label, score, popLabel := p.Label, p.Score, 0
+	var pop learners.Prediction // the population's, with a population model
 	if w.populated() {
-		if label, score, popLabel, err = w.mixed(ks, x, p); err != nil {
+		if label, score, pop, err = w.mixed(ks, x, p); err != nil {
 			return err
 		}
+		popLabel = pop.Label
 	}
 	query, qprob := p.Query, p.QueryProb
 	if !w.sampling && ev.Label == 0 { // margin rule for learners without one
@@ -903,7 +905,7 @@ func (w *Worker) event(r Record, key string, ks *keyState, ev topics.Event) erro
 			err = w.learn(ks, x, ev.Label, p)
 		}
 		if w.populated() && err == nil {
-			err = w.teachPopulation(r, x, ev.Label)
+			err = w.teachPopulation(r, x, ev.Label, &pop)
 		}
 		w.outcome(r, key, ks, wrong, ev.ID, ev.TS)
 		return err
@@ -1009,7 +1011,7 @@ func (w *Worker) label(r Record, key string, ks *keyState, ev topics.Event) erro
 		}
 	}
 	if w.populated() && x.Dim() > 0 && err == nil {
-		err = w.teachPopulation(r, x, ev.Label)
+		err = w.teachPopulation(r, x, ev.Label, nil)
 	}
 	if scored {
 		w.outcome(r, key, ks, q.decided != ev.Label, ev.ID, q.ts)
