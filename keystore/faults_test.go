@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/driftstream/driftstream/internal/faultfs"
 )
 
@@ -230,4 +231,54 @@ func TestCorruptBlockFailsTheCallNotTheProcess(t *testing.T) {
 		t.Fatal("every key read from corrupt tables")
 	}
 	t.Log(failed)
+}
+
+// stalling is a file system whose opening (on "open") or creating (on
+// "create") of a file named like name waits until stall is closed: a disk
+// that hangs while a store is opened. Listing a parked store's tables only
+// opens its MANIFEST; opening the store read-write creates a new one.
+type stalling struct {
+	vfs.FS
+	on, name string
+	stall    chan struct{}
+}
+
+func (f stalling) Open(name string, opts ...vfs.OpenOption) (vfs.File, error) {
+	if f.on == "open" && strings.Contains(filepath.Base(name), f.name) {
+		<-f.stall
+	}
+	return f.FS.Open(name, opts...)
+}
+
+func (f stalling) Create(name string, c vfs.DiskWriteCategory) (vfs.File, error) {
+	if f.on == "create" && strings.Contains(filepath.Base(name), f.name) {
+		<-f.stall
+	}
+	return f.FS.Create(name, c)
+}
+
+// Opening a parked store waits in Pebble no longer than the stall bound,
+// whether listing its tables or opening it hangs (a hung disk, or Pebble
+// waiting for good on a damaged table): the store is refused, and the
+// partition restores from the changelog.
+func TestReopenIsBoundedByTheStallTimeout(t *testing.T) {
+	for _, tc := range []struct{ on, want string }{{"open", "listing the tables waited"}, {"create", "opening waited"}} {
+		t.Run(tc.on, func(t *testing.T) {
+			dir := parkedStore(t)
+			stall := make(chan struct{})
+			defer close(stall) // let Pebble's goroutine finish
+			start := time.Now()
+			s, _, err := Reopen(dir, Options{StallTimeout: 300 * time.Millisecond, FS: stalling{FS: vfs.Default, on: tc.on, name: "MANIFEST", stall: stall}})
+			if err == nil {
+				s.Close()
+				t.Fatal("reopened while the disk hung")
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("reopen with the disk hung: %v, want %q", err, tc.want)
+			}
+			if d := time.Since(start); d > 10*time.Second {
+				t.Fatalf("refused after %s", d)
+			}
+		})
+	}
 }

@@ -228,12 +228,36 @@ func (s *Store) open(fresh bool) error {
 		o.Levels[i].FilterPolicy = bloom.FilterPolicy(10) // a miss (a new key) costs no block read
 		o.Levels[i].Compression = func() *sstable.CompressionProfile { return sstable.NoCompression }
 	}
-	db, err := pebble.Open(s.dir, o)
-	if err != nil {
-		return fmt.Errorf("key store %s: %w", s.dir, err)
+	// Opening replays the tables' state and may start a compaction; on a
+	// damaged store Pebble can call Fatalf there (which parks that goroutine,
+	// see pebbleLogger) and wait for it for good. So Open runs on a
+	// goroutine of its own, waited for with the stall bound and the store's
+	// failure, as every call into Pebble is; on either the store is refused
+	// and what Pebble holds is left to the process's end.
+	type opened struct {
+		db  *pebble.DB
+		err error
 	}
-	s.db, s.batch = db, db.NewBatch()
-	return nil
+	done := make(chan opened, 1)
+	go func() {
+		db, err := pebble.Open(s.dir, o)
+		done <- opened{db, err}
+	}()
+	t := time.NewTimer(s.opt.StallTimeout)
+	defer t.Stop()
+	select {
+	case r := <-done:
+		if r.err != nil {
+			return fmt.Errorf("key store %s: %w", s.dir, r.err)
+		}
+		s.db, s.batch = r.db, r.db.NewBatch()
+		return nil
+	case <-s.failedCh:
+		return fmt.Errorf("opening: %w", s.failure())
+	case <-t.C:
+		s.fail(fmt.Errorf("opening waited %s in Pebble", s.opt.StallTimeout))
+		return fmt.Errorf("opening: %w", s.failure())
+	}
 }
 
 // MemoryBytes is the memory Pebble holds for the store: its block cache
@@ -411,7 +435,7 @@ func (s *Store) Park(dir string, manifest []byte) (err error) {
 	if err != nil {
 		return err
 	}
-	tables, err := liveTables(s.dir, s.opt.FS)
+	tables, err := liveTables(s.dir, s.opt.FS, s.opt.StallTimeout)
 	if err != nil {
 		return err
 	}
@@ -436,7 +460,7 @@ func (s *Store) Park(dir string, manifest []byte) (err error) {
 // liveTables lists the live tables of the database in dir, one "number
 // size" line each, in number order, from a read-only open (which neither
 // flushes nor compacts, so the list is the database's as it is on disk).
-func liveTables(dir string, fs vfs.FS) ([]byte, error) {
+func liveTables(dir string, fs vfs.FS, bound time.Duration) ([]byte, error) {
 	type result struct {
 		b   []byte
 		err error
@@ -478,11 +502,15 @@ func liveTables(dir string, fs vfs.FS) ([]byte, error) {
 		}
 		r.b = b.Bytes()
 	}()
+	t := time.NewTimer(bound)
+	defer t.Stop()
 	select {
 	case r := <-done:
 		return r.b, r.err
 	case err := <-fatal:
 		return nil, err
+	case <-t.C: // a hung disk: what Pebble holds is left to the process's end
+		return nil, fmt.Errorf("listing the tables waited %s in Pebble", bound)
 	}
 }
 
@@ -522,7 +550,7 @@ func Reopen(dir string, opt Options) (s *Store, manifest []byte, err error) {
 	if err := syncDir(dir); err != nil {
 		return nil, nil, err
 	}
-	found, err := liveTables(dir, opt.FS)
+	found, err := liveTables(dir, opt.FS, opt.StallTimeout)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %w", ErrDamaged, err)
 	}
