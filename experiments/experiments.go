@@ -37,7 +37,8 @@ type Experiment struct {
 	// draws they are tuned on (see Tuned).
 	Tune   []Grid
 	TuneOn TuneDraws
-	// Pairs are further differences the paper claims, as learner names
+	// Pairs are further differences the paper claims, as learner labels (a
+	// spec's label, or its name when it has none; Tuned renames a tuned one)
 	// [a, b]: reported as a − b paired by draw.
 	Pairs [][2]string
 	// MistakesAt lists rounds at which the report gives each learner's
@@ -308,9 +309,7 @@ func (e Experiment) Markdown(res backtest.Result, command, tuning string) string
 		}
 		for _, pr := range e.Pairs {
 			named := func(name string) func(backtest.Spec) bool {
-				return func(s backtest.Spec) bool {
-					return s.Label == name || strings.HasPrefix(s.Label, name+" (tuned ") || s.Label == "" && s.Name == name
-				}
+				return func(s backtest.Spec) bool { return specName(s) == name }
 			}
 			i, j := slices.IndexFunc(e.Learners, named(pr[0])), slices.IndexFunc(e.Learners, named(pr[1]))
 			if i < 0 || j < 0 || i >= len(res.Runs) || j >= len(res.Runs) {

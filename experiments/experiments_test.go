@@ -274,3 +274,22 @@ func TestSpamSetHas500FrequentWords(t *testing.T) {
 		t.Fatalf("the kept words' frequencies: first %d, last %d", ones[0], ones[spamFeatures-1])
 	}
 }
+
+// Tuning renames a tuned learner (name and chosen parameters), and the
+// pairs that named it by its label follow it, so that the report finds
+// both sides of every pair.
+func TestTunedPairsFollowTheRename(t *testing.T) {
+	e := Experiment{Name: "t", Data: "synth:sea?T=300", Repeats: 1,
+		Learners: []backtest.Spec{spec("odm", `{"lambda":1}`, "odm, a"), spec("perceptron", "", "")},
+		Tune:     []Grid{{Label: "odm, a", Params: []string{`{"lambda":1}`, `{"lambda":4}`}}},
+		TuneOn:   TuneDraws{First: 101, Count: 2},
+		Pairs:    [][2]string{{"odm, a", "perceptron"}}}
+	tuned, _, err := e.Tuned(context.Background(), 1, 1, "", backtest.Options{Points: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	label := specName(tuned.Learners[0])
+	if !strings.HasPrefix(label, "odm (tuned ") || tuned.Pairs[0] != [2]string{label, "perceptron"} || e.Pairs[0][0] != "odm, a" {
+		t.Fatalf("tuned learner %q, pairs %v (the experiment's own: %v)", label, tuned.Pairs, e.Pairs)
+	}
+}

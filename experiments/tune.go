@@ -45,7 +45,7 @@ func (e Experiment) Tuned(ctx context.Context, seed uint64, repeats int, dataDir
 		return e, "", fmt.Errorf("%s: tuning draws %d…%d meet the evaluated draws %d…%d: choose another -seed", e.Name, lo, hi-1, seed, seed+uint64(repeats)-1)
 	}
 	data := strings.ReplaceAll(e.Data, "{data}", dataDir)
-	learners := slices.Clone(e.Learners)
+	learners, pairs := slices.Clone(e.Learners), slices.Clone(e.Pairs)
 	var b strings.Builder
 	fmt.Fprintf(&b, "Tuning, as the paper did, on separate draws (seeds %d–%d of the same stream; never evaluated), best mean accuracy:\n\n", lo, hi-1)
 	b.WriteString("| learner | candidate | accuracy on the tuning draws | chosen |\n|---|---|---|---|\n")
@@ -76,8 +76,16 @@ func (e Experiment) Tuned(ctx context.Context, seed uint64, repeats int, dataDir
 			}
 			fmt.Fprintf(&b, "| %s | `%s` | %.4f | %s |\n", g.Label, g.Params[k], ls.Accuracy, mark)
 		}
-		learners[i] = spec(learners[i].Name, g.Params[best], fmt.Sprintf("%s (tuned %s)", g.Label, g.Params[best]))
+		tuned := spec(learners[i].Name, g.Params[best], fmt.Sprintf("%s (tuned %s)", learners[i].Name, g.Params[best]))
+		for k := range pairs { // the pairs name the tuned learner by its new label
+			for side := range pairs[k] {
+				if pairs[k][side] == g.Label {
+					pairs[k][side] = specName(tuned)
+				}
+			}
+		}
+		learners[i] = tuned
 	}
-	e.Learners = learners
+	e.Learners, e.Pairs = learners, pairs
 	return e, b.String() + "\n", nil
 }
