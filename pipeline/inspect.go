@@ -160,10 +160,14 @@ func (w *Worker) params() map[string]any {
 
 // Reset restarts key's learner and drift detectors, as a fresh key's, and
 // marks the key for the next checkpoint; its pending queries stay (their
-// labels teach the new learner). False when the worker does not hold key.
+// labels teach the new learner). False when the worker does not hold key
+// (or key is PopulationKey).
 // Call it from the worker's goroutine (Runner.Do, which checkpoints before
 // it answers, so that a restore sees the reset).
 func (w *Worker) Reset(key string) (bool, error) {
+	if key == PopulationKey {
+		return false, nil // not an entity's: the population model is not reset by hand
+	}
 	ks, ok, err := w.lookup(key)
 	if !ok || err != nil {
 		return false, err

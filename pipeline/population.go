@@ -46,7 +46,7 @@ func (c *Config) validatePopulation() error {
 }
 
 // populated reports whether the worker keeps a population model.
-func (w *Worker) populated() bool { return w.cfg.Population != PopulationOff }
+func (w *Worker) populated() bool { return w.populate }
 
 // population returns the partition's population model, made on first use.
 func (w *Worker) population() (*keyState, error) {
@@ -101,25 +101,24 @@ func (w *Worker) teachPopulation(r Record, x learners.Vector, y int, pred *learn
 	return nil
 }
 
-// seeded is a new learner for key: a copy of the population model when the
-// worker keeps one, else a fresh one drawing from the key's stream.
-func (w *Worker) seeded(key string) (learners.Learner, error) {
-	l, err := w.maker.New(learners.Config{Dim: w.cfg.Vector.Dim, Seed: w.cfg.Seed, Key: key})
-	if err != nil || !w.populated() || key == PopulationKey {
-		return l, err
+// seed makes l, a new learner of the keys' configuration, a copy of the
+// population model when the worker keeps one (else l stays as built).
+func (w *Worker) seed(l learners.Learner) error {
+	if !w.populated() {
+		return nil
 	}
 	ps, err := w.population()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	snap, err := ps.learner.MarshalBinary()
+	if err == nil {
+		err = l.UnmarshalBinary(snap)
+	}
 	if err != nil {
-		return nil, err
+		return fmt.Errorf("a copy of the population model: %w", err)
 	}
-	if err := l.UnmarshalBinary(snap); err != nil {
-		return nil, fmt.Errorf("a copy of the population model: %w", err)
-	}
-	return l, nil
+	return nil
 }
 
 // The mixture of a key's learner and the population model: a per-key

@@ -152,6 +152,14 @@ func TestPopulationKeyAndLearnerAreChecked(t *testing.T) {
 	if len(outs) != 1 || outs[0].Kind != OutDeadLetter || !bytes.Contains([]byte(outs[0].Headers["error"]), []byte("reserved")) {
 		t.Fatalf("outputs %+v", outs)
 	}
+	run(t, w, []Record{{Offset: 1, Key: []byte("k"), Value: []byte(`{"id":"b","x":[1,2,3,4],"label":1}`)}})
+	before, _ := encodeState(w.keys[PopulationKey])
+	if ok, err := w.Reset(PopulationKey); ok || err != nil {
+		t.Fatalf("the population model was reset by hand: %v, %v", ok, err)
+	}
+	if after, _ := encodeState(w.keys[PopulationKey]); !bytes.Equal(before, after) {
+		t.Fatal("a refused reset changed the population model")
+	}
 	cfg := testConfig(t, "lasec-ss", "")
 	cfg.Population = "perceptron"
 	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "must be the keys' learner (lasec-ss)") {

@@ -498,6 +498,7 @@ type Worker struct {
 	partition int
 	epoch     checkpoint.Epoch // written into every checkpoint record
 	sampling  bool
+	populate  bool // a population model (Config.Population)
 	keys      map[string]*keyState
 	// cache, when set, holds the keys beyond those in memory (UseKeyStore).
 	cache *keyCache
@@ -537,7 +538,7 @@ func NewWorker(cfg Config, partition int) (*Worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Worker{cfg: cfg, maker: maker, partition: partition, sampling: info.Sampling, keys: map[string]*keyState{},
+	return &Worker{cfg: cfg, maker: maker, partition: partition, sampling: info.Sampling, populate: cfg.Population != PopulationOff, keys: map[string]*keyState{},
 		through: [2]int64{-1, -1}}, nil
 }
 
@@ -567,10 +568,8 @@ func (w *Worker) newKey(key string) (*keyState, error) {
 	if err != nil {
 		return nil, err
 	}
-	if w.populated() {
-		if ks.learner, err = w.seeded(key); err != nil {
-			return nil, err
-		}
+	if err := w.seed(ks.learner); err != nil {
+		return nil, err
 	}
 	ks.query = learners.KeyStream(w.cfg.Seed, key+"\x00query")
 	return ks, nil
@@ -601,7 +600,11 @@ func (w *Worker) blankKey(lcfg learners.Config) (*keyState, error) {
 // newLearner is a fresh learner for key (a reset): drawing from the key's
 // stream, or a copy of the population model when there is one.
 func (w *Worker) newLearner(key string) (learners.Learner, error) {
-	return w.seeded(key)
+	l, err := w.maker.New(learners.Config{Dim: w.cfg.Vector.Dim, Seed: w.cfg.Seed, Key: key})
+	if err == nil {
+		err = w.seed(l)
+	}
+	return l, err
 }
 
 // deadLetter emits the original record with the reason, cut to fit the
