@@ -21,10 +21,11 @@ type combo interface {
 
 // own / global / wm over learners
 type lset struct {
-	name string
-	dim  int
-	m    map[string]learners.Learner
-	seed uint64
+	name  string
+	dim   int
+	m     map[string]learners.Learner
+	seed  uint64
+	asked map[string]bool // per key: the last round's query decision
 }
 
 func (s *lset) get(k string) learners.Learner {
@@ -56,17 +57,18 @@ func (c warmC) learn(k string, x learners.Vector, y int) {
 
 type ownC struct{ s *lset }
 
-var asked = map[string]bool{}
-
 func (c ownC) predict(k string, x learners.Vector) int {
 	p, _ := c.s.get(k).Predict(x)
 	p = c.s.get(k).Decide(p)
-	asked[c.s.name+"/"+k] = p.Query
+	if c.s.asked == nil {
+		c.s.asked = map[string]bool{}
+	}
+	c.s.asked[k] = p.Query
 	return p.Label
 }
 func (c ownC) learn(k string, x learners.Vector, y int) {
 	l := c.s.get(k)
-	if k != "" && !asked[c.s.name+"/"+k] {
+	if k != "" && !c.s.asked[k] {
 		return // a sampler key learns only what it asked for; the population ("") every label
 	}
 	p, _ := l.Predict(x)
@@ -223,15 +225,15 @@ func populationCombinations(t *testing.B) {
 	}
 	seeds := []uint64{1, 2, 3}
 	mk := map[string]func(d int, seed uint64) combo{
-		"own":    func(d int, seed uint64) combo { return ownC{&lset{learner, d, map[string]learners.Learner{}, seed}} },
-		"global": func(d int, seed uint64) combo { return globalC{&lset{learner, d, map[string]learners.Learner{}, seed}} },
+		"own":    func(d int, seed uint64) combo { return ownC{&lset{name: learner, dim: d, m: map[string]learners.Learner{}, seed: seed}} },
+		"global": func(d int, seed uint64) combo { return globalC{&lset{name: learner, dim: d, m: map[string]learners.Learner{}, seed: seed}} },
 	}
 	for _, beta := range []float64{0.5, 0.8} {
 		for _, share := range []float64{0.01, 0.05} {
 			for _, init := range []float64{0.5} {
 				b, s, in := beta, share, init
 				mk[fmt.Sprintf("wm b=%g s=%g", b, s)] = func(d int, seed uint64) combo {
-					return &wmC{own: &lset{learner, d, map[string]learners.Learner{}, seed}, pop: &lset{learner, d, map[string]learners.Learner{}, seed}, beta: b, share: s, init: in, w: map[string]*[2]float64{}}
+					return &wmC{own: &lset{name: learner, dim: d, m: map[string]learners.Learner{}, seed: seed}, pop: &lset{name: learner, dim: d, m: map[string]learners.Learner{}, seed: seed}, beta: b, share: s, init: in, w: map[string]*[2]float64{}}
 				}
 			}
 		}
@@ -239,11 +241,11 @@ func populationCombinations(t *testing.B) {
 	for _, init := range []float64{1, 0.5} {
 		in := init
 		mk[fmt.Sprintf("warm+wm init=%g", in)] = func(d int, seed uint64) combo {
-			return &wmC{own: &lset{learner, d, map[string]learners.Learner{}, seed}, pop: &lset{learner, d, map[string]learners.Learner{}, seed}, beta: 0.8, share: 0.01, init: in, warm: true, w: map[string]*[2]float64{}}
+			return &wmC{own: &lset{name: learner, dim: d, m: map[string]learners.Learner{}, seed: seed}, pop: &lset{name: learner, dim: d, m: map[string]learners.Learner{}, seed: seed}, beta: 0.8, share: 0.01, init: in, warm: true, w: map[string]*[2]float64{}}
 		}
 	}
 	mk["warm"] = func(d int, seed uint64) combo {
-		return warmC{own: &lset{learner, d, map[string]learners.Learner{}, seed}, pop: &lset{learner, d, map[string]learners.Learner{}, seed}}
+		return warmC{own: &lset{name: learner, dim: d, m: map[string]learners.Learner{}, seed: seed}, pop: &lset{name: learner, dim: d, m: map[string]learners.Learner{}, seed: seed}}
 	}
 	if learner == "perceptron" {
 		mk["additive"] = func(d int, seed uint64) combo {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -423,5 +424,27 @@ func TestDetectionCommand(t *testing.T) {
 	}
 	if !found || !strings.Contains(out.String(), "| adwin / mistakes |") {
 		t.Fatalf("no adwin/mistakes score: %s", out.String())
+	}
+}
+
+// The population benchmark replays every event of each draw under the
+// three variants and reports each bucket; a stream without keys is refused.
+func TestPopulationCommand(t *testing.T) {
+	dir := t.TempDir()
+	var out, errb bytes.Buffer
+	if code := run([]string{"population", "-data", "synth:population?T=3000&keys=100", "-learners", "perceptron", "-seeds", "2", "-q", "-out", dir}, &out, &errb); code != exitOK {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	table := readFile(t, filepath.Join(dir, "population.md"))
+	for _, row := range []string{"| per-key |", "| global |", "| population |", "| gain |"} {
+		if !strings.Contains(table, row) {
+			t.Fatalf("no %q row:\n%s", row, table)
+		}
+	}
+	if !regexp.MustCompile(`\| keys, events \| \d+, 3000 \|`).MatchString(table) {
+		t.Fatalf("the first draw's 3,000 events are not all counted:\n%s", table)
+	}
+	if code := run([]string{"population", "-data", "synth:sea?T=300", "-seeds", "2", "-q"}, &bytes.Buffer{}, &errb); code != exitUsage || !strings.Contains(errb.String(), "keyed generator") {
+		t.Fatalf("a stream without keys: exit %d, %s", code, errb.String())
 	}
 }

@@ -25,17 +25,22 @@ import (
 // learner per key seeded from the partition's population model.
 var populationVariants = []string{"per-key", "global", "population"}
 
-// keyBuckets split keys by their number of events in the stream: the
-// issue's four, and the keys with at most 20 events.
-var keyBuckets = []struct {
+// keyBucket is the keys with lo to hi events in the stream.
+type keyBucket struct {
 	name   string
 	lo, hi int
-}{{"1–10", 1, 10}, {"11–100", 11, 100}, {"101–1,000", 101, 1000}, {"> 1,000", 1001, 1 << 62}, {"≤ 20", 1, 20}}
+}
 
-// populationRun is one variant's accuracy on one draw: overall (index
-// len(keyBuckets)) and per bucket.
+// keyBuckets split keys by their number of events in the stream: the
+// issue's four, the keys with at most 20 events, and last every key.
+var keyBuckets = []keyBucket{{"1–10", 1, 10}, {"11–100", 11, 100}, {"101–1,000", 101, 1000}, {"> 1,000", 1001, 1 << 62}, {"≤ 20", 1, 20}, {"all", 1, 1 << 62}}
+
+// allKeys is the index of the bucket of every key.
+const allKeys = 5
+
+// populationRun is one variant's accuracy on one draw, per bucket.
 type populationRun struct {
-	right, n [6]float64
+	right, n [allKeys + 1]float64
 }
 
 func (r populationRun) accuracy(b int) float64 { return r.right[b] / max(r.n[b], 1) }
@@ -65,8 +70,8 @@ func runPopulation(args []string, stdout, stderr io.Writer) int {
 		*data, *seeds, *first, *first+uint64(*seeds)-1)
 	for _, learner := range strings.Split(*learnerList, ",") {
 		runs := map[string][]populationRun{}
-		var sizes [6]float64
-		var keysIn [6]int
+		var sizes [allKeys + 1]float64
+		var keysIn [allKeys + 1]int
 		for s := range *seeds {
 			seed := *first + uint64(s)
 			src, err := streams.OpenSynth(*data, seed)
@@ -102,23 +107,22 @@ func runPopulation(args []string, stdout, stderr io.Writer) int {
 							}
 						}
 					}
-					keysIn[len(keyBuckets)] = len(counts)
 				}
 			}
 		}
+		buckets := []int{allKeys, 0, 1, 2, 3, 4} // every key first
 		fmt.Fprintf(&table, "\n**%s**\n\n| | all keys |", learner)
-		for _, b := range keyBuckets {
-			fmt.Fprintf(&table, " %s events |", b.name)
+		for _, b := range buckets[1:] {
+			fmt.Fprintf(&table, " %s events |", keyBuckets[b].name)
 		}
-		table.WriteString("\n|---|---|")
-		for range keyBuckets {
+		table.WriteString("\n|---|")
+		for range buckets {
 			table.WriteString("---|")
 		}
-		fmt.Fprintf(&table, "\n| keys, events | %d, %.0f |", keysIn[len(keyBuckets)], sizes[len(keyBuckets)])
-		for b := range keyBuckets {
+		table.WriteString("\n| keys, events |")
+		for _, b := range buckets {
 			fmt.Fprintf(&table, " %d, %.0f |", keysIn[b], sizes[b])
 		}
-		buckets := append([]int{len(keyBuckets)}, 0, 1, 2, 3, 4)
 		for _, variant := range populationVariants {
 			fmt.Fprintf(&table, "\n| %s |", variant)
 			for _, b := range buckets {
@@ -162,6 +166,9 @@ func populationPass(ctx context.Context, learner, variant string, dim int, seed 
 		return run, err
 	}
 	cfg := pipeline.Config{Learner: learner, Seed: seed, Vector: vec, QueryScale: 1, MaxKeyBytes: -1, Population: pipeline.PopulationOff}
+	if variant == "population" {
+		cfg.Population = learner
+	}
 	labels := make(map[string]int, len(exs))
 	keyOf := make(map[string]string, len(exs))
 	replayed := make([]streams.Example, len(exs))
@@ -170,11 +177,8 @@ func populationPass(ctx context.Context, learner, variant string, dim int, seed 
 		labels[id], keyOf[id] = ex.Label, ex.Key
 		replayed[i] = ex
 		replayed[i].ID = id
-		switch variant {
-		case "global":
+		if variant == "global" {
 			replayed[i].Key = "all"
-		case "population":
-			cfg.Population = learner
 		}
 	}
 	in, err := replay.FromExamples(dim, replayed, replay.MessageOptions{Keys: 1}, 1, false)
@@ -201,10 +205,7 @@ func populationPass(ctx context.Context, learner, variant string, dim int, seed 
 				return fmt.Errorf("a prediction for an event not replayed: %q", p.ID)
 			}
 			c := counts[keyOf[p.ID]]
-			for b, kb := range append(keyBuckets[:len(keyBuckets):len(keyBuckets)], struct {
-				name   string
-				lo, hi int
-			}{"all", 0, 1 << 62}) {
+			for b, kb := range keyBuckets {
 				if c >= kb.lo && c <= kb.hi {
 					run.n[b]++
 					if p.Label == y {
