@@ -225,8 +225,12 @@ func populationCombinations(t *testing.B) {
 	}
 	seeds := []uint64{1, 2, 3}
 	mk := map[string]func(d int, seed uint64) combo{
-		"own":    func(d int, seed uint64) combo { return ownC{&lset{name: learner, dim: d, m: map[string]learners.Learner{}, seed: seed}} },
-		"global": func(d int, seed uint64) combo { return globalC{&lset{name: learner, dim: d, m: map[string]learners.Learner{}, seed: seed}} },
+		"own": func(d int, seed uint64) combo {
+			return ownC{&lset{name: learner, dim: d, m: map[string]learners.Learner{}, seed: seed}}
+		},
+		"global": func(d int, seed uint64) combo {
+			return globalC{&lset{name: learner, dim: d, m: map[string]learners.Learner{}, seed: seed}}
+		},
 	}
 	for _, beta := range []float64{0.5, 0.8} {
 		for _, share := range []float64{0.01, 0.05} {
