@@ -12,7 +12,6 @@ import (
 
 // checkpointTimes records when each checkpoint was written.
 type checkpointTimes struct {
-	nopObserver
 	mu    sync.Mutex
 	times []time.Time
 }
@@ -49,7 +48,7 @@ func TestCheckpointPeriodCountsFromTheLastCheckpoint(t *testing.T) {
 	obs := &checkpointTimes{}
 	r, err := NewRunner(RunnerConfig{Partition: 0, Pipeline: testConfig(t, "perceptron", ""), Store: checkpoint.NewMemoryStore(), Open: open,
 		Sink: &testSink{out: newOutputs()}, Committer: &testCommitter{}, Generation: 1, Owner: "a", CheckpointEvery: 1 << 30,
-		CheckpointInterval: interval, FinalTimeout: 5 * time.Second, Observer: obs})
+		CheckpointInterval: interval, FinalTimeout: 5 * time.Second, Hooks: []Hook{obs}})
 	if err != nil {
 		t.Fatal(err)
 	}

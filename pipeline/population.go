@@ -176,6 +176,7 @@ func (w *Worker) mixed(ks *keyState, x learners.Vector, own learners.Prediction)
 	if ks.mix == nil {
 		ks.mix = &mixture{population: mixStart, own: 1 - mixStart}
 	}
+	w.lastWeight = ks.mix.population
 	if ks.mix.followsPopulation() {
 		return pp.Label, pp.Score, pp, nil
 	}

@@ -152,17 +152,62 @@ type Backoff struct {
 // DefaultBackoff retries from 100 ms up to 5 s between attempts, for 2 min.
 var DefaultBackoff = Backoff{Initial: 100 * time.Millisecond, Max: 5 * time.Second, Timeout: 2 * time.Minute}
 
-// Observer receives the Runner's events (the service turns them into
-// metrics). Restored and Processed come from the partition's goroutine;
-// Checkpointed and Retrying also from its write-behind goroutine, so an
-// Observer must be safe for concurrent use.
-type Observer interface {
+// Hook is anything that wants to hear of a Runner's events (the service's
+// metrics, a backtest's scorer): a value implementing any of RestoredHook,
+// RecordHook, CheckpointedHook and RetryingHook, whose methods the Runner
+// calls; the rest it is not told of. Counters need no hook: Runner.Snapshot
+// reads them at any time.
+type Hook any
+
+// RestoredHook hears once per Run that the partition was restored or
+// resumed, from the partition's goroutine.
+type RestoredHook interface {
 	Restored(res Restored, keys KeyCount, took time.Duration)
-	// Processed follows every record; before and after are the worker's
-	// counters around it, valid only during the call.
-	Processed(f *Fetched, before, after *Totals)
+}
+
+// RecordHook hears of every record processed, from the partition's
+// goroutine, with what it did to the counters.
+type RecordHook interface {
+	Record(f *Fetched, e Effect)
+}
+
+// CheckpointedHook hears of every checkpoint committed, from the
+// partition's write-behind goroutine.
+type CheckpointedHook interface {
 	Checkpointed(records, bytes int, keys KeyCount, took time.Duration)
+}
+
+// RetryingHook hears of every retriable error about to be retried, from
+// the partition's goroutine or its write-behind's.
+type RetryingHook interface {
 	Retrying(step Step, err error, attempt int, wait time.Duration)
+}
+
+// hooks are a Runner's hooks, sorted by the events they hear of.
+type hooks struct {
+	restored     []RestoredHook
+	record       []RecordHook
+	checkpointed []CheckpointedHook
+	retrying     []RetryingHook
+}
+
+func sortHooks(hs []Hook) hooks {
+	var h hooks
+	for _, x := range hs {
+		if x, ok := x.(RestoredHook); ok {
+			h.restored = append(h.restored, x)
+		}
+		if x, ok := x.(RecordHook); ok {
+			h.record = append(h.record, x)
+		}
+		if x, ok := x.(CheckpointedHook); ok {
+			h.checkpointed = append(h.checkpointed, x)
+		}
+		if x, ok := x.(RetryingHook); ok {
+			h.retrying = append(h.retrying, x)
+		}
+	}
+	return h
 }
 
 // KeyCount is how many keys a partition holds, and how many of them are in
@@ -205,8 +250,9 @@ type RunnerConfig struct {
 	// revoked or the service stops.
 	FinalTimeout time.Duration
 	Retry        Backoff
-	Observer     Observer
-	Logger       *slog.Logger
+	// Hooks hear of the Runner's events (Hook).
+	Hooks  []Hook
+	Logger *slog.Logger
 	// Kept, when set, is the state this process kept from its last Runner of
 	// the partition (Runner.Kept). The Runner resumes from it without a
 	// restore when the store shows nothing was written to the partition
@@ -312,10 +358,8 @@ type Runner struct {
 	kept    *Kept      // set by a clean stop
 	reqs    chan request
 	stopped chan struct{} // closed when Run returns
-	// around holds the worker's counters before and after the record being
-	// processed, for the Observer: fields, not locals, so that handing them
-	// to the Observer by pointer allocates nothing per record.
-	around [2]Totals
+	hooks   hooks
+	pub     *published
 }
 
 // request is work for the partition's goroutine (Runner.Do).
@@ -371,9 +415,6 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	if cfg.Observer == nil {
-		cfg.Observer = nopObserver{}
-	}
 	if cfg.Kept != nil && cfg.Kept.w.partition != cfg.Partition {
 		return nil, fmt.Errorf("runner: state kept from partition %d given to partition %d", cfg.Kept.w.partition, cfg.Partition)
 	}
@@ -386,7 +427,8 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 			return nil, err
 		}
 	}
-	r := &Runner{cfg: cfg, w: w, log: cfg.Logger.With("partition", cfg.Partition), reqs: make(chan request), stopped: make(chan struct{})}
+	r := &Runner{cfg: cfg, w: w, log: cfg.Logger.With("partition", cfg.Partition), reqs: make(chan request), stopped: make(chan struct{}),
+		hooks: sortHooks(cfg.Hooks), pub: newPublished()}
 	if ps, ok := cfg.Store.(PositionedStore); ok {
 		r.pos = &positions{PositionedStore: ps}
 		r.cfg.Store = r.pos
@@ -396,6 +438,11 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 
 // Worker is the runner's worker, for reading its counters after Run.
 func (r *Runner) Worker() *Worker { return r.w }
+
+// Snapshot returns the partition's counters and gauges as published after
+// the last record processed. It is safe to call from any goroutine, at any
+// time: before Run, it is the zero Snapshot.
+func (r *Runner) Snapshot() Snapshot { return r.pub.get() }
 
 // Kept returns the partition's state after Run stopped cleanly — ctx ended,
 // final checkpoint written and committed — for the partition's next Runner
@@ -514,7 +561,10 @@ func (r *Runner) run(ctx context.Context) error {
 	}
 	committed := [2]int64{max(r.cfg.Committed[0], 0), max(r.cfg.Committed[1], 0)}
 	r.w.SuppressBelow(committed)
-	r.cfg.Observer.Restored(res, r.w.keyCount(), time.Since(start))
+	r.pub.start(r.w, res)
+	for _, h := range r.hooks.restored {
+		h.Restored(res, r.w.keyCount(), time.Since(start))
+	}
 	r.log.Info("partition restored", "keys", r.w.Keys(), "resumed_from_memory", resumed && !res.Unparked, "resumed_from_parked", res.Unparked, "caught_up_records", res.CaughtUp, "replay_from", res.From[0], "committed", committed[0],
 		"epoch", r.w.epoch.String(), "fenced_records", res.Fenced, "restore_ms", time.Since(start).Milliseconds())
 
@@ -587,12 +637,14 @@ func (r *Runner) run(ctx context.Context) error {
 					return r.final(wb, since)
 				}
 				failingSince = time.Time{}
-				r.around[0] = r.w.Totals()
+				b := countsOf(&r.w.stats)
 				if err := r.w.Process(pctx, f.Record); err != nil {
 					return r.stepError(StepProcess, err)
 				}
-				r.around[1] = r.w.Totals()
-				r.cfg.Observer.Processed(f, &r.around[0], &r.around[1])
+				e := r.pub.record(r.w, b, f.Topic, max(0, f.HighWatermark-f.Offset-1))
+				for _, h := range r.hooks.record {
+					h.Record(f, e)
+				}
 				if since++; since >= r.cfg.CheckpointEvery {
 					if err := r.checkpoint(wb, nil); err != nil {
 						return err
@@ -722,7 +774,9 @@ func (r *Runner) backoff(ctx context.Context, step Step, err error, attempt *int
 	}
 	wait := r.cfg.Retry.Initial/2 + time.Duration(rand.Int64N(int64(ceil))) // full jitter above a floor
 	*attempt++
-	r.cfg.Observer.Retrying(step, err, *attempt, wait)
+	for _, h := range r.hooks.retrying {
+		h.Retrying(step, err, *attempt, wait)
+	}
 	r.log.Warn("retrying", "step", string(step), "attempt", *attempt, "wait", wait.String(), "error", err)
 	t := time.NewTimer(wait)
 	defer t.Stop()
@@ -733,10 +787,3 @@ func (r *Runner) backoff(ctx context.Context, step Step, err error, attempt *int
 		return nil
 	}
 }
-
-type nopObserver struct{}
-
-func (nopObserver) Restored(Restored, KeyCount, time.Duration)     {}
-func (nopObserver) Processed(*Fetched, *Totals, *Totals)           {}
-func (nopObserver) Checkpointed(int, int, KeyCount, time.Duration) {}
-func (nopObserver) Retrying(Step, error, int, time.Duration)       {}

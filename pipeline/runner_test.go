@@ -256,14 +256,13 @@ func (c *testCommitter) committed() [2]int64 {
 
 // progress follows a runner's last processed offset.
 type progress struct {
-	nopObserver
 	last, checkpoints atomic.Int64
 	retries           atomic.Int64
 }
 
 func (p *progress) Checkpointed(int, int, KeyCount, time.Duration) { p.checkpoints.Add(1) }
 
-func (p *progress) Processed(f *Fetched, _, _ *Totals) { p.last.Store(f.Offset) }
+func (p *progress) Record(f *Fetched, _ Effect) { p.last.Store(f.Offset) }
 func (p *progress) Retrying(Step, error, int, time.Duration) {
 	p.retries.Add(1)
 }
@@ -291,7 +290,7 @@ func newHarness(t *testing.T, n, keys int, bounded bool) *harness {
 		store: &testStore{MemoryStore: checkpoint.NewMemoryStore()}, out: newOutputs(), com: &testCommitter{}, every: 40}
 }
 
-func (h *harness) runner(gen int32, g *gate, sink *testSink, obs Observer) *Runner {
+func (h *harness) runner(gen int32, g *gate, sink *testSink, obs Hook) *Runner {
 	h.t.Helper()
 	if sink == nil {
 		sink = &testSink{out: h.out}
@@ -299,7 +298,7 @@ func (h *harness) runner(gen int32, g *gate, sink *testSink, obs Observer) *Runn
 	cfg := RunnerConfig{Partition: 0, Pipeline: h.cfg, Store: h.store, Open: h.feed.opener(g), Sink: sink,
 		Committer: h.com, Generation: gen, Owner: fmt.Sprintf("gen-%d", gen), Committed: h.com.committed(),
 		CheckpointEvery: h.every, CheckpointInterval: time.Hour, FinalTimeout: 5 * time.Second,
-		Retry: Backoff{Initial: time.Millisecond, Max: 5 * time.Millisecond, Timeout: 200 * time.Millisecond}, Observer: obs, Kept: h.kept}
+		Retry: Backoff{Initial: time.Millisecond, Max: 5 * time.Millisecond, Timeout: 200 * time.Millisecond}, Hooks: []Hook{obs}, Kept: h.kept}
 	if h.cacheKeys > 0 {
 		ks := newTestKeys(h.t)
 		h.keyStores = append(h.keyStores, ks)
@@ -839,7 +838,7 @@ func heldRun(t *testing.T, h *harness, sink Sink, store checkpoint.Store, want i
 	t.Helper()
 	obs := &progress{}
 	r, err := NewRunner(RunnerConfig{Partition: 0, Pipeline: h.cfg, Store: store, Open: h.feed.opener(newGate(1 << 62)), Sink: sink,
-		Committer: h.com, CheckpointEvery: h.every, CheckpointInterval: time.Hour, Observer: obs})
+		Committer: h.com, CheckpointEvery: h.every, CheckpointInterval: time.Hour, Hooks: []Hook{obs}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -259,62 +259,6 @@ func byteSize(b int64) string {
 	return fmt.Sprintf("%.1f %ciB (%d bytes)", float64(b)/float64(div), "KMGTPE"[exp], b)
 }
 
-// Totals are a worker's cumulative counters: plain fields, cheap enough to
-// read after every record.
-type Totals struct {
-	Events, Predictions, Queries, Labeled, Mistakes int64
-	LabelsJoined, LabelsUnknown, LabelsExpired      int64
-	// DelayedLabeled counts the labeled events (in Labeled) whose label came
-	// after the event, on a label record joined to its pending query.
-	DelayedLabeled int64
-	// LabelsNoKey counts the label records (in LabelsUnknown) for a key the
-	// partition has never seen — the mark of events and labels partitioned
-	// differently.
-	LabelsNoKey int64
-	// Alerts counts drift alerts, AlertsBy per Config.Detectors index, and
-	// Resets the learners restarted on a drift. KeysInWarning is a level:
-	// the keys whose detectors last said warning (since the worker started).
-	Alerts, Resets, KeysInWarning int64
-	AlertsBy                      [MaxDetectors]int64
-	// Asked counts the events whose label the learner uses when it comes:
-	// every event for a learner that learns every label, the ones it asked
-	// for (labeled or not) for a sampler. Asked/Events is the papers' query
-	// rate; Queries counts the label requests emitted for unlabeled events.
-	Asked int64
-	// Dead letters by reason; DeadLetters is their sum.
-	MissingKey, KeyTooLong, InvalidEvent, Rejected, DeadLetters int64
-	// Skipped counts replayed records a key had already absorbed.
-	Skipped int64
-}
-
-// Add adds o's counters to t (KeysInWarning, a level, adds up across
-// partitions too).
-func (t *Totals) Add(o Totals) {
-	t.Events += o.Events
-	t.Predictions += o.Predictions
-	t.Queries += o.Queries
-	t.Labeled += o.Labeled
-	t.Mistakes += o.Mistakes
-	t.LabelsJoined += o.LabelsJoined
-	t.LabelsUnknown += o.LabelsUnknown
-	t.LabelsExpired += o.LabelsExpired
-	t.DelayedLabeled += o.DelayedLabeled
-	t.LabelsNoKey += o.LabelsNoKey
-	t.Alerts += o.Alerts
-	t.Resets += o.Resets
-	t.KeysInWarning += o.KeysInWarning
-	for i := range t.AlertsBy {
-		t.AlertsBy[i] += o.AlertsBy[i]
-	}
-	t.Asked += o.Asked
-	t.MissingKey += o.MissingKey
-	t.KeyTooLong += o.KeyTooLong
-	t.InvalidEvent += o.InvalidEvent
-	t.Rejected += o.Rejected
-	t.DeadLetters += o.DeadLetters
-	t.Skipped += o.Skipped
-}
-
 // Dead-letter reasons, the values of the metric label and of the counters above.
 const (
 	ReasonMissingKey   = "missing_key"
@@ -333,9 +277,6 @@ var Reasons = []string{ReasonMissingKey, ReasonKeyTooLong, ReasonInvalidEvent, R
 
 // OutputKinds are every output kind.
 var OutputKinds = []string{OutPrediction, OutQuery, OutDeadLetter, OutAlert}
-
-// Totals returns the cumulative counters.
-func (w *Worker) Totals() Totals { return w.stats }
 
 // pending is a label query waiting for its label. It keeps the prediction
 // decided for the event, so that the label, when it comes, scores that
@@ -513,6 +454,9 @@ type Worker struct {
 	qprob    float64 // the query probability of the prediction being emitted
 	stats    Totals
 	last     Outcome
+	// lastWeight is the population model's weight in the mixture of the
+	// key that made the last prediction (with a population model).
+	lastWeight float64
 }
 
 // Outcome is a scored prediction: when its event happened and whether it
@@ -874,6 +818,9 @@ func (w *Worker) event(r Record, key string, ks *keyState, ev topics.Event) erro
 	w.stats.Events++
 	ks.stats.events++
 	w.stats.Predictions++
+	if w.populated() && ks.mix.followsPopulation() { // as mixed decided
+		w.stats.FollowedPopulation++
+	}
 	if !w.sampling || p.Query {
 		w.stats.Asked++
 	}

@@ -168,7 +168,10 @@ func (wb *writeBehind) writeCheckpoint(c *pendingCheckpoint) error {
 			return err
 		}
 	}
-	r.cfg.Observer.Checkpointed(len(c.batch.Keys), c.batch.Bytes, c.keys, time.Since(c.taken))
+	r.pub.keys(c.keys)
+	for _, h := range r.hooks.checkpointed {
+		h.Checkpointed(len(c.batch.Keys), c.batch.Bytes, c.keys, time.Since(c.taken))
+	}
 	return nil
 }
 

@@ -24,20 +24,41 @@ import (
 // service asks for: a sampler's asked labels, the margin rule's requests
 // for the others.
 func Pass(ctx context.Context, spec backtest.Spec, events []streams.Example, dim int, seed uint64, opts backtest.Options) (backtest.Run, error) {
-	return PassWith(nil, 0)(ctx, spec, events, dim, seed, opts)
+	return PassWith(PassOptions{})(ctx, spec, events, dim, seed, opts)
 }
 
-// PassWith is Pass with drift detectors on the stream's key, each with the
-// given alert cooldown (0: the default); Run.Alerts has their alerts, at the
-// event index of the event or label that raised them (events' ids, when
-// they are indexes as generators number them, else their offsets).
-func PassWith(detectors []pipeline.DetectorSpec, cooldown int64) backtest.Pass {
-	return func(ctx context.Context, spec backtest.Spec, events []streams.Example, dim int, seed uint64, opts backtest.Options) (backtest.Run, error) {
-		return pass(ctx, spec, events, dim, seed, opts, detectors, cooldown)
+// PassOptions are what a single-stream pass runs beside the key's learner.
+type PassOptions struct {
+	// Detectors run on the stream's key, each with the alert cooldown
+	// Cooldown (0: the default); Run.Alerts has their alerts, at the event
+	// index of the event or label that raised them (events' ids, when they
+	// are indexes as generators number them, else their offsets).
+	Detectors []pipeline.DetectorSpec
+	Cooldown  int64
+	// Population is the backtests' -population: off (or empty), on (each
+	// learner's own), or the one learner whose runs keep a population
+	// model (PopulationOf).
+	Population string
+}
+
+// PassWith is Pass with opts.
+func PassWith(opts PassOptions) backtest.Pass {
+	return func(ctx context.Context, spec backtest.Spec, events []streams.Example, dim int, seed uint64, o backtest.Options) (backtest.Run, error) {
+		return pass(ctx, spec, events, dim, seed, o, opts)
 	}
 }
 
-func pass(ctx context.Context, spec backtest.Spec, events []streams.Example, dim int, seed uint64, opts backtest.Options, detectors []pipeline.DetectorSpec, cooldown int64) (backtest.Run, error) {
+// PopulationOf is pipeline.Config.Population for the runs of learner when
+// a backtest's -population is flag: the learner's own model for "on" and
+// for its own name, none otherwise.
+func PopulationOf(flag, learner string) string {
+	if flag == "on" || flag == learner {
+		return learner
+	}
+	return pipeline.PopulationOff
+}
+
+func pass(ctx context.Context, spec backtest.Spec, events []streams.Example, dim int, seed uint64, opts backtest.Options, po PassOptions) (backtest.Run, error) {
 	vec, err := topics.NewVectorizer(dim, 0)
 	if err != nil {
 		return backtest.Run{}, err
@@ -60,16 +81,18 @@ func pass(ctx context.Context, spec backtest.Spec, events []streams.Example, dim
 	}
 	cfg := Config{Name: name, Pipeline: pipeline.Config{Learner: spec.Name, Params: spec.Params, Seed: seed, Vector: vec, QueryScale: 1,
 		MaxKeyBytes: -1, MaxPending: len(events) + 1, PendingTTL: int64(len(events)) + 1, MaxPendingBytes: 1 << 40,
-		Detectors: detectors, AlertCooldown: cooldown, CooldownPerDetector: true, Standardize: spec.Standardize},
+		Detectors: po.Detectors, AlertCooldown: po.Cooldown, CooldownPerDetector: true, Standardize: spec.Standardize, Population: PopulationOf(po.Population, spec.Name)},
 		Progress: opts.Progress, ProgressEvery: 5 * time.Second}
-	records := 0
-	cfg.Observe = func(_ int, _ *pipeline.Fetched, before, after *pipeline.Totals) {
+	var records, seen, mistakes int
+	cfg.Observe = func(_ int, _ *pipeline.Fetched, e pipeline.Effect) {
 		records++
-		if after.Labeled > before.Labeled { // at most one scored event per record
-			recent.Add(after.Mistakes > before.Mistakes)
+		seen += int(e.Events)
+		mistakes += int(e.Mistakes)
+		if e.Labeled > 0 { // at most one scored event per record
+			recent.Add(e.Outcome.Wrong)
 		}
 		if (records%every == 0 || records == len(events)) && recent.Len() > 0 {
-			pt := backtest.Point{Event: int(after.Events), CumMistakes: int(after.Mistakes), WindowAccuracy: recent.Value(), WindowLabeled: recent.Len()}
+			pt := backtest.Point{Event: seen, CumMistakes: mistakes, WindowAccuracy: recent.Value(), WindowLabeled: recent.Len()}
 			if pt.Event > 0 {
 				pt.Time = times[pt.Event-1]
 			}

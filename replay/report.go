@@ -138,7 +138,7 @@ func (r *Report) MarshalJSON() ([]byte, error) {
 func newReport(cfg Config, scorers []*scorer, runners []*pipeline.Runner, records int64, took time.Duration) *Report {
 	r := &Report{Name: cfg.Name, Learner: cfg.Pipeline.Learner, Params: cfg.Pipeline.Params, Seconds: took.Seconds()}
 	for i, s := range scorers {
-		r.Totals.Add(runners[i].Worker().Totals())
+		r.Totals.Add(runners[i].Snapshot().Totals)
 		r.Outputs[0] += s.outputs.predictions
 		r.Outputs[1] += s.outputs.queries
 		r.Outputs[2] += s.outputs.deadLetters

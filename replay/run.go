@@ -42,10 +42,9 @@ type Config struct {
 	// the total is known); nil is quiet.
 	Progress      io.Writer
 	ProgressEvery time.Duration
-	// Observe, when set, follows every record of every partition with the
-	// worker's counters around it, from the partition's goroutine (curves);
-	// before and after are valid only during the call.
-	Observe func(partition int, f *pipeline.Fetched, before, after *pipeline.Totals)
+	// Observe, when set, follows every record of every partition with what
+	// it did to the counters, from the partition's goroutine (curves).
+	Observe func(partition int, f *pipeline.Fetched, e pipeline.Effect)
 }
 
 // Run replays in through one pipeline.Runner per partition, concurrently,
@@ -71,13 +70,12 @@ func Run(ctx context.Context, cfg Config, in Input) (*Report, error) {
 		r, err := pipeline.NewRunner(pipeline.RunnerConfig{Partition: p, Pipeline: cfg.Pipeline, Store: checkpoint.NewMemoryStore(),
 			Open: func(ctx context.Context, from [2]int64) (pipeline.Source, error) { return in.Open(ctx, p, from) },
 			Sink: &sink{partition: p, outputs: cfg.Outputs, counts: &scorers[i].outputs}, CheckpointEvery: cfg.CheckpointEvery,
-			CheckpointInterval: time.Hour, Observer: scorers[i], Logger: slog.New(slog.DiscardHandler),
+			CheckpointInterval: time.Hour, Hooks: []pipeline.Hook{scorers[i]}, Logger: slog.New(slog.DiscardHandler),
 			Retry: pipeline.Backoff{Initial: 10 * time.Millisecond, Max: time.Second, Timeout: 30 * time.Second}})
 		if err != nil {
 			return nil, err
 		}
 		runners[i] = r
-		scorers[i].worker = r.Worker()
 	}
 	start := time.Now()
 	stopProgress := progress(ctx, cfg, in.Total(), &done, start)
@@ -161,15 +159,14 @@ func (s *sink) Write(_ context.Context, outs []pipeline.Output) error {
 	return nil
 }
 
-// scorer is a partition's Observer: it attributes each record's effect on
-// the worker's counters to the record's key.
+// scorer is a partition's RecordHook: it attributes each record's effect
+// on the counters to the record's key.
 type scorer struct {
 	keys      map[string]*KeyStats
 	outputs   outputCounts
 	done      *atomic.Int64
 	partition int
-	observe   func(int, *pipeline.Fetched, *pipeline.Totals, *pipeline.Totals)
-	worker    *pipeline.Worker
+	observe   func(int, *pipeline.Fetched, pipeline.Effect)
 	// timed are the scored outcomes whose event had a time, for the
 	// accuracy-over-time curve.
 	timed []timedOutcome
@@ -180,17 +177,16 @@ type timedOutcome struct {
 	wrong bool
 }
 
-func (s *scorer) Processed(f *pipeline.Fetched, before, after *pipeline.Totals) {
+// Record attributes a record's effect to its key.
+func (s *scorer) Record(f *pipeline.Fetched, e pipeline.Effect) {
 	s.done.Add(1)
 	if s.observe != nil {
-		s.observe(s.partition, f, before, after)
+		s.observe(s.partition, f, e)
 	}
-	if after.Labeled > before.Labeled {
-		if o := s.worker.LastOutcome(); !o.Time.IsZero() {
-			s.timed = append(s.timed, timedOutcome{at: o.Time.UnixNano(), wrong: o.Wrong})
-		}
+	if e.Labeled > 0 && !e.Outcome.Time.IsZero() {
+		s.timed = append(s.timed, timedOutcome{at: e.Outcome.Time.UnixNano(), wrong: e.Outcome.Wrong})
 	}
-	if after.Events == before.Events && after.Labeled == before.Labeled && after.Queries == before.Queries && after.Alerts == before.Alerts {
+	if e.Events == 0 && e.Labeled == 0 && e.Queries == 0 && e.Alerts == 0 {
 		return // a label record that scored nothing, a dead letter, a skip
 	}
 	k, ok := s.keys[string(f.Key)]
@@ -198,13 +194,9 @@ func (s *scorer) Processed(f *pipeline.Fetched, before, after *pipeline.Totals) 
 		k = &KeyStats{Key: string(f.Key), Partition: s.partition}
 		s.keys[k.Key] = k
 	}
-	k.Events += after.Events - before.Events
-	k.Labeled += after.Labeled - before.Labeled
-	k.Mistakes += after.Mistakes - before.Mistakes
-	k.Queries += after.Queries - before.Queries
-	k.Alerts += after.Alerts - before.Alerts
+	k.Events += e.Events
+	k.Labeled += e.Labeled
+	k.Mistakes += e.Mistakes
+	k.Queries += e.Queries
+	k.Alerts += e.Alerts
 }
-
-func (s *scorer) Restored(pipeline.Restored, pipeline.KeyCount, time.Duration) {}
-func (s *scorer) Checkpointed(int, int, pipeline.KeyCount, time.Duration)      {}
-func (s *scorer) Retrying(pipeline.Step, error, int, time.Duration)            {}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/driftstream/driftstream/pipeline"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/segmentio/kafka-go"
 )
 
@@ -64,7 +63,7 @@ func TestDriftAlertsReachTheAlertsTopic(t *testing.T) {
 	if string(alerts[0].Key) != "flipper" || a.Key != "flipper" || a.Detector != "adwin" || a.Signal != "mistakes" || a.Offset < 1500 {
 		t.Fatalf("alert %s (record key %q)", alerts[0].Value, alerts[0].Key)
 	}
-	if got := testutil.ToFloat64(cfg.Metrics.driftAlerts.WithLabelValues("adwin", "mistakes")); got != float64(len(alerts)) {
+	if got := sample(t, reg, "driftstream_drift_alerts_total", "detector", "adwin", "signal", "mistakes"); got != float64(len(alerts)) {
 		t.Fatalf("drift_alerts_total %v, %d alerts on the topic", got, len(alerts))
 	}
 }

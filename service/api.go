@@ -115,7 +115,7 @@ func (s *Service) onKey(ctx context.Context, key string, fn func(w *pipeline.Wor
 	for _, st := range s.running() {
 		notHeld.Owned = append(notHeld.Owned, st.p)
 		r := st.runner.Load()
-		if r == nil || !st.restored.Load() {
+		if r == nil || !r.Snapshot().Restored {
 			notHeld.Restoring = append(notHeld.Restoring, st.p)
 			continue
 		}
@@ -161,10 +161,12 @@ func (s *Service) Partitions(ctx context.Context) []PartitionInfo {
 	s.mu.Unlock()
 	out := []PartitionInfo{}
 	for _, st := range s.running() {
-		pi := PartitionInfo{Partition: st.p, State: "restoring", Keys: -1, KeysInMemory: -1, Lag: st.lag.Load(), Resumed: st.resumed.Load(), Unparked: st.unparked.Load(), CaughtUp: st.caughtUp.Load()}
+		snap := st.snapshot()
+		res := snap.Restore
+		pi := PartitionInfo{Partition: st.p, State: "restoring", Keys: -1, KeysInMemory: -1, Lag: snap.Lag, Resumed: res.Resumed && !res.Unparked, Unparked: res.Unparked, CaughtUp: res.CaughtUp}
 		if err, ok := failed[st.p]; ok {
 			pi.State, pi.Error = "failed", err.Error()
-		} else if r := st.runner.Load(); r != nil && st.restored.Load() {
+		} else if r := st.runner.Load(); r != nil && snap.Restored {
 			var keys, resident int // written on the partition's goroutine, read only once Do answered
 			err := r.Do(ctx, func(w *pipeline.Worker) bool { keys, resident = w.Keys(), w.Resident(); return false })
 			switch {

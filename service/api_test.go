@@ -58,7 +58,8 @@ func TestKeyAPI(t *testing.T) {
 func keyAPI(t *testing.T, cacheKeys int) {
 	addr := cluster(t)
 	cfg := withKeyStore(t, testConfig(t, addr, "g-api"), cacheKeys)
-	m, err := NewMetrics(prometheus.NewRegistry())
+	reg := prometheus.NewRegistry()
+	m, err := NewMetrics(reg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +102,7 @@ func keyAPI(t *testing.T, cacheKeys int) {
 		for _, p := range parts.Partitions {
 			label := strconv.Itoa(p.Partition)
 			if p.KeysInMemory < 0 || p.KeysInMemory > p.Keys || cacheKeys == 0 && p.KeysInMemory != p.Keys || cacheKeys > 0 && p.KeysInMemory > cacheKeys ||
-				testutil.ToFloat64(m.keys.WithLabelValues(label)) != float64(p.Keys) || testutil.ToFloat64(m.keysResident.WithLabelValues(label)) != float64(p.KeysInMemory) {
+				sample(t, reg, "driftstream_keys", "partition", label) != float64(p.Keys) || sample(t, reg, "driftstream_keys_in_memory", "partition", label) != float64(p.KeysInMemory) {
 				return false
 			}
 			spilled += p.Keys - p.KeysInMemory
@@ -111,7 +112,7 @@ func keyAPI(t *testing.T, cacheKeys int) {
 		msg := fmt.Sprintf("partitions %+v; gauges (keys, in memory):", parts.Partitions)
 		for p := range partitions {
 			label := strconv.Itoa(p)
-			msg += fmt.Sprintf(" %d: %v, %v", p, testutil.ToFloat64(m.keys.WithLabelValues(label)), testutil.ToFloat64(m.keysResident.WithLabelValues(label)))
+			msg += fmt.Sprintf(" %d: %v, %v", p, sample(t, reg, "driftstream_keys", "partition", label), sample(t, reg, "driftstream_keys_in_memory", "partition", label))
 		}
 		return msg
 	})

@@ -1,38 +1,67 @@
 package service
 
 import (
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/driftstream/driftstream/pipeline"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 )
 
-// The windowed accuracy covers the last 1000 labeled outcomes only.
-func TestWindowAccuracyGauge(t *testing.T) {
-	m, err := NewMetrics(prometheus.NewRegistry())
+// sample is the value of the series name{labels} (name/value pairs) that g
+// gathers; the test fails when the series is not there.
+func sample(t testing.TB, g prometheus.Gatherer, name string, labels ...string) float64 {
+	t.Helper()
+	v, ok := lookup(t, g, name, labels...)
+	if !ok {
+		t.Fatalf("no series %s%v", name, labels)
+	}
+	return v
+}
+
+// lookup is sample, reporting whether the series exists.
+func lookup(t testing.TB, g prometheus.Gatherer, name string, labels ...string) (float64, bool) {
+	t.Helper()
+	families, err := g.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := m.partition(3)
-	if n := testutil.CollectAndCount(m.windowAccuracy); n != 0 {
-		t.Fatalf("%d window_accuracy series before any label: an idle partition must have none, not 0", n)
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range f.GetMetric() {
+			got := map[string]string{}
+			for _, l := range m.GetLabel() {
+				got[l.GetName()] = l.GetValue()
+			}
+			if len(got) != len(labels)/2 {
+				continue
+			}
+			for i := 0; i+1 < len(labels); i += 2 {
+				if got[labels[i]] != labels[i+1] {
+					continue series
+				}
+			}
+			return value(m), true
+		}
 	}
-	for i := 0; i < 1000; i++ {
-		g.accuracy(true) // 1000 mistakes...
+	return 0, false
+}
+
+func value(m *dto.Metric) float64 {
+	switch {
+	case m.Counter != nil:
+		return m.Counter.GetValue()
+	case m.Gauge != nil:
+		return m.Gauge.GetValue()
+	case m.Histogram != nil:
+		return float64(m.Histogram.GetSampleCount())
 	}
-	if v := testutil.ToFloat64(m.windowAccuracy.WithLabelValues("3")); v != 0 {
-		t.Fatalf("accuracy %v after 1000 mistakes", v)
-	}
-	for i := 0; i < 750; i++ {
-		g.accuracy(false) // ...then 750 correct: 750 of the last 1000
-	}
-	if v := testutil.ToFloat64(m.windowAccuracy.WithLabelValues("3")); v != 0.75 {
-		t.Fatalf("accuracy %v, want 0.75", v)
-	}
-	var none *Metrics // a service without metrics still gets working gauges
-	none.partition(0).accuracy(true)
-	none.forget(0)
+	return 0
 }
 
 // Every labelled counter's series is there from the start, at 0 — before
@@ -73,4 +102,82 @@ func TestCounterSeriesExistFromTheStart(t *testing.T) {
 			t.Errorf("%s: %d series at the start, want %d", name, got[name], n)
 		}
 	}
+}
+
+// The scraped metrics read the partitions' own counters at scrape time:
+// what the service's Totals say, the windowed accuracy of each partition's
+// last 1000 labeled events, and, with a population model, whose label the
+// keys' mixtures made.
+func TestScrapedMetricsReadThePartitions(t *testing.T) {
+	for _, population := range []bool{false, true} {
+		t.Run(map[bool]string{false: "per-key", true: "population"}[population], func(t *testing.T) {
+			addr := cluster(t)
+			cfg := testConfig(t, addr, "g-scrape")
+			cfg.Pipeline.Learner, cfg.Pipeline.Params = "perceptron", nil
+			if population {
+				cfg.Pipeline.Population = "perceptron"
+			}
+			reg := prometheus.NewRegistry()
+			var err error
+			if cfg.Metrics, err = NewMetrics(reg); err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := lookup(t, reg, "driftstream_window_accuracy", "partition", "0"); ok {
+				t.Fatal("a window accuracy before the service runs")
+			}
+			s, stop := started(t, cfg)
+			defer stop()
+			produce(t, addr, 1, 1300)
+			eventuallyTotals(t, s, 1300)
+			tot := s.Totals()
+			for name, want := range map[string]int64{"driftstream_events_total": tot.Events, "driftstream_predictions_total": tot.Predictions,
+				"driftstream_labeled_total": tot.Labeled, "driftstream_mistakes_total": tot.Mistakes, "driftstream_label_queries_total": tot.Queries} {
+				if got := sample(t, reg, name); got != float64(want) {
+					t.Errorf("%s = %v, Totals say %d", name, got, want)
+				}
+			}
+			var labeled, populationPredictions float64
+			for p := range partitions {
+				snap, ok := s.count.snapshot(p)
+				if !ok {
+					t.Fatalf("partition %d does not run", p)
+				}
+				if snap.WindowLabeled > 0 {
+					labeled += float64(snap.Totals.Labeled)
+					if got := sample(t, reg, "driftstream_window_accuracy", "partition", part(p)); got != snap.WindowAccuracy || snap.WindowLabeled != min(int(snap.Totals.Labeled), pipeline.WindowSize) {
+						t.Errorf("partition %d: window_accuracy %v over %d labeled, its snapshot %+v", p, got, snap.WindowLabeled, snap)
+					}
+				}
+				_, hasShare := lookup(t, reg, "driftstream_population_share", "partition", part(p))
+				if hasShare != (population && snap.PopulationPredictions > 0) {
+					t.Errorf("partition %d: population_share present %v with population %v, %d predictions", p, hasShare, population, snap.PopulationPredictions)
+				}
+				if population && snap.PopulationPredictions > 0 {
+					populationPredictions++
+					w := sample(t, reg, "driftstream_population_weight", "partition", part(p))
+					if w <= 0 || w >= 1 || w != snap.PopulationWeight {
+						t.Errorf("partition %d: population_weight %v, snapshot %v", p, w, snap.PopulationWeight)
+					}
+				}
+			}
+			if labeled != float64(tot.Labeled) {
+				t.Errorf("the partitions' snapshots count %v labeled, Totals %d", labeled, tot.Labeled)
+			}
+			pop, popOK := lookup(t, reg, "driftstream_population_predictions_total", "follows", "population")
+			own, ownOK := lookup(t, reg, "driftstream_population_predictions_total", "follows", "own")
+			switch {
+			case !population && (popOK || ownOK):
+				t.Error("population_predictions_total without a population model")
+			case population && (pop+own != float64(tot.Predictions) || pop == 0 || populationPredictions == 0):
+				t.Errorf("population_predictions_total: %v population + %v own, %d predictions", pop, own, tot.Predictions)
+			}
+		})
+	}
+}
+
+// eventuallyTotals waits until s has processed and scored n events.
+func eventuallyTotals(t *testing.T, s *Service, n int64) {
+	t.Helper()
+	eventually(t, 60*time.Second, func() bool { t := s.Totals(); return t.Events >= n && t.Labeled >= n },
+		func() string { return fmt.Sprintf("%+v", s.Totals()) })
 }

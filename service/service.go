@@ -145,9 +145,8 @@ type Service struct {
 	sink  pipeline.Sink
 	log   *slog.Logger
 
-	events, predictions, queries, labeled, mistakes, joined, dead atomic.Int64
-	resumed, unparked, caughtUp                                   atomic.Int64
-	parts                                                         sync.Map // partition → *partState
+	count *counters
+	parts sync.Map // partition → *partState
 
 	keptMu sync.Mutex
 	kept   map[int]*pipeline.Kept // state of partitions revoked cleanly, for when they come back
@@ -176,13 +175,17 @@ type Service struct {
 
 // partState is what the service shows of one owned partition.
 type partState struct {
-	p        int
-	runner   atomic.Pointer[pipeline.Runner]
-	restored atomic.Bool
-	resumed  atomic.Bool
-	unparked atomic.Bool
-	caughtUp atomic.Int64 // changelog positions read to catch up a resumed state
-	lag      atomic.Int64
+	p      int
+	runner atomic.Pointer[pipeline.Runner]
+}
+
+// snapshot is the partition's last published snapshot (the zero Snapshot
+// before its Runner exists).
+func (st *partState) snapshot() pipeline.Snapshot {
+	if r := st.runner.Load(); r != nil {
+		return r.Snapshot()
+	}
+	return pipeline.Snapshot{}
 }
 
 // New validates the configuration, creates missing topics (the changelog
@@ -204,7 +207,6 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	if len(cfg.Pipeline.Detectors) > 0 && cfg.Topics.Alerts == "" && cfg.Sink == nil {
 		return nil, errors.New("drift detectors are configured but no alerts topic: set one")
 	}
-	cfg.Metrics.watchDetectors(cfg.Pipeline.Detectors)
 	if cfg.Dialer == nil {
 		cfg.Dialer = &kafka.Dialer{Timeout: 10 * time.Second}
 	}
@@ -235,8 +237,9 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	}
 	cfg.Partitions = max(cfg.Partitions, 1)
 	cfg.Replication = max(cfg.Replication, 1)
-	s := &Service{cfg: cfg, log: cfg.Logger, failed: map[int]error{}, failedCh: make(chan struct{}), kept: map[int]*pipeline.Kept{}}
+	s := &Service{cfg: cfg, log: cfg.Logger, count: newCounters(), failed: map[int]error{}, failedCh: make(chan struct{}), kept: map[int]*pipeline.Kept{}}
 	s.assigned.Store(-1)
+	cfg.Metrics.attach(s)
 	if err := s.prepareStateDir(); err != nil {
 		return nil, err
 	}
@@ -258,15 +261,18 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	}
 	s.sink = cfg.Sink
 	if s.sink == nil {
-		s.sink = newKafkaSink(s.cfg, s.refusedOutput)
+		s.sink = newKafkaSink(s.cfg, s.count.refusedOutput)
 	}
 	return s, nil
 }
 
-// Totals returns the counters so far.
+// Totals returns the counters so far, summed over every partition this
+// process ran: the counts the metrics show.
 func (s *Service) Totals() Totals {
-	return Totals{Events: s.events.Load(), Predictions: s.predictions.Load(), Queries: s.queries.Load(), Labeled: s.labeled.Load(),
-		Mistakes: s.mistakes.Load(), LabelsJoined: s.joined.Load(), DeadLetters: s.dead.Load(), Resumed: s.resumed.Load(), Unparked: s.unparked.Load(), CaughtUp: s.caughtUp.Load()}
+	t, _ := s.count.read()
+	return Totals{Events: t.Events, Predictions: t.Predictions, Queries: t.Queries, Labeled: t.Labeled, Mistakes: t.Mistakes,
+		LabelsJoined: t.LabelsJoined, DeadLetters: t.DeadLetters + s.count.refusedTotal(),
+		Resumed: s.count.resumed.Load(), Unparked: s.count.unparked.Load(), CaughtUp: s.count.caughtUp.Load()}
 }
 
 // Ready reports whether the service is doing its job: it is in a
@@ -291,7 +297,7 @@ func (s *Service) Ready() (ok bool, reason string) {
 	running := int64(0)
 	s.parts.Range(func(k, v any) bool {
 		running++
-		if !v.(*partState).restored.Load() {
+		if !v.(*partState).snapshot().Restored {
 			restoring = append(restoring, k.(int))
 		}
 		return true
@@ -312,7 +318,7 @@ func (s *Service) Ready() (ok bool, reason string) {
 func (s *Service) Lag() map[int]int64 {
 	out := map[int]int64{}
 	s.parts.Range(func(k, v any) bool {
-		out[k.(int)] = v.(*partState).lag.Load()
+		out[k.(int)] = v.(*partState).snapshot().Lag
 		return true
 	})
 	return out
@@ -451,8 +457,6 @@ func (s *Service) runPartition(ctx, gctx context.Context, gen *kafka.Generation,
 	st := &partState{p: p}
 	s.parts.Store(p, st)
 	defer s.parts.Delete(p)
-	obs := s.observer(p, st)
-	defer obs.forget()
 	keys, err := s.openKeyStore(p)
 	if err != nil {
 		return &pipeline.PartitionError{Partition: p, Step: pipeline.StepRestore, Err: err}
@@ -461,7 +465,7 @@ func (s *Service) runPartition(ctx, gctx context.Context, gen *kafka.Generation,
 		Open: func(ctx context.Context, from [2]int64) (pipeline.Source, error) { return s.openSource(ctx, p, from) },
 		Sink: s.sink, Committer: &groupCommitter{gen: gen, gctx: gctx, topics: [2]string{s.cfg.Topics.Events, s.cfg.Topics.Labels}, partition: p},
 		Generation: gen.ID, Owner: s.cfg.Owner, Committed: committed, CheckpointEvery: s.cfg.CheckpointEvery,
-		CheckpointInterval: s.cfg.CheckpointInterval, FlushInterval: s.cfg.FlushInterval, FinalTimeout: s.cfg.FinalTimeout, Retry: s.cfg.Retry, Observer: obs, Logger: s.log,
+		CheckpointInterval: s.cfg.CheckpointInterval, FlushInterval: s.cfg.FlushInterval, FinalTimeout: s.cfg.FinalTimeout, Retry: s.cfg.Retry, Hooks: []pipeline.Hook{s.observer()}, Logger: s.log,
 		Kept: s.keptOrParked(p)})
 	if err != nil {
 		if keys != nil {
@@ -470,6 +474,8 @@ func (s *Service) runPartition(ctx, gctx context.Context, gen *kafka.Generation,
 		return &pipeline.PartitionError{Partition: p, Step: pipeline.StepRestore, Err: err}
 	}
 	st.runner.Store(r)
+	s.count.start(p, r)
+	defer s.count.stop(p, r)
 	if err := r.Run(ctx); err != nil {
 		if gctx.Err() != nil && !s.shuttingDown.Load() && pipeline.IsFinal(err) {
 			// Revoked (the generation ended: the broker was unreachable past

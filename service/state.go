@@ -110,9 +110,7 @@ func (s *Service) keptOrParked(p int) *pipeline.Kept {
 
 // refuseParked counts a parked store that could not be resumed.
 func (s *Service) refuseParked() {
-	if m := s.cfg.Metrics; m != nil {
-		m.parkedRefused.Inc()
-	}
+	s.count.parkedRefused.Add(1)
 }
 
 // park leaves partition p's kept state on disk for the next process

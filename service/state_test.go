@@ -30,7 +30,7 @@ func TestStateDirDropsFormerKeyStores(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "keys-p9-note"), []byte("a file, not a store"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s := &Service{cfg: Config{StateDir: dir, CacheKeys: 10}, log: slog.New(slog.DiscardHandler)}
+	s := &Service{cfg: Config{StateDir: dir, CacheKeys: 10}, log: slog.New(slog.DiscardHandler), count: newCounters()}
 	if err := s.prepareStateDir(); err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestStateDirBytes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Service{cfg: Config{StateDir: dir, Metrics: m}, log: slog.New(slog.DiscardHandler)}
+	s := &Service{cfg: Config{StateDir: dir, Metrics: m}, log: slog.New(slog.DiscardHandler), count: newCounters()}
 	s.measureStateDir()
 	if err := os.WriteFile(filepath.Join(dir, "more"), make([]byte, 100), 0o644); err != nil {
 		t.Fatal(err)
@@ -164,7 +164,7 @@ func TestStateDirKeepsFinishedParkedStores(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { reopened.Close() }) // its files are gone by then; this releases the database
-		s := &Service{cfg: Config{StateDir: dir, CacheKeys: 10, ParkState: park}, log: slog.New(slog.DiscardHandler)}
+		s := &Service{cfg: Config{StateDir: dir, CacheKeys: 10, ParkState: park}, log: slog.New(slog.DiscardHandler), count: newCounters()}
 		if err := s.prepareStateDir(); err != nil {
 			t.Fatal(err)
 		}
@@ -172,7 +172,7 @@ func TestStateDirKeepsFinishedParkedStores(t *testing.T) {
 			t.Fatalf("ParkState %v: state dir holds %v, want %v", park, left, want)
 		}
 	}
-	s := &Service{cfg: Config{ParkState: true}, log: slog.New(slog.DiscardHandler)}
+	s := &Service{cfg: Config{ParkState: true}, log: slog.New(slog.DiscardHandler), count: newCounters()}
 	if err := s.prepareStateDir(); err == nil {
 		t.Fatal("ParkState without a state dir was accepted")
 	}

@@ -67,7 +67,7 @@ func runBacktest(args []string, stdout, stderr io.Writer) int {
 	keyCol := fs.String("key", "", "with -keyed: the CSV column or JSONL field holding the entity key")
 	labelsDelay := fs.Int("labels-delay", 0, "with -keyed: send each label as a label record this many events after its event (0: inline)")
 	partitions := fs.Int("partitions", 1, "with -keyed: partitions of the topic the data would be written to")
-	population := fs.String("population", pipeline.PopulationOff, "-keyed and topic backtests: a population model per partition that learns every label and seeds each new key's learner (the service's DRIFTSTREAM_POPULATION): off, on (each learner's own), or a learner of -learners")
+	population := fs.String("population", pipeline.PopulationOff, "a population model per partition that learns every label and seeds each new key's learner (the service's DRIFTSTREAM_POPULATION): off, on (each learner's own), or a learner of -learners")
 	partitioner := fs.String("partitioner", topics.DefaultPartitioner, "with -keyed: the producer's key → partition hash that deals the keys over -partitions (cmd/producer's -partitioner): "+strings.Join(topics.Partitioners, ", "))
 	queryScale := fs.Float64("query-scale", 1, "-keyed and topic backtests: margin rule b/(b+|score|) for learners without a query rule (the service's DRIFTSTREAM_QUERY_SCALE)")
 	quiet := fs.Bool("q", false, "no progress lines on stderr")
@@ -145,8 +145,8 @@ func runBacktest(args []string, stdout, stderr io.Writer) int {
 		if _, err := topics.Balancer(*partitioner); err != nil {
 			return fail(usageError{fmt.Errorf("-partitioner: %w", err)})
 		}
-		if *population != pipeline.PopulationOff && *population != "on" && !slices.ContainsFunc(specs, func(s backtest.Spec) bool { return s.Name == *population }) {
-			return fail(usageError{fmt.Errorf("-population %s: off, on, or one of -learners", *population)})
+		if err := populationApplies(*population, specs); err != nil {
+			return fail(err)
 		}
 		k := keyedRun{specs: specs, seed: *seed, dim: *dim, hashBits: *hashBits, messages: replay.MessageOptions{Keys: *keys, LabelsDelay: *labelsDelay, Partitioner: *partitioner},
 			partitions: *partitions, queryScale: *queryScale, standardize: *standardize, population: *population, detectors: dets, cooldown: *cooldown, out: *out, quiet: *quiet}
@@ -206,6 +206,9 @@ func runBacktest(args []string, stdout, stderr io.Writer) int {
 	for i := range specs {
 		specs[i].Standardize = *standardize
 	}
+	if err := populationApplies(*population, specs); err != nil {
+		return fail(err)
+	}
 	src, err := dataSource(*data, *format, streams.CSVOptions{Header: *header, Label: *label, LabelFile: *labelFile,
 		Labels: streams.LabelMap{Positive: *positive, Negative: *negative}}, streams.JSONLOptions{Dim: *dim, HashBits: *hashBits}, *bias, *seed)
 	if err != nil {
@@ -226,7 +229,7 @@ func runBacktest(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	res, err := backtest.Compare(ctx, backtest.Config{Name: *data, Data: src, Learners: specs, Seed: *seed, Repeats: *repeats,
-		QueryRateTarget: *target, Pass: replay.PassWith(dets, *cooldown), Options: backtest.Options{Window: *window, Progress: progressTo(*quiet, stderr)}})
+		QueryRateTarget: *target, Pass: replay.PassWith(replay.PassOptions{Detectors: dets, Cooldown: *cooldown, Population: *population}), Options: backtest.Options{Window: *window, Progress: progressTo(*quiet, stderr)}})
 	if err != nil {
 		return fail(err)
 	}
@@ -239,6 +242,14 @@ func runBacktest(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	return exitOK
+}
+
+// populationApplies checks -population against the learners run.
+func populationApplies(population string, specs []backtest.Spec) error {
+	if population != pipeline.PopulationOff && population != "on" && !slices.ContainsFunc(specs, func(s backtest.Spec) bool { return s.Name == population }) {
+		return usageError{fmt.Errorf("-population %s: off, on, or one of -learners", population)}
+	}
+	return nil
 }
 
 // report writes the files and plot and prints one line per learner.
@@ -263,7 +274,7 @@ var (
 	commonFlags = []string{"learners", "params", "seed", "out", "q", "standardize", "detectors", "alert-cooldown"}
 	streamFlags = []string{"data", "format", "dim", "hash-bits", "label", "positive", "negative", "header", "label-file", "bias"}
 	modeFlags   = map[string][]string{
-		"single-stream": slices.Concat(streamFlags, []string{"repeats", "query-rate-target", "window", "list-generators"}),
+		"single-stream": slices.Concat(streamFlags, []string{"repeats", "query-rate-target", "window", "list-generators", "population"}),
 		"-keyed":        slices.Concat(streamFlags, []string{"keyed", "keys", "key", "labels-delay", "partitions", "partitioner", "query-scale", "population"}),
 		"topic":         {"brokers", "topic", "labels-topic", "from", "to", "dim", "hash-bits", "query-scale", "population"},
 	}

@@ -53,14 +53,6 @@ type keyedRun struct {
 	quiet     bool
 }
 
-// populationOf is pipeline.Config.Population for the runs of learner.
-func (k keyedRun) populationOf(learner string) string {
-	if k.population == "on" || k.population == learner {
-		return learner
-	}
-	return pipeline.PopulationOff
-}
-
 // run replays the history once per learner and writes the reports.
 func (k keyedRun) run(ctx context.Context, stdout, stderr io.Writer) error {
 	vec, err := topics.NewVectorizer(k.dim, k.hashBits)
@@ -88,7 +80,7 @@ func (k keyedRun) run(ctx context.Context, stdout, stderr io.Writer) error {
 		}
 		alerts := &alertLog{}
 		cfg := replay.Config{Name: name, Pipeline: pipeline.Config{Learner: spec.Name, Params: spec.Params, Seed: k.seed, Vector: vec,
-			QueryScale: k.queryScale, MaxKeyBytes: -1, Standardize: k.standardize, Population: k.populationOf(spec.Name), Detectors: k.detectors, AlertCooldown: k.cooldown},
+			QueryScale: k.queryScale, MaxKeyBytes: -1, Standardize: k.standardize, Population: replay.PopulationOf(k.population, spec.Name), Detectors: k.detectors, AlertCooldown: k.cooldown},
 			Outputs: alerts.add}
 		if !k.quiet {
 			cfg.Progress = stderr

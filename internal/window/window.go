@@ -1,7 +1,10 @@
-// Package window keeps the accuracy of the last n labeled outcomes: the
-// windowed accuracy that the backtest curves and the service's
-// window_accuracy gauge both report.
+// Package window keeps statistics of the last n values of a stream: the
+// accuracy of the last n labeled outcomes (the windowed accuracy that the
+// backtest curves and the service's window_accuracy gauge both report), and
+// the mean of the last n values in [0, 1].
 package window
+
+import "math"
 
 // Accuracy is a ring of the last n outcomes.
 type Accuracy struct {
@@ -37,4 +40,41 @@ func (a *Accuracy) Value() float64 {
 		return 0
 	}
 	return 1 - float64(a.mistakes)/float64(a.filled)
+}
+
+// Mean is a ring of the last n values in [0, 1], kept in millionths so that
+// the running sum is exact however long the stream: its mean never drifts
+// from the values in the window.
+type Mean struct {
+	micros       []int64
+	next, filled int
+	sum          int64
+}
+
+// NewMean returns a window of n ≥ 1 values.
+func NewMean(n int) *Mean { return &Mean{micros: make([]int64, max(n, 1))} }
+
+// Add records v (clamped to [0, 1], to the nearest millionth), dropping the
+// oldest value once the window is full.
+func (m *Mean) Add(v float64) {
+	u := int64(math.Round(min(max(v, 0), 1) * 1e6))
+	if m.filled == len(m.micros) {
+		m.sum -= m.micros[m.next]
+	} else {
+		m.filled++
+	}
+	m.micros[m.next] = u
+	m.sum += u
+	m.next = (m.next + 1) % len(m.micros)
+}
+
+// Len is the number of values in the window.
+func (m *Mean) Len() int { return m.filled }
+
+// Value is the mean of the window's values (0 when empty).
+func (m *Mean) Value() float64 {
+	if m.filled == 0 {
+		return 0
+	}
+	return float64(m.sum) / 1e6 / float64(m.filled)
 }

@@ -1,0 +1,223 @@
+package pipeline
+
+import (
+	"sync"
+
+	"github.com/driftstream/driftstream/internal/window"
+)
+
+// Totals are a worker's cumulative counters: plain fields, cheap enough to
+// read after every record.
+type Totals struct {
+	Events, Predictions, Queries, Labeled, Mistakes int64
+	LabelsJoined, LabelsUnknown, LabelsExpired      int64
+	// DelayedLabeled counts the labeled events (in Labeled) whose label came
+	// after the event, on a label record joined to its pending query.
+	DelayedLabeled int64
+	// LabelsNoKey counts the label records (in LabelsUnknown) for a key the
+	// partition has never seen — the mark of events and labels partitioned
+	// differently.
+	LabelsNoKey int64
+	// Alerts counts drift alerts, AlertsBy per Config.Detectors index, and
+	// Resets the learners restarted on a drift. KeysInWarning is a level:
+	// the keys whose detectors last said warning (since the worker started).
+	Alerts, Resets, KeysInWarning int64
+	AlertsBy                      [MaxDetectors]int64
+	// Asked counts the events whose label the learner uses when it comes:
+	// every event for a learner that learns every label, the ones it asked
+	// for (labeled or not) for a sampler. Asked/Events is the papers' query
+	// rate; Queries counts the label requests emitted for unlabeled events.
+	Asked int64
+	// Dead letters by reason; DeadLetters is their sum.
+	MissingKey, KeyTooLong, InvalidEvent, Rejected, DeadLetters int64
+	// Skipped counts replayed records a key had already absorbed.
+	Skipped int64
+	// FollowedPopulation counts the predictions (in Predictions) that made
+	// the population model's label rather than the key's own learner's
+	// (Config.Population); 0 without a population model.
+	FollowedPopulation int64
+}
+
+// Add adds o's counters to t (KeysInWarning, a level, adds up across
+// partitions too).
+func (t *Totals) Add(o Totals) {
+	t.Events += o.Events
+	t.Predictions += o.Predictions
+	t.Queries += o.Queries
+	t.Labeled += o.Labeled
+	t.Mistakes += o.Mistakes
+	t.LabelsJoined += o.LabelsJoined
+	t.LabelsUnknown += o.LabelsUnknown
+	t.LabelsExpired += o.LabelsExpired
+	t.DelayedLabeled += o.DelayedLabeled
+	t.LabelsNoKey += o.LabelsNoKey
+	t.Alerts += o.Alerts
+	t.Resets += o.Resets
+	t.KeysInWarning += o.KeysInWarning
+	for i := range t.AlertsBy {
+		t.AlertsBy[i] += o.AlertsBy[i]
+	}
+	t.Asked += o.Asked
+	t.MissingKey += o.MissingKey
+	t.KeyTooLong += o.KeyTooLong
+	t.InvalidEvent += o.InvalidEvent
+	t.Rejected += o.Rejected
+	t.DeadLetters += o.DeadLetters
+	t.Skipped += o.Skipped
+	t.FollowedPopulation += o.FollowedPopulation
+}
+
+// since is t's counters minus base's: what was counted after base was
+// read. KeysInWarning, a level, is t's.
+func (t Totals) since(base Totals) Totals {
+	d := t
+	d.Events -= base.Events
+	d.Predictions -= base.Predictions
+	d.Queries -= base.Queries
+	d.Labeled -= base.Labeled
+	d.Mistakes -= base.Mistakes
+	d.LabelsJoined -= base.LabelsJoined
+	d.LabelsUnknown -= base.LabelsUnknown
+	d.LabelsExpired -= base.LabelsExpired
+	d.DelayedLabeled -= base.DelayedLabeled
+	d.LabelsNoKey -= base.LabelsNoKey
+	d.Alerts -= base.Alerts
+	d.Resets -= base.Resets
+	for i := range d.AlertsBy {
+		d.AlertsBy[i] -= base.AlertsBy[i]
+	}
+	d.Asked -= base.Asked
+	d.MissingKey -= base.MissingKey
+	d.KeyTooLong -= base.KeyTooLong
+	d.InvalidEvent -= base.InvalidEvent
+	d.Rejected -= base.Rejected
+	d.DeadLetters -= base.DeadLetters
+	d.Skipped -= base.Skipped
+	d.FollowedPopulation -= base.FollowedPopulation
+	return d
+}
+
+// Totals returns the worker's cumulative counters.
+func (w *Worker) Totals() Totals { return w.stats }
+
+// Effect is what one record did to its partition's counters: the
+// difference it made to Events, Labeled, Mistakes, Queries and Alerts
+// (each 0 or 1 but Alerts), and the outcome it scored when Labeled is 1.
+// A Runner hands it to its RecordHooks, so that they need not compare
+// copies of the counters.
+type Effect struct {
+	Events, Labeled, Mistakes, Queries, Alerts int64
+	// Outcome is the scored prediction, when Labeled is 1.
+	Outcome Outcome
+}
+
+// WindowSize is the number of a partition's last labeled events that
+// Snapshot.WindowAccuracy covers, and of its last predictions that
+// Snapshot.PopulationShare and PopulationWeight cover.
+const WindowSize = 1000
+
+// Snapshot is a partition's counters and gauges at one point in time, as
+// its Runner publishes them after every record: what metrics read at
+// scrape time, and the service and backtests sum.
+type Snapshot struct {
+	// Totals are the counters of the records this Runner processed (a
+	// resumed worker's earlier counts are not in them; KeysInWarning, a
+	// level, is the worker's).
+	Totals Totals
+	// Restored is set once the partition is restored (or resumed), with
+	// how: Restore.
+	Restored bool
+	Restore  Restored
+	// Keys counts the partition's keys at its last restore or checkpoint.
+	Keys KeyCount
+	// Lag is how many events-topic records were behind the last one
+	// processed (high watermark − next offset); 0 before the first.
+	Lag int64
+	// WindowLabeled is how many labeled events WindowAccuracy covers (at
+	// most WindowSize, 0 before the first), WindowAccuracy the share of
+	// them predicted right.
+	WindowLabeled  int
+	WindowAccuracy float64
+	// With a population model: PopulationPredictions is how many of the
+	// partition's last predictions (at most WindowSize) the next two cover;
+	// PopulationShare is the share of them that made the population
+	// model's label, PopulationWeight the mean weight the predicting keys'
+	// mixtures gave the population model (the own learner had the rest).
+	PopulationPredictions             int
+	PopulationShare, PopulationWeight float64
+}
+
+// published is a Runner's Snapshot: written by the partition's goroutine
+// after every record, read by any goroutine.
+type published struct {
+	mu   sync.Mutex
+	snap Snapshot
+	// The rest belongs to the partition's goroutine.
+	base      Totals // the worker's counters when this Runner took it
+	accuracy  *window.Accuracy
+	followed  *window.Mean // 1 for a prediction that followed the population model
+	weights   *window.Mean
+	populated bool
+}
+
+func newPublished() *published {
+	return &published{accuracy: window.New(WindowSize), followed: window.NewMean(WindowSize), weights: window.NewMean(WindowSize)}
+}
+
+// start takes w as the worker whose counts from now on are the Runner's.
+func (p *published) start(w *Worker, res Restored) {
+	p.base, p.populated = w.stats, w.populated()
+	p.mu.Lock()
+	p.snap.Totals = w.stats.since(p.base)
+	p.snap.Restored, p.snap.Restore, p.snap.Keys = true, res, w.keyCount()
+	p.mu.Unlock()
+}
+
+// before is what effect needs of the counters before a record.
+type before struct{ events, labeled, mistakes, queries, alerts, predictions, followed int64 }
+
+func countsOf(t *Totals) before {
+	return before{t.Events, t.Labeled, t.Mistakes, t.Queries, t.Alerts, t.Predictions, t.FollowedPopulation}
+}
+
+// record publishes the counters after a record of topic topic whose
+// fetch left lag records behind it (events topic only), and returns its
+// effect.
+func (p *published) record(w *Worker, b before, topic int, lag int64) Effect {
+	t := &w.stats
+	e := Effect{Events: t.Events - b.events, Labeled: t.Labeled - b.labeled, Mistakes: t.Mistakes - b.mistakes, Queries: t.Queries - b.queries, Alerts: t.Alerts - b.alerts}
+	if e.Labeled > 0 {
+		e.Outcome = w.last
+		p.accuracy.Add(e.Outcome.Wrong)
+	}
+	if p.populated && t.Predictions > b.predictions {
+		p.followed.Add(float64(t.FollowedPopulation - b.followed))
+		p.weights.Add(w.lastWeight)
+	}
+	p.mu.Lock()
+	p.snap.Totals = t.since(p.base)
+	if topic == EventsTopic {
+		p.snap.Lag = lag
+	}
+	p.snap.WindowLabeled, p.snap.WindowAccuracy = p.accuracy.Len(), p.accuracy.Value()
+	if p.populated {
+		p.snap.PopulationPredictions = p.followed.Len()
+		p.snap.PopulationShare, p.snap.PopulationWeight = p.followed.Value(), p.weights.Value()
+	}
+	p.mu.Unlock()
+	return e
+}
+
+// keys publishes the partition's key counts.
+func (p *published) keys(k KeyCount) {
+	p.mu.Lock()
+	p.snap.Keys = k
+	p.mu.Unlock()
+}
+
+// get returns the last snapshot published.
+func (p *published) get() Snapshot {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.snap
+}

@@ -1,0 +1,164 @@
+package service
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/driftstream/driftstream/pipeline"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// scraped is the prometheus.Collector of the counts and gauges the
+// partitions keep: each scrape reads them from the attached service's
+// counters, so they are kept once and every series exists from the start.
+type scraped struct {
+	svc atomic.Pointer[Service]
+	// detectors are the drift-alert series shown before a service is
+	// attached (watchDetectors); an attached service's own replace them.
+	mu        sync.Mutex
+	detectors []pipeline.DetectorSpec
+
+	events, predictions, labeled, mistakes, queries         *prometheus.Desc
+	labelsJoined, labelsUnknown, labelsExpired, labelsNoKey *prometheus.Desc
+	resets, resumed, unparked, caughtUp, parkedRefused      *prometheus.Desc
+	deadLetters, outputsRefused, driftAlerts, followed      *prometheus.Desc
+	windowAccuracy, lag, keys, keysResident, keysInWarning  *prometheus.Desc
+	populationShare, populationWeight                       *prometheus.Desc
+}
+
+func newScraped() *scraped {
+	d := func(name, help string, labels ...string) *prometheus.Desc {
+		return prometheus.NewDesc("driftstream_"+name, help, labels, nil)
+	}
+	return &scraped{
+		events:           d("events_total", "Input events processed."),
+		predictions:      d("predictions_total", "Predictions emitted."),
+		labeled:          d("labeled_total", "Events whose label is known, inline or delayed (joined to its pending query): the ones scored."),
+		mistakes:         d("mistakes_total", "Labeled events predicted wrong (prequential; a delayed label scores the prediction made when its event came)."),
+		queries:          d("label_queries_total", "Label queries emitted."),
+		labelsJoined:     d("labels_joined_total", "Delayed labels joined to a pending query: scored and learned."),
+		labelsUnknown:    d("labels_unknown_total", "Label records for unknown or already expired ids (dropped)."),
+		labelsExpired:    d("labels_expired_total", "Unlabeled events whose awaited label was given up (TTL or the per-key bounds)."),
+		labelsNoKey:      d("labels_without_key_total", "Label records for a key the partition has never seen (in labels_unknown_total): events and labels partitioned differently, or a label for an event that never came."),
+		resets:           d("learner_resets_total", "Keys' learners restarted on a confirmed drift (DRIFTSTREAM_ON_DRIFT=reset)."),
+		resumed:          d("partitions_resumed_total", "Partitions taken back after a rebalance from the state this process kept in memory, without reading the changelog (restore_duration_seconds counts full restores)."),
+		unparked:         d("partitions_unparked_total", "Partitions resumed at start from the key store a former process parked on this member's state volume (DRIFTSTREAM_PARK_STATE), without reading the changelog."),
+		caughtUp:         d("partitions_caught_up_total", "Partitions resumed (from memory or a parked key store) whose changelog another member had written to meanwhile, brought up to date by reading only the records written since (the rest of the changelog is not read)."),
+		parkedRefused:    d("parked_stores_refused_total", "Parked key stores (DRIFTSTREAM_PARK_STATE) found at start that could not be resumed (damaged: Pebble did not reopen the tables the park left; or parked for another partition, changelog, release or configuration), removed, their partitions restored from the changelog."),
+		deadLetters:      d("dead_letters_total", "Records sent to the dead-letter topic, by reason.", "reason"),
+		outputsRefused:   d("outputs_refused_total", "Outputs the broker refused for themselves (too large, invalid), each replaced by a dead letter (DRIFTSTREAM_ON_OUTPUT_ERROR=dead-letter), by output kind and reason; counted again when a retried flush writes it again.", "kind", "reason"),
+		driftAlerts:      d("drift_alerts_total", "Drift alerts sent to the alerts topic, by detector and signal.", "detector", "signal"),
+		followed:         d("population_predictions_total", "Predictions made with a population model (DRIFTSTREAM_POPULATION), by the expert whose label the key's mixture made: the population model's or the key's own learner's.", "follows"),
+		windowAccuracy:   d("window_accuracy", "Accuracy over the partition's last 1000 labeled events.", "partition"),
+		lag:              d("consumer_lag", "Events-topic records behind the last one processed (high watermark - next offset).", "partition"),
+		keys:             d("keys", "Keys held by the partition's worker.", "partition"),
+		keysResident:     d("keys_in_memory", "Keys of the partition held in memory after its last checkpoint or restore: driftstream_keys without a key store (DRIFTSTREAM_STATE_DIR), at most DRIFTSTREAM_CACHE_KEYS with one.", "partition"),
+		keysInWarning:    d("keys_in_warning", "Keys whose drift detectors last said warning, since the partition was assigned.", "partition"),
+		populationShare:  d("population_share", "Share of the partition's last 1000 predictions that made the population model's label (DRIFTSTREAM_POPULATION) rather than the key's own learner's; absent before the first.", "partition"),
+		populationWeight: d("population_weight", "Mean weight the mixtures of the keys behind the partition's last 1000 predictions gave the population model (DRIFTSTREAM_POPULATION); the keys' own learners had the rest. Absent before the first prediction.", "partition"),
+	}
+}
+
+func (c *scraped) attach(s *Service) { c.svc.Store(s) }
+
+// watchDetectors shows the drift-alert series of specs, at 0, until a
+// service is attached.
+func (m *Metrics) watchDetectors(specs []pipeline.DetectorSpec) {
+	if m == nil {
+		return
+	}
+	m.scraped.mu.Lock()
+	m.scraped.detectors = specs
+	m.scraped.mu.Unlock()
+}
+
+// Describe sends every metric's description.
+func (c *scraped) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.events, c.predictions, c.labeled, c.mistakes, c.queries, c.labelsJoined, c.labelsUnknown,
+		c.labelsExpired, c.labelsNoKey, c.resets, c.resumed, c.unparked, c.caughtUp, c.parkedRefused, c.deadLetters, c.outputsRefused,
+		c.driftAlerts, c.followed, c.windowAccuracy, c.lag, c.keys, c.keysResident, c.keysInWarning, c.populationShare, c.populationWeight} {
+		ch <- d
+	}
+}
+
+// Collect reads the attached service's counters.
+func (c *scraped) Collect(ch chan<- prometheus.Metric) {
+	var (
+		sum       pipeline.Totals
+		parts     []partitionSnapshot
+		cnt       = newCounters()
+		detectors []pipeline.DetectorSpec
+		populated bool
+	)
+	if s := c.svc.Load(); s != nil {
+		cnt, detectors, populated = s.count, s.cfg.Pipeline.Detectors, s.cfg.Pipeline.Population != pipeline.PopulationOff
+		sum, parts = cnt.read()
+	} else {
+		c.mu.Lock()
+		detectors = c.detectors
+		c.mu.Unlock()
+	}
+	counter := func(d *prometheus.Desc, v int64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
+	}
+	gauge := func(d *prometheus.Desc, v float64, p int) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, part(p))
+	}
+	counter(c.events, sum.Events)
+	counter(c.predictions, sum.Predictions)
+	counter(c.labeled, sum.Labeled)
+	counter(c.mistakes, sum.Mistakes)
+	counter(c.queries, sum.Queries)
+	counter(c.labelsJoined, sum.LabelsJoined)
+	counter(c.labelsUnknown, sum.LabelsUnknown)
+	counter(c.labelsExpired, sum.LabelsExpired)
+	counter(c.labelsNoKey, sum.LabelsNoKey)
+	counter(c.resets, sum.Resets)
+	counter(c.resumed, cnt.resumed.Load())
+	counter(c.unparked, cnt.unparked.Load())
+	counter(c.caughtUp, cnt.caughtUp.Load())
+	counter(c.parkedRefused, cnt.parkedRefused.Load())
+
+	refused, byReason := cnt.refusals(), map[string]int64{}
+	for r, n := range refused {
+		counter(c.outputsRefused, n, r.kind, r.reason)
+		byReason[r.reason] += n
+	}
+	byReason[pipeline.ReasonMissingKey] += sum.MissingKey
+	byReason[pipeline.ReasonKeyTooLong] += sum.KeyTooLong
+	byReason[pipeline.ReasonInvalidEvent] += sum.InvalidEvent
+	byReason[pipeline.ReasonRejected] += sum.Rejected
+	for reason, n := range byReason {
+		counter(c.deadLetters, n, reason)
+	}
+	// Two detectors of one kind on one signal (other parameters) share a series.
+	type series struct{ detector, signal string }
+	alerts := map[series]int64{}
+	for i, spec := range detectors {
+		alerts[series{spec.Detector, spec.Signal}] += sum.AlertsBy[i]
+	}
+	for k, n := range alerts {
+		counter(c.driftAlerts, n, k.detector, k.signal)
+	}
+	if populated {
+		counter(c.followed, sum.FollowedPopulation, "population")
+		counter(c.followed, sum.Predictions-sum.FollowedPopulation, "own")
+	}
+	for _, ps := range parts {
+		s := ps.snap
+		gauge(c.lag, float64(s.Lag), ps.p)
+		gauge(c.keys, float64(s.Keys.Keys), ps.p)
+		gauge(c.keysResident, float64(s.Keys.Resident), ps.p)
+		gauge(c.keysInWarning, float64(s.Totals.KeysInWarning), ps.p)
+		// Absent, not 0, before the first labeled event: an accuracy
+		// alert does not fire on an idle partition.
+		if s.WindowLabeled > 0 {
+			gauge(c.windowAccuracy, s.WindowAccuracy, ps.p)
+		}
+		if populated && s.PopulationPredictions > 0 {
+			gauge(c.populationShare, s.PopulationShare, ps.p)
+			gauge(c.populationWeight, s.PopulationWeight, ps.p)
+		}
+	}
+}
