@@ -262,3 +262,41 @@ func TestAccuracyPanelSkipsTheFirstPoints(t *testing.T) {
 		t.Fatalf("an old curve lost its first point: y from %v", p.Y.Min)
 	}
 }
+
+// Calibration stops at the first step whose query count is the closest to
+// the target the event count allows (no later step could do better), and
+// runs all 30 steps when the target cannot be reached.
+func TestCalibrateStopsOnTarget(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		rate      func(kappa float64) float64
+		wantSteps int
+		wantKappa string
+	}{
+		// kappa 0.5, 0.25, 0.375, 0.3125, 0.28125, 0.296875, 0.3046875,
+		// 0.30078125: 300 of 1000 queries, on target at step 8.
+		{"reachable", func(k float64) float64 { return k }, 8, "0.300781"},
+		{"unreachable", func(k float64) float64 { return map[bool]float64{false: 0, true: 1}[k >= 0.5] }, 30, "0.25"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			steps := 0
+			pass := func(_ context.Context, s Spec, events []streams.Example, _ int, _ uint64, _ Options) (Run, error) {
+				steps++
+				var p struct{ Kappa float64 }
+				if err := json.Unmarshal(s.Params, &p); err != nil {
+					return Run{}, err
+				}
+				return Run{Events: len(events), Queries: int(math.Floor(tc.rate(p.Kappa) * float64(len(events))))}, nil
+			}
+			s, err := CalibrateWith(context.Background(), pass, Spec{Name: "bbq-i"}, make([]streams.Example, 1000), 2, 1, 0.3, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var p map[string]json.RawMessage
+			json.Unmarshal(s.Params, &p)
+			if steps != tc.wantSteps || string(p["kappa"]) != tc.wantKappa {
+				t.Fatalf("%d steps chose kappa %s; want %d steps, %s", steps, p["kappa"], tc.wantSteps, tc.wantKappa)
+			}
+		})
+	}
+}

@@ -183,7 +183,9 @@ func queryParam(name string) (param string, lo, hi float64, logScale bool, ok bo
 // Calibrate sets a sampling learner's query parameter so that its query rate
 // on events is as close to target as bisection finds in 30 steps (the rate is
 // monotone in the parameter up to sampling noise; the seed is fixed, so the
-// search is deterministic). Learners without a query rule are returned as
+// search is deterministic). It stops earlier once a step's query count is
+// the closest to target that the event count allows: no later step could
+// do strictly better, so the choice is the one all 30 steps would make. Learners without a query rule are returned as
 // they are. The chosen value is written into the spec's parameters, which the
 // summary reports.
 func Calibrate(ctx context.Context, s Spec, events []streams.Example, dim int, seed uint64, target float64) (Spec, error) {
@@ -227,6 +229,12 @@ func CalibrateWith(ctx context.Context, pass Pass, s Spec, events []streams.Exam
 		if gap := math.Abs(rate - target); gap < bestGap {
 			best, bestGap = cand, gap
 		}
+		if bestGap <= closestRate(target, run.Events) {
+			if progress != nil {
+				fmt.Fprintf(progress, "  calibrate %s: on target after %d steps\n", s.label(), step+1)
+			}
+			break
+		}
 		if rate < target {
 			lo = mid
 		} else {
@@ -234,6 +242,17 @@ func CalibrateWith(ctx context.Context, pass Pass, s Spec, events []streams.Exam
 		}
 	}
 	return best, nil
+}
+
+// closestRate is the smallest gap between target and a query rate q/events
+// for a whole number of queries q (computed as the rates are).
+func closestRate(target float64, events int) float64 {
+	if events <= 0 {
+		return 0
+	}
+	e := float64(events)
+	q := math.Floor(target * e)
+	return min(math.Abs(q/e-target), math.Abs((q+1)/e-target))
 }
 
 // WriteFiles writes summary.json and curve.csv into dir.
