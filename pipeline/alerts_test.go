@@ -6,11 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/driftstream/driftstream/internal/wire"
 	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/driftstream/driftstream/internal/wire"
 
 	"github.com/driftstream/driftstream/checkpoint"
 	"github.com/driftstream/driftstream/drift"

@@ -62,7 +62,7 @@ func (r *Runner) catchUp(ctx context.Context, k *Kept, epoch checkpoint.Epoch) (
 	if res, err = k.w.restored(snap, sink); err != nil {
 		return giveUp(err)
 	}
-	res.Resumed, res.Unparked, res.CaughtUp = true, k.parked, read
+	res.Origin, res.CaughtUp = k.origin(), read
 	k.w.SetEpoch(epoch)
 	if err := r.w.Close(); err != nil { // the kept worker has its own key store
 		r.log.Warn("closing the partition's unused key store", "err", err)

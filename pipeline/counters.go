@@ -221,3 +221,10 @@ func (p *published) get() Snapshot {
 	defer p.mu.Unlock()
 	return p.snap
 }
+
+// KeyCount is how many keys a partition holds, and how many of them are in
+// memory: fewer than Keys only with a key store (UseKeyStore), which holds
+// the rest on disk.
+type KeyCount struct{ Keys, Resident int }
+
+func (w *Worker) keyCount() KeyCount { return KeyCount{Keys: w.Keys(), Resident: w.Resident()} }

@@ -34,7 +34,7 @@ func TestSnapshotCountsTheRunnersOwnRecords(t *testing.T) {
 	h := newHarness(t, 2600, 9, false)
 	a := h.runUntil(1, 1200)
 	first := a.Snapshot()
-	if first.Totals != a.w.Totals() || !first.Restored || first.Restore.Resumed || first.Totals.Events == 0 {
+	if first.Totals != a.w.Totals() || !first.Restored || first.Restore.Origin.Resumed() || first.Totals.Events == 0 {
 		t.Fatalf("the first runner's snapshot %+v, its worker's counters %+v", first.Totals, a.w.Totals())
 	}
 	h.kept, h.feed.bounded = a.Kept(), true
@@ -47,7 +47,7 @@ func TestSnapshotCountsTheRunnersOwnRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	snap, all := c.Snapshot(), c.w.Totals()
-	if !snap.Restore.Resumed {
+	if !snap.Restore.Origin.Resumed() {
 		t.Fatal("the second runner did not resume the kept state")
 	}
 	own := all.since(first.Totals)

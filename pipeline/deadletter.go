@@ -172,3 +172,19 @@ func sha256Hex(b []byte) string {
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }
+
+// Dead-letter reasons, the values of the metric label and of the counters above.
+const (
+	ReasonMissingKey   = "missing_key"
+	ReasonKeyTooLong   = "key_too_long"
+	ReasonInvalidEvent = "invalid_event"
+	ReasonRejected     = "rejected_by_learner"
+	// ReasonOutputTooLarge and ReasonOutputInvalid are the dead letters that
+	// replace an output the broker refused as too large, or as an invalid
+	// or corrupt record (made by the service's sink, not by a worker).
+	ReasonOutputTooLarge = "output_too_large"
+	ReasonOutputInvalid  = "output_invalid"
+)
+
+// Reasons are every dead-letter reason.
+var Reasons = []string{ReasonMissingKey, ReasonKeyTooLong, ReasonInvalidEvent, ReasonRejected, ReasonOutputTooLarge, ReasonOutputInvalid}

@@ -95,8 +95,8 @@ func BenchmarkParkedRestart(b *testing.B) {
 			b.Fatal(err)
 		}
 		first, obs := run(int32(5*i+1), ks, nil)
-		if obs.res.Resumed || first.Kept() == nil || first.Kept().Keys() != nkeys {
-			b.Fatalf("first runner: resumed %v, kept %v", obs.res.Resumed, first.Kept())
+		if obs.res.Origin.Resumed() || first.Kept() == nil || first.Kept().Keys() != nkeys {
+			b.Fatalf("first runner: resumed %v, kept %v", obs.res.Origin.Resumed(), first.Kept())
 		}
 		restore = append(restore, obs.took.Seconds())
 
@@ -117,8 +117,8 @@ func BenchmarkParkedRestart(b *testing.B) {
 		}
 		unparking := time.Since(start)
 		second, obs := run(int32(5*i+2), nil, kept)
-		if !obs.res.Unparked || second.Worker().Keys() != nkeys {
-			b.Fatalf("second runner: unparked %v, %d keys", obs.res.Unparked, second.Worker().Keys())
+		if obs.res.Origin != FromParked || second.w.Keys() != nkeys {
+			b.Fatalf("second runner: unparked %v, %d keys", obs.res.Origin == FromParked, second.w.Keys())
 		}
 		resume = append(resume, (unparking + obs.took).Seconds())
 
@@ -138,8 +138,8 @@ func BenchmarkParkedRestart(b *testing.B) {
 		}
 		unparking = time.Since(start)
 		third, obs := run(int32(5*i+4), nil, kept)
-		if !obs.res.Unparked || obs.res.CaughtUp != tail || third.Worker().Keys() != nkeys {
-			b.Fatalf("third runner: unparked %v, caught up %d positions (want %d), %d keys", obs.res.Unparked, obs.res.CaughtUp, tail, third.Worker().Keys())
+		if obs.res.Origin != FromParked || obs.res.CaughtUp != tail || third.w.Keys() != nkeys {
+			b.Fatalf("third runner: unparked %v, caught up %d positions (want %d), %d keys", obs.res.Origin == FromParked, obs.res.CaughtUp, tail, third.w.Keys())
 		}
 		catchUp = append(catchUp, (unparking + obs.took).Seconds())
 		third.Kept().Close()
@@ -149,8 +149,8 @@ func BenchmarkParkedRestart(b *testing.B) {
 			b.Fatal(err)
 		}
 		fourth, obs := run(int32(5*i+5), ks, nil)
-		if obs.res.Resumed || fourth.Worker().Keys() != nkeys {
-			b.Fatalf("fourth runner: resumed %v, %d keys", obs.res.Resumed, fourth.Worker().Keys())
+		if obs.res.Origin.Resumed() || fourth.w.Keys() != nkeys {
+			b.Fatalf("fourth runner: resumed %v, %d keys", obs.res.Origin.Resumed(), fourth.w.Keys())
 		}
 		restoreNow = append(restoreNow, obs.took.Seconds())
 		fourth.Kept().Close()

@@ -76,8 +76,8 @@ func TestParkedStateResumesOnlyWhenNothingCameBetween(t *testing.T) {
 				t.Fatal(err)
 			}
 			resumed := !tc.tailGone
-			if got := h.store.loads.Load() - loads; obs.res.Resumed != resumed || obs.res.Unparked != resumed || got != map[bool]int64{true: 0, false: 1}[resumed] {
-				t.Fatalf("resumed %v (unparked %v) after %d loads of the changelog; want resumed %v", obs.res.Resumed, obs.res.Unparked, got, resumed)
+			if got := h.store.loads.Load() - loads; obs.res.Origin.Resumed() != resumed || (obs.res.Origin == FromParked) != resumed || got != map[bool]int64{true: 0, false: 1}[resumed] {
+				t.Fatalf("resumed %v (unparked %v) after %d loads of the changelog; want resumed %v", obs.res.Origin.Resumed(), obs.res.Origin == FromParked, got, resumed)
 			}
 			wantFrom, wantCaught := int64(400), int64(0)
 			if tc.between {

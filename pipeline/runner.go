@@ -4,218 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"math/rand/v2"
-	"net"
-	"syscall"
 	"time"
 
 	"github.com/driftstream/driftstream/checkpoint"
 )
-
-// Source delivers one partition's input records.
-type Source interface {
-	// Records delivers records in batches (what one fetch returned, say), in
-	// offset order per input topic: one channel operation per batch rather
-	// than per record. It is closed when a bounded input (a file, a topic
-	// range) is exhausted. A Fetched with Err set reports a failed read; it
-	// ends its batch and nothing follows it.
-	Records() <-chan []Fetched
-	// Close stops the source and waits for its goroutines.
-	Close() error
-}
-
-// Fetched is a record read by a Source, or its read error.
-type Fetched struct {
-	Record
-	// HighWatermark is the partition's end offset when the record was read
-	// (0 when unknown), for lag.
-	HighWatermark int64
-	Err           error
-}
-
-// Opener opens a partition's source at offsets from (per input topic).
-type Opener func(ctx context.Context, from [2]int64) (Source, error)
-
-// Sink writes outputs to where they are read (output topics, a report).
-type Sink interface {
-	// Write returns once every output is durable.
-	Write(ctx context.Context, outs []Output) error
-}
-
-// Committer records the input offsets a partition has checkpointed through
-// (a consumer group's committed offsets); outputs below them are not
-// repeated after a restart.
-type Committer interface {
-	// Commit records next, the offset to read next per input topic (−1 for a
-	// topic with nothing to commit).
-	Commit(ctx context.Context, next [2]int64) error
-}
-
-// ErrLost is returned (wrapped) by a Source, Sink, Committer or Store when the
-// partition is no longer this member's (its group generation ended). The
-// Runner stops without writing anything more and without failing: the new
-// owner takes over from the last checkpoint.
-var ErrLost = errors.New("partition ownership lost")
-
-// retriable marks an error that the Runner retries in place.
-type retriable struct{ error }
-
-func (r retriable) Unwrap() error { return r.error }
-
-// Retriable marks err as worth retrying in place (a leader change, a timeout,
-// a reset connection).
-func Retriable(err error) error {
-	if err == nil {
-		return nil
-	}
-	return retriable{err}
-}
-
-// IsRetriable reports whether err is worth retrying in place: marked with
-// Retriable, a timeout, a refused or reset connection, an unexpected EOF, or
-// an error that says it is temporary (as Kafka protocol errors do).
-func IsRetriable(err error) bool {
-	var r retriable
-	var tmp interface{ Temporary() bool }
-	var ne net.Error
-	switch {
-	case err == nil || errors.Is(err, ErrLost) || errors.Is(err, context.Canceled):
-		return false
-	case errors.As(err, &r):
-		return true
-	case errors.As(err, &ne) && ne.Timeout():
-		return true
-	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE),
-		errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF), errors.Is(err, context.DeadlineExceeded):
-		return true
-	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH), errors.Is(err, syscall.ENETDOWN),
-		errors.Is(err, syscall.ECONNABORTED), errors.Is(err, syscall.EHOSTDOWN), errors.Is(err, syscall.ETIMEDOUT):
-		// The network between here and a broker: a failover or a healed
-		// partition cures them (Kafka moves a partition's leadership in
-		// seconds), so they are retried for the retry timeout like a refused
-		// connection.
-		return true
-	case errors.As(err, &tmp):
-		return tmp.Temporary()
-	}
-	return false
-}
-
-// Step names a stage of the partition loop, in errors and metrics.
-type Step string
-
-// The steps of the partition loop.
-const (
-	StepRestore Step = "restore"
-	StepClaim   Step = "claim"
-	StepSource  Step = "source"
-	StepProcess Step = "process"
-	StepSink    Step = "sink"
-	StepStore   Step = "store"
-	StepCommit  Step = "commit"
-	// StepKeyStore is the partition's on-disk key store (a full or hung
-	// disk, a damaged table), whichever step met its failure.
-	StepKeyStore Step = "key_store"
-	// StepFinal is the last checkpoint of a stopping partition, when it
-	// failed for want of time rather than at one step.
-	StepFinal Step = "final"
-)
-
-// Steps are every Step, in loop order.
-var Steps = []Step{StepRestore, StepClaim, StepSource, StepProcess, StepSink, StepStore, StepCommit, StepKeyStore, StepFinal}
-
-// PartitionError ends a partition: a permanent error, or a retriable one
-// that persisted past the retry bound.
-type PartitionError struct {
-	Partition int
-	Step      Step
-	Err       error
-}
-
-func (e *PartitionError) Error() string {
-	return fmt.Sprintf("partition %d failed at %s: %v", e.Partition, e.Step, e.Err)
-}
-
-func (e *PartitionError) Unwrap() error { return e.Err }
-
-// Backoff is the retry policy of the Runner: capped exponential backoff with
-// full jitter, for at most Timeout per failing step.
-type Backoff struct {
-	Initial, Max time.Duration
-	// Timeout bounds how long one step keeps failing before the partition
-	// fails.
-	Timeout time.Duration
-}
-
-// DefaultBackoff retries from 100 ms up to 5 s between attempts, for 2 min.
-var DefaultBackoff = Backoff{Initial: 100 * time.Millisecond, Max: 5 * time.Second, Timeout: 2 * time.Minute}
-
-// Hook is anything that wants to hear of a Runner's events (the service's
-// metrics, a backtest's scorer): a value implementing any of RestoredHook,
-// RecordHook, CheckpointedHook and RetryingHook, whose methods the Runner
-// calls; the rest it is not told of. Counters need no hook: Runner.Snapshot
-// reads them at any time.
-type Hook any
-
-// RestoredHook hears once per Run that the partition was restored or
-// resumed, from the partition's goroutine.
-type RestoredHook interface {
-	Restored(res Restored, keys KeyCount, took time.Duration)
-}
-
-// RecordHook hears of every record processed, from the partition's
-// goroutine, with what it did to the counters.
-type RecordHook interface {
-	Record(f *Fetched, e Effect)
-}
-
-// CheckpointedHook hears of every checkpoint committed, from the
-// partition's write-behind goroutine.
-type CheckpointedHook interface {
-	Checkpointed(records, bytes int, keys KeyCount, took time.Duration)
-}
-
-// RetryingHook hears of every retriable error about to be retried, from
-// the partition's goroutine or its write-behind's.
-type RetryingHook interface {
-	Retrying(step Step, err error, attempt int, wait time.Duration)
-}
-
-// hooks are a Runner's hooks, sorted by the events they hear of.
-type hooks struct {
-	restored     []RestoredHook
-	record       []RecordHook
-	checkpointed []CheckpointedHook
-	retrying     []RetryingHook
-}
-
-func sortHooks(hs []Hook) hooks {
-	var h hooks
-	for _, x := range hs {
-		if x, ok := x.(RestoredHook); ok {
-			h.restored = append(h.restored, x)
-		}
-		if x, ok := x.(RecordHook); ok {
-			h.record = append(h.record, x)
-		}
-		if x, ok := x.(CheckpointedHook); ok {
-			h.checkpointed = append(h.checkpointed, x)
-		}
-		if x, ok := x.(RetryingHook); ok {
-			h.retrying = append(h.retrying, x)
-		}
-	}
-	return h
-}
-
-// KeyCount is how many keys a partition holds, and how many of them are in
-// memory: fewer than Keys only with a key store (UseKeyStore), which holds
-// the rest on disk.
-type KeyCount struct{ Keys, Resident int }
-
-func (w *Worker) keyCount() KeyCount { return KeyCount{Keys: w.Keys(), Resident: w.Resident()} }
 
 // RunnerConfig configures a Runner.
 type RunnerConfig struct {
@@ -267,62 +60,6 @@ type RunnerConfig struct {
 	CacheKeys int
 }
 
-// PositionedStore is a Store that reports where its records land in a
-// partition's log (checkpoint.KafkaStore and MemoryStore do). With it, a
-// partition that stays with its member across a rebalance keeps its
-// in-memory state instead of restoring it.
-type PositionedStore interface {
-	checkpoint.Store
-	// ClaimAt is Claim, returning the ownership record's position.
-	ClaimAt(ctx context.Context, o checkpoint.Ownership) (int64, error)
-	// WriteAt is Write, returning the position after the marker.
-	WriteAt(ctx context.Context, keys []checkpoint.KeyRecord, m checkpoint.Marker) (int64, error)
-	// LoadRange absorbs the records at positions [from, to) into snap, a
-	// snapshot from checkpoint.Resume: a kept state catching up.
-	LoadRange(ctx context.Context, partition int, from, to int64, snap *checkpoint.Snapshot) error
-}
-
-// Kept is a partition's state after a clean stop (final checkpoint written
-// and committed), held in memory for the partition's next Runner in the
-// same process, or parked (Park) for the next process. It is the log's
-// state at the position where its last checkpoint ended: the next Runner
-// resumes it as is when its own claim lands right there, catches it up from
-// the records written in between otherwise (catchUp), and restores from the
-// store only when those cannot be read.
-type Kept struct {
-	w     *Worker
-	end   int64 // the store position after the last record written
-	epoch checkpoint.Epoch
-	// parked is set when the state comes from a parked key store (Unpark).
-	parked bool
-}
-
-// Keys is the number of keys the kept state holds.
-func (k *Kept) Keys() int { return k.w.Keys() }
-
-// Close releases the kept state's key store, if it has one: call it when
-// the state will not be resumed.
-func (k *Kept) Close() error { return k.w.Close() }
-
-// positions records where a PositionedStore's writes end, for Kept.
-type positions struct {
-	PositionedStore
-	end   int64
-	known bool
-}
-
-func (p *positions) Claim(ctx context.Context, o checkpoint.Ownership) error {
-	at, err := p.ClaimAt(ctx, o)
-	p.end, p.known = at+1, err == nil
-	return err
-}
-
-func (p *positions) Write(ctx context.Context, keys []checkpoint.KeyRecord, m checkpoint.Marker) error {
-	end, err := p.WriteAt(ctx, keys, m)
-	p.end, p.known = end, err == nil
-	return err
-}
-
 // Runner is the partition loop of DESIGN §4, the one that the service, the
 // backtest and the demo all run: restore the partition's keys, claim the
 // partition under a new epoch, read from the replay start, process, and
@@ -367,10 +104,6 @@ type request struct {
 	fn    func(*Worker) (changed bool)
 	reply chan error
 }
-
-// ErrNotRunning is Runner.Do's answer when the partition is not processing
-// records: it stopped, or has not started.
-var ErrNotRunning = errors.New("partition is not running")
 
 // Do runs fn on the partition's own goroutine, between two records, so that
 // fn may read and change the worker without locks. When fn reports a change,
@@ -436,9 +169,6 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 	return r, nil
 }
 
-// Worker is the runner's worker, for reading its counters after Run.
-func (r *Runner) Worker() *Worker { return r.w }
-
 // Snapshot returns the partition's counters and gauges as published after
 // the last record processed. It is safe to call from any goroutine, at any
 // time: before Run, it is the zero Snapshot.
@@ -485,47 +215,11 @@ func (r *Runner) Run(ctx context.Context) error {
 	return err
 }
 
-// IsFinal reports whether err is a failure of the last checkpoint written
-// when the partition stopped (its outputs, key records or commit not
-// written within FinalTimeout). Nothing is lost then: the partition's next
-// owner replays from the last checkpoint written; after a revocation (the
-// broker unreachable past the session timeout) it is not the partition's
-// failure.
-func IsFinal(err error) bool { return errors.As(err, new(finalError)) }
-
 // claim writes the ownership record of epoch e.
 func (r *Runner) claim(ctx context.Context, e checkpoint.Epoch) error {
 	return r.do(ctx, StepClaim, func(ctx context.Context) error {
 		return r.cfg.Store.Claim(ctx, checkpoint.Ownership{Partition: r.cfg.Partition, Epoch: e, Owner: r.cfg.Owner})
 	})
-}
-
-// resume takes over the kept state when the claim of the next epoch lands
-// right where the kept state's last checkpoint ended: nothing was written to
-// the partition in between, so the store holds exactly what memory holds.
-// When something was, the kept state catches up from the log's tail
-// (catchUp). ok is false when there is no kept state to take.
-func (r *Runner) resume(ctx context.Context) (res Restored, ok bool, err error) {
-	k := r.cfg.Kept
-	if k == nil || r.pos == nil {
-		return Restored{}, false, nil
-	}
-	epoch := checkpoint.NextEpoch(k.epoch, r.cfg.Generation)
-	if err := r.claim(ctx, epoch); err != nil {
-		k.Close() // the claim's error is the one to report
-		return Restored{}, false, err
-	}
-	if r.pos.end-1 != k.end {
-		r.log.Info("partition state kept (in memory, or parked by a former process), but its checkpoint log moved on since: catching it up from the log's tail", "parked", k.parked, "kept_end", k.end, "claimed_at", r.pos.end-1)
-		return r.catchUp(ctx, k, epoch)
-	}
-	if err := r.w.Close(); err != nil { // the kept worker has its own key store
-		r.log.Warn("closing the partition's unused key store", "err", err)
-	}
-	r.w = k.w
-	r.w.SetEpoch(epoch)
-	t := r.w.Through()
-	return Restored{From: [2]int64{t[0] + 1, t[1] + 1}, MaxEpoch: epoch, Resumed: true, Unparked: k.parked}, true, nil
 }
 
 func (r *Runner) run(ctx context.Context) error {
@@ -565,7 +259,7 @@ func (r *Runner) run(ctx context.Context) error {
 	for _, h := range r.hooks.restored {
 		h.Restored(res, r.w.keyCount(), time.Since(start))
 	}
-	r.log.Info("partition restored", "keys", r.w.Keys(), "resumed_from_memory", resumed && !res.Unparked, "resumed_from_parked", res.Unparked, "caught_up_records", res.CaughtUp, "replay_from", res.From[0], "committed", committed[0],
+	r.log.Info("partition restored", "keys", r.w.Keys(), "from", res.Origin.String(), "caught_up_records", res.CaughtUp, "replay_from", res.From[0], "committed", committed[0],
 		"epoch", r.w.epoch.String(), "fenced_records", res.Fenced, "restore_ms", time.Since(start).Milliseconds())
 
 	var src Source
@@ -699,27 +393,6 @@ func (r *Runner) final(wb *writeBehind, since int) error {
 	return nil
 }
 
-// finalError is a failure of the last checkpoint: a failure even though ctx
-// has ended.
-type finalError struct{ error }
-
-func (e finalError) Unwrap() error { return e.error }
-
-// keyStoreError is an error of the worker's key store (KeyStore).
-type keyStoreError struct{ error }
-
-func (e keyStoreError) Unwrap() error { return e.error }
-
-// stepError ends the partition at step, or at StepKeyStore when the key
-// store is what failed.
-func (r *Runner) stepError(step Step, err error) *PartitionError {
-	var ke keyStoreError
-	if errors.As(err, &ke) {
-		step = StepKeyStore
-	}
-	return &PartitionError{Partition: r.cfg.Partition, Step: step, Err: err}
-}
-
 // checkpoint takes the outputs so far and a checkpoint of the worker, and
 // hands them to the write-behind, which writes the outputs, the key records
 // and marker, and commits, in that order; reply, when set, gets the result.
@@ -736,54 +409,4 @@ func (r *Runner) checkpoint(wb *writeBehind, reply chan error) error {
 		}
 	}
 	return wb.put(job{outs: r.w.TakeOutputs(), ckpt: &pendingCheckpoint{batch: batch, next: next, keys: r.w.keyCount(), taken: time.Now()}, reply: reply})
-}
-
-// do runs fn until it succeeds, retrying retriable errors with backoff for
-// at most Retry.Timeout.
-func (r *Runner) do(ctx context.Context, step Step, fn func(context.Context) error) error {
-	first := time.Now()
-	for attempt := 0; ; {
-		err := fn(ctx)
-		if err == nil || errors.Is(err, ErrLost) {
-			return err
-		}
-		if err := r.backoff(ctx, step, err, &attempt, first); err != nil {
-			return err
-		}
-	}
-}
-
-// backoff waits before the next attempt at a failing step, or returns the
-// error that ends the partition: err itself when it is permanent, a
-// *PartitionError when the step has been failing for longer than
-// Retry.Timeout, ctx's error when ctx ends first.
-func (r *Runner) backoff(ctx context.Context, step Step, err error, attempt *int, since time.Time) error {
-	if ctx.Err() != nil {
-		return &PartitionError{Partition: r.cfg.Partition, Step: step, Err: fmt.Errorf("%w; last error: %v", ctx.Err(), err)}
-	}
-	if !IsRetriable(err) {
-		return &PartitionError{Partition: r.cfg.Partition, Step: step, Err: err}
-	}
-	if time.Since(since) > r.cfg.Retry.Timeout {
-		return &PartitionError{Partition: r.cfg.Partition, Step: step,
-			Err: fmt.Errorf("still failing after %s of retries: %w", r.cfg.Retry.Timeout.Round(time.Millisecond), err)}
-	}
-	ceil := r.cfg.Retry.Initial << min(*attempt, 30)
-	if ceil <= 0 || ceil > r.cfg.Retry.Max {
-		ceil = r.cfg.Retry.Max
-	}
-	wait := r.cfg.Retry.Initial/2 + time.Duration(rand.Int64N(int64(ceil))) // full jitter above a floor
-	*attempt++
-	for _, h := range r.hooks.retrying {
-		h.Retrying(step, err, *attempt, wait)
-	}
-	r.log.Warn("retrying", "step", string(step), "attempt", *attempt, "wait", wait.String(), "error", err)
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return &PartitionError{Partition: r.cfg.Partition, Step: step, Err: fmt.Errorf("%w; last error: %v", ctx.Err(), err)}
-	case <-t.C:
-		return nil
-	}
 }

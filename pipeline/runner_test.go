@@ -758,8 +758,8 @@ func TestKeptStateResumesOnlyWhenNothingCameBetween(t *testing.T) {
 			between := tc.owners > 0
 			resumed := !tc.tailGone
 			wantRanges := map[bool]int64{false: 0, true: int64(min(tc.owners, 2))}[between]
-			if got := h.store.loads.Load() - loads; obs.res.Resumed != resumed || got != map[bool]int64{true: 0, false: 1}[resumed] || h.store.ranges.Load() != wantRanges {
-				t.Fatalf("resumed %v after %d loads and %d ranges of the store; want resumed %v, %d ranges", obs.res.Resumed, got, h.store.ranges.Load(), resumed, wantRanges)
+			if got := h.store.loads.Load() - loads; obs.res.Origin.Resumed() != resumed || got != map[bool]int64{true: 0, false: 1}[resumed] || h.store.ranges.Load() != wantRanges {
+				t.Fatalf("resumed %v after %d loads and %d ranges of the store; want resumed %v, %d ranges", obs.res.Origin.Resumed(), got, h.store.ranges.Load(), resumed, wantRanges)
 			}
 			// Caught up through everything the others wrote, up to c's claim
 			// (and, past an epoch above it, its second claim).

@@ -163,7 +163,7 @@ func (s *Service) Partitions(ctx context.Context) []PartitionInfo {
 	for _, st := range s.running() {
 		snap := st.snapshot()
 		res := snap.Restore
-		pi := PartitionInfo{Partition: st.p, State: "restoring", Keys: -1, KeysInMemory: -1, Lag: snap.Lag, Resumed: res.Resumed && !res.Unparked, Unparked: res.Unparked, CaughtUp: res.CaughtUp}
+		pi := PartitionInfo{Partition: st.p, State: "restoring", Keys: -1, KeysInMemory: -1, Lag: snap.Lag, Resumed: res.Origin == pipeline.FromMemory, Unparked: res.Origin == pipeline.FromParked, CaughtUp: res.CaughtUp}
 		if err, ok := failed[st.p]; ok {
 			pi.State, pi.Error = "failed", err.Error()
 		} else if r := st.runner.Load(); r != nil && snap.Restored {

@@ -99,10 +99,10 @@ func (s *Service) observer() *partitionObserver { return &partitionObserver{s: s
 // Restored counts how the partition got its state.
 func (o *partitionObserver) Restored(res pipeline.Restored, _ pipeline.KeyCount, took time.Duration) {
 	c := o.s.count
-	switch {
-	case res.Unparked:
+	switch res.Origin {
+	case pipeline.FromParked:
 		c.unparked.Add(1)
-	case res.Resumed:
+	case pipeline.FromMemory:
 		c.resumed.Add(1)
 	default:
 		if m := o.s.cfg.Metrics; m != nil {

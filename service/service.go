@@ -148,6 +148,10 @@ type Service struct {
 	count *counters
 	parts sync.Map // partition → *partState
 
+	// keptMu guards kept, and is held while a kept state is released —
+	// parked on disk, which takes a moment — so that a partition assigned
+	// again meanwhile (keptOrParked) finds either the state in kept or the
+	// finished park, never a park half written.
 	keptMu sync.Mutex
 	kept   map[int]*pipeline.Kept // state of partitions revoked cleanly, for when they come back
 	// keyStores counts the key stores opened (StateDir), naming their directories.

@@ -12,94 +12,6 @@ import (
 	"github.com/driftstream/driftstream/topics"
 )
 
-// Checkpoint writes every key changed since the last checkpoint, then the
-// partition marker, to store, under the worker's epoch. The caller flushes
-// outputs before and commits input offsets after (DESIGN §4); on error nothing
-// is marked clean. A dirty key the worker does not hold (its record was
-// unreadable and replay has not rebuilt it) is written with an empty state,
-// which supersedes the unreadable record.
-func (w *Worker) Checkpoint(ctx context.Context, store checkpoint.Store) (records, bytes int, err error) {
-	c, err := w.TakeCheckpoint()
-	if err != nil {
-		return 0, 0, err
-	}
-	if err := store.Write(ctx, c.Keys, c.Marker); err != nil {
-		for _, rec := range c.Keys {
-			w.markDirty(rec.Key, w.keys[rec.Key]) // an evicted key is read back from the key store
-		}
-		return 0, 0, fmt.Errorf("checkpoint partition %d: %w", w.partition, err)
-	}
-	return len(c.Keys), c.Bytes, nil
-}
-
-// markDirty records that key changed since the last checkpoint; ks is the
-// key's state, nil when the worker does not hold it.
-func (w *Worker) markDirty(key string, ks *keyState) {
-	if ks != nil {
-		ks.unstored = true
-		if ks.dirty {
-			return
-		}
-		ks.dirty = true
-	}
-	w.dirty = append(w.dirty, key)
-}
-
-// CheckpointBatch is one checkpoint of a partition, encoded and ready to write:
-// the key records of every key changed since the last one, and the marker.
-// It shares no memory with the worker, so it can be written while the
-// worker goes on (the Runner's write-behind).
-type CheckpointBatch struct {
-	Keys   []checkpoint.KeyRecord
-	Marker checkpoint.Marker
-	// Bytes is the learner state the key records hold.
-	Bytes int
-}
-
-// TakeCheckpoint encodes every key changed since the last checkpoint, and
-// the marker of the offsets processed so far, and marks the keys clean: the
-// caller must write the batch, or fail the partition (a restore then
-// starts from the last batch written). With a key store, the clean keys
-// beyond the cache's bound are then evicted (Worker.spill); on error no key
-// is marked clean and none evicted.
-func (w *Worker) TakeCheckpoint() (CheckpointBatch, error) {
-	slices.Sort(w.dirty) // deterministic record order
-	w.dirty = slices.Compact(w.dirty)
-	keys := w.dirty
-	c := CheckpointBatch{Keys: make([]checkpoint.KeyRecord, 0, len(keys)), Marker: checkpoint.Marker{Partition: w.partition, Epoch: w.epoch, Through: w.through}}
-	fail := func(err error) (CheckpointBatch, error) { // every key stays dirty
-		return CheckpointBatch{}, fmt.Errorf("checkpoint partition %d: %w", w.partition, err)
-	}
-	for _, k := range keys {
-		rec := checkpoint.KeyRecord{Partition: w.partition, Key: k, Epoch: w.epoch, AppliedThrough: [2]int64{checkpoint.NoOffset, checkpoint.NoOffset}}
-		ks, ok, err := w.lookup(k) // held, unless its record was unreadable
-		if err != nil {
-			return fail(err)
-		}
-		if ok {
-			b, err := encodeState(ks)
-			if err != nil {
-				return fail(fmt.Errorf("key %q: %w", k, err))
-			}
-			rec.AppliedThrough, rec.State = ks.applied, b
-		}
-		c.Bytes += len(rec.State)
-		c.Keys = append(c.Keys, rec)
-	}
-	if w.cache != nil {
-		if err := w.spill(&c); err != nil {
-			return fail(err)
-		}
-	}
-	for _, k := range keys {
-		if ks, ok := w.keys[k]; ok {
-			ks.dirty = false
-		}
-	}
-	w.dirty = keys[:0] // the records hold the strings, not the slice
-	return c, nil
-}
-
 // Restored is what Restore found.
 type Restored struct {
 	// From is the offset per input topic to resume reading from.
@@ -118,16 +30,53 @@ type Restored struct {
 	// changelog that cannot be complete.
 	Marker  *checkpoint.Marker
 	Unowned int
-	// Resumed is set when the partition was not restored but resumed from
-	// the state this process kept across a rebalance (RunnerConfig.Kept).
-	Resumed bool
-	// Unparked is set, with Resumed, when that state was parked by a former
-	// process (Unpark) rather than kept in memory.
-	Unparked bool
-	// CaughtUp is, with Resumed, how many positions of the checkpoint log
-	// written after the kept state's last checkpoint (by other owners) were
-	// read to bring it up to date: 0 when nothing came between.
+	// Origin is where the partition's state came from.
+	Origin Origin
+	// CaughtUp is, for a resumed state, how many positions of the
+	// checkpoint log written after its last checkpoint (by other owners)
+	// were read to bring it up to date: 0 when nothing came between.
 	CaughtUp int64
+}
+
+// Origin is where a partition's state came from when its Runner started.
+// Resuming is the one name for reusing a state instead of restoring it: a
+// state kept in memory across a rebalance (Kept) or parked on disk by a
+// former process (Kept.Park, Unpark) resumes, catching up from the log's
+// tail when other owners wrote to it meanwhile (Restored.CaughtUp).
+type Origin uint8
+
+// Origins.
+const (
+	// FromChangelog: restored, the changelog read from its start.
+	FromChangelog Origin = iota
+	// FromMemory: resumed from the state this process kept (RunnerConfig.Kept).
+	FromMemory
+	// FromParked: resumed from the key store a former process parked (Unpark).
+	FromParked
+)
+
+// Resumed reports whether the state was resumed rather than restored.
+func (o Origin) Resumed() bool { return o != FromChangelog }
+
+// String names the origin: changelog, memory or parked.
+func (o Origin) String() string {
+	switch o {
+	case FromChangelog:
+		return "changelog"
+	case FromMemory:
+		return "memory"
+	case FromParked:
+		return "parked"
+	}
+	return "unknown"
+}
+
+// origin is where a kept state came from.
+func (k *Kept) origin() Origin {
+	if k.parked {
+		return FromParked
+	}
+	return FromMemory
 }
 
 // Restore loads the partition's checkpoint into an empty worker. A key whose
@@ -401,13 +350,3 @@ func (r *restoring) hold(rec *checkpoint.KeyRecord, ks *keyState) {
 		r.err = r.w.cache.set(rec)
 	}
 }
-
-// Through returns the last offset processed per input topic (−1 for none).
-func (w *Worker) Through() [2]int64 { return w.through }
-
-// SetEpoch sets the ownership epoch written into the worker's checkpoints.
-func (w *Worker) SetEpoch(e checkpoint.Epoch) { w.epoch = e }
-
-// SuppressBelow stops outputs for records below these offsets: they were
-// delivered before the restart (the group's committed offsets).
-func (w *Worker) SuppressBelow(offsets [2]int64) { w.suppress = offsets }

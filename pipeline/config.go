@@ -1,0 +1,179 @@
+package pipeline
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/driftstream/driftstream/drift"
+	"github.com/driftstream/driftstream/learners"
+	"github.com/driftstream/driftstream/topics"
+)
+
+// Config configures every worker of a service.
+type Config struct {
+	Learner string
+	Params  json.RawMessage
+	Seed    uint64
+	Vector  topics.Vectorizer
+	// MaxBytes bounds an input message (0: topics.DefaultMaxBytes).
+	MaxBytes int
+	// QueryScale is b of the margin rule b/(b+|score|) that asks for labels of
+	// unlabeled events for learners without a native query rule; 0 never asks.
+	QueryScale float64
+	// MaxPending bounds the unlabeled events awaiting their label per key
+	// (oldest dropped, counted as expired).
+	MaxPending int
+	// PendingTTL gives up an awaited label after this many later input
+	// records of its partition (an offset distance: deterministic on replay).
+	PendingTTL int64
+	// MaxPendingBytes bounds the bytes of a key's pending queries and early
+	// labels together (oldest dropped first, counted as expired); 0 means
+	// DefaultMaxPendingBytes. With the learner's state it bounds a key record.
+	MaxPendingBytes int
+	// MaxKeyBytes bounds a key's checkpoint record; Validate refuses a
+	// configuration whose learner and pending bounds could exceed it (a Kafka
+	// changelog record must fit in one message). 0 means DefaultMaxKeyBytes;
+	// negative means no limit (file and memory stores).
+	MaxKeyBytes int64
+	// MaxKeyMemory bounds one key's learner state in memory; 0 means
+	// DefaultMaxKeyMemory.
+	MaxKeyMemory int64
+	// MaxAbsValue bounds the magnitude of every input value (0 means
+	// DefaultMaxAbsValue): beyond it, one update can overflow a learner's
+	// state (second-order learners square the inputs).
+	MaxAbsValue float64
+	// TopicNames name the input topics in dead-letter headers.
+	TopicNames [2]string
+	// MaxKeyLength bounds an input record's key (0: DefaultMaxKeyLength):
+	// a longer one is dead-lettered (ReasonKeyTooLong) and gets no state.
+	MaxKeyLength int
+	// Outputs are the output topics' record limits; Validate refuses bounds
+	// whose outputs could exceed them, and dead letters are cut to fit.
+	Outputs OutputLimits
+	// Detectors are the drift detectors run per key (package drift), each on
+	// one signal; none by default.
+	Detectors []DetectorSpec
+	// OnDrift is what a confirmed drift does: OnDriftAlert (the default)
+	// emits an alert, OnDriftReset also restarts the key's learner.
+	OnDrift string
+	// AlertCooldown is the number of a key's events after an alert during
+	// which it raises no other (0: DefaultAlertCooldown).
+	AlertCooldown int64
+	// CooldownPerDetector applies the cooldown to each detector on its own
+	// (scoring detectors side by side) rather than to the key.
+	CooldownPerDetector bool
+	// Standardize z-scores each key's inputs by the running statistics of
+	// that key's earlier inputs (learners.Standardizer, checkpointed with the
+	// key) before its learner sees them; dense inputs only.
+	Standardize bool
+	// Population is the learner of the partition's population model, which
+	// learns every label and seeds each new key's learner (population.go):
+	// the keys' learner, or PopulationOff (the default; "" means it).
+	Population string
+}
+
+// Validate checks the configuration and fills defaults. It sizes the
+// learner's state before building one, so that a configuration too large for
+// memory or for one changelog message is refused with the figures instead of
+// failing at run time (or allocating the state to find out).
+func (c *Config) Validate() error {
+	if c.MaxPendingBytes == 0 {
+		c.MaxPendingBytes = DefaultMaxPendingBytes
+	}
+	if c.MaxKeyBytes == 0 {
+		c.MaxKeyBytes = DefaultMaxKeyBytes
+	}
+	if c.MaxKeyMemory == 0 {
+		c.MaxKeyMemory = DefaultMaxKeyMemory
+	}
+	if c.MaxAbsValue == 0 {
+		c.MaxAbsValue = DefaultMaxAbsValue
+	}
+	if c.MaxPendingBytes < 0 || c.MaxKeyMemory < 0 || !(c.MaxAbsValue > 0) || math.IsInf(c.MaxAbsValue, 0) {
+		return fmt.Errorf("max pending bytes %d, max key memory %d, max abs value %v: must be positive", c.MaxPendingBytes, c.MaxKeyMemory, c.MaxAbsValue)
+	}
+	if _, err := c.KeyRecordBytes(); err != nil {
+		return err
+	}
+	if c.Standardize && c.Vector.Hasher != nil && c.Vector.DenseDim == 0 {
+		return errors.New("standardize needs dense inputs (\"x\"): hashed named features would all become dense; scale them at the producer, or set a dense dimension")
+	}
+	if err := c.validatePopulation(); err != nil {
+		return err
+	}
+	if err := c.validateDetectors(); err != nil {
+		return err
+	}
+	if err := c.validateOutputs(); err != nil {
+		return err
+	}
+	if _, err := learners.New(c.Learner, c.Params, learners.Config{Dim: c.Vector.Dim}); err != nil {
+		return err
+	}
+	switch {
+	case c.QueryScale < 0 || math.IsNaN(c.QueryScale):
+		return fmt.Errorf("query scale %v: must be ≥ 0 (0 = never query)", c.QueryScale)
+	case c.MaxPending < 0:
+		return fmt.Errorf("max pending %d: must be ≥ 0", c.MaxPending)
+	case c.PendingTTL < 0:
+		return fmt.Errorf("pending TTL %d: must be ≥ 0", c.PendingTTL)
+	}
+	if c.MaxPending == 0 {
+		c.MaxPending = DefaultMaxPending
+	}
+	if c.PendingTTL == 0 {
+		c.PendingTTL = DefaultPendingTTL
+	}
+	if c.TopicNames[0] == "" {
+		c.TopicNames = [2]string{"events", "labels"}
+	}
+	return nil
+}
+
+// KeyRecordBytes bounds one key's checkpoint record: the learner's largest
+// snapshot, the pending bytes bound and framing. It fails with ErrTooLarge,
+// naming the sizes and what to change, when that exceeds MaxKeyBytes or the
+// learner's state exceeds MaxKeyMemory. Call it on a validated Config.
+func (c *Config) KeyRecordBytes() (int64, error) {
+	state, err := learners.StateBytes(c.Learner, c.Params, c.Vector.Dim)
+	if err != nil {
+		return 0, err
+	}
+	if state > c.MaxKeyMemory {
+		return 0, fmt.Errorf("learner %s in dimension %d holds up to %s per key, over the per-key memory budget of %s: lower the dimension (or hash bits), use a diagonal or first-order learner, or raise DRIFTSTREAM_MAX_KEY_MEMORY: %w",
+			c.Learner, c.Vector.Dim, byteSize(state), byteSize(c.MaxKeyMemory), ErrTooLarge)
+	}
+	if c.Standardize {
+		state += 16*int64(c.Vector.Dim) + 32 // mean and spread per coordinate
+	}
+	detectors := int64(0)
+	for _, d := range c.Detectors {
+		n, err := drift.MaxBytes(d.Detector, d.Params)
+		if err != nil {
+			return 0, err
+		}
+		detectors += int64(n) + 16 // its length, since-count and flags
+	}
+	total := state + int64(c.MaxPendingBytes) + keyOverhead + detectors
+	if c.MaxKeyBytes > 0 && total > c.MaxKeyBytes {
+		return 0, fmt.Errorf("a key record of learner %s in dimension %d can reach %s (state %s + pending queries %s), over DRIFTSTREAM_MAX_KEY_BYTES = %s, which must stay below the broker's message.max.bytes (1 MB by default): lower the dimension (or hash bits), use a diagonal learner (\"diagonal\": true) or a first-order one, lower DRIFTSTREAM_MAX_PENDING_BYTES, or raise both limits together: %w",
+			c.Learner, c.Vector.Dim, byteSize(total), byteSize(state), byteSize(int64(c.MaxPendingBytes)), byteSize(c.MaxKeyBytes), ErrTooLarge)
+	}
+	return total, nil
+}
+
+// byteSize prints a size in bytes with a binary unit.
+func byteSize(b int64) string {
+	const unit = 1024
+	if b < unit {
+		return fmt.Sprintf("%d B", b)
+	}
+	div, exp := int64(unit), 0
+	for n := b / unit; n >= unit && exp < 5; n /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB (%d bytes)", float64(b)/float64(div), "KMGTPE"[exp], b)
+}

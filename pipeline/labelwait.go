@@ -1,0 +1,200 @@
+package pipeline
+
+import (
+	"slices"
+	"time"
+
+	"github.com/driftstream/driftstream/learners"
+	"github.com/driftstream/driftstream/topics"
+)
+
+// pending is a label query waiting for its label. It keeps the prediction
+// decided for the event, so that the label, when it comes, scores that
+// prediction (a delayed label counts as labeled, and as a mistake when the
+// decided label was wrong) before it is learned.
+type pending struct {
+	id     string
+	offset int64
+	x      learners.Vector
+	// decided is the label predicted for the event, 0 when unknown (a key
+	// state written before predictions were kept); score is its margin.
+	decided int
+	score   float64
+	// queried is set when a label query was emitted for the event. x is
+	// kept only when the label will be learned (zero otherwise); with
+	// populationOnly, by the population model alone (a sampler's key did
+	// not ask for it).
+	queried        bool
+	populationOnly bool
+	// own and population are the key's learner's and the population
+	// model's labels for the event when a population model mixes them (0
+	// otherwise): the label, when it comes, updates the key's mixture.
+	own, population int8
+	// ts is the event's time, zero when it had none.
+	ts time.Time
+}
+
+// learnable reports whether the awaited label will be learned by the key.
+func (p pending) learnable() bool { return p.x.Dim() > 0 && !p.populationOnly }
+
+// early is a label from the labels topic that arrived before its event: the
+// two topics are read concurrently, so their interleaving is arbitrary.
+type early struct {
+	id     string
+	label  int
+	offset int64 // labels-topic offset, for the TTL
+}
+
+// labelWait is what a key holds between an event and its label.
+type labelWait struct {
+	pending []pending // in offset order; add and drop through await, dropAwaited, unawait
+	// awaited counts the ids in pending, so that a new event's duplicate id
+	// and a label's event are found without a scan.
+	awaited map[string]int32
+	early   []early // labels-topic labels waiting for their event, in arrival order
+	// held is the bytes of pending and early, bounded by MaxPendingBytes.
+	held int
+}
+
+// Sizes of pending entries, as counted against MaxPendingBytes.
+func (p pending) size() int { return len(p.id) + 48 + p.x.NNZ()*12 }
+
+func (e early) size() int { return len(e.id) + 24 }
+
+// await adds q to the key's events awaiting their label, the oldest dropped
+// past max entries; it returns how many it dropped.
+func (lw *labelWait) await(q pending, max int) int64 {
+	lw.pending = append(lw.pending, q)
+	lw.held += q.size()
+	lw.awaited[q.id]++
+	if len(lw.pending) > max {
+		lw.dropAwaited(1)
+		return 1
+	}
+	return 0
+}
+
+// dropAwaited drops the n oldest awaited events.
+func (lw *labelWait) dropAwaited(n int) {
+	for _, p := range lw.pending[:n] {
+		lw.held -= p.size()
+		lw.forget(p.id)
+	}
+	lw.pending = lw.pending[n:]
+}
+
+// unawait removes awaited event i (its label came).
+func (lw *labelWait) unawait(i int) {
+	lw.held -= lw.pending[i].size()
+	lw.forget(lw.pending[i].id)
+	lw.pending = slices.Delete(lw.pending, i, i+1)
+}
+
+func (lw *labelWait) forget(id string) {
+	if lw.awaited[id]--; lw.awaited[id] <= 0 {
+		delete(lw.awaited, id)
+	}
+}
+
+// bound drops the oldest pending queries, then the oldest early labels,
+// until the key holds at most max bytes of them.
+func (lw *labelWait) bound(max int, stats *Totals) {
+	for lw.held > max && len(lw.pending) > 0 {
+		lw.dropAwaited(1)
+		stats.LabelsExpired++
+	}
+	for lw.held > max && len(lw.early) > 0 {
+		lw.held -= lw.early[0].size()
+		lw.early = lw.early[1:]
+		stats.LabelsUnknown++
+	}
+}
+
+// sized is an entry counted against a key's byte bound.
+type sized interface{ size() int }
+
+// push appends e to list, keeps at most max entries (dropping the oldest),
+// and accounts their bytes in held. It returns the list and the number of
+// entries dropped.
+func push[T sized](list []T, e T, max int, held *int) ([]T, int64) {
+	list = append(list, e)
+	*held += e.size()
+	if len(list) > max {
+		*held -= list[0].size()
+		return list[1:], 1
+	}
+	return list, 0
+}
+
+// expire drops awaited events older than the TTL.
+func (w *Worker) expire(r Record, ks *keyState) {
+	pend, n := ks.pending(), 0
+	for n < len(pend) && r.Offset-pend[n].offset > w.cfg.PendingTTL {
+		n++
+	}
+	if n > 0 {
+		ks.wait.dropAwaited(n)
+		w.stats.LabelsExpired += int64(n)
+	}
+}
+
+// label joins a label record to its pending query and learns.
+func (w *Worker) label(r Record, key string, ks *keyState, ev topics.Event) error {
+	w.expire(r, ks)
+	i := -1
+	if ks.awaiting(ev.ID) {
+		i = slices.IndexFunc(ks.wait.pending, func(p pending) bool { return p.id == ev.ID })
+	}
+	if i < 0 && r.Topic == LabelsTopic {
+		// Possibly ahead of its event on the other topic: keep it (bounded, TTL'd).
+		lw, n := ks.waiting(), 0
+		for n < len(lw.early) && r.Offset-lw.early[n].offset > w.cfg.PendingTTL {
+			n++
+		}
+		w.stats.LabelsUnknown += int64(n)
+		for _, e := range lw.early[:n] {
+			lw.held -= e.size()
+		}
+		var dropped int64
+		lw.early, dropped = push(lw.early[n:], early{id: ev.ID, label: ev.Label, offset: r.Offset}, w.cfg.MaxPending, &lw.held)
+		w.stats.LabelsUnknown += dropped
+		lw.bound(w.cfg.MaxPendingBytes, &w.stats)
+		return nil
+	}
+	if i < 0 {
+		w.stats.LabelsUnknown++ // unknown or expired id: counted, never retried
+		return nil
+	}
+	q := ks.wait.pending[i]
+	x := q.x
+	ks.wait.unawait(i)
+	w.stats.LabelsJoined++
+	scored := q.decided != 0 // the prediction made when the event came
+	if q.population != 0 && ks.mix != nil {
+		ks.mix.update(int(q.population) != ev.Label, int(q.own) != ev.Label)
+	}
+	if scored {
+		w.stats.Labeled++
+		ks.stats.labeled++
+		w.stats.DelayedLabeled++
+		if q.decided != ev.Label {
+			w.stats.Mistakes++
+			ks.stats.mistakes++
+		}
+		w.last = Outcome{Time: q.ts, Wrong: q.decided != ev.Label}
+	}
+	var err error
+	if q.learnable() { // not a sampler's label it did not ask for
+		var p learners.Prediction
+		if p, err = ks.learner.Predict(x); err == nil { // the state moved on since the event: learn from the current one
+			err = w.learn(ks, x, ev.Label, p)
+		}
+	}
+	if w.populated() && x.Dim() > 0 && err == nil {
+		err = w.teachPopulation(r, x, ev.Label, nil)
+	}
+	if scored {
+		w.outcome(r, key, ks, q.decided != ev.Label, ev.ID, q.ts)
+	}
+	return err
+}

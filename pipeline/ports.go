@@ -1,0 +1,61 @@
+package pipeline
+
+import (
+	"context"
+
+	"github.com/driftstream/driftstream/checkpoint"
+)
+
+// Source delivers one partition's input records.
+type Source interface {
+	// Records delivers records in batches (what one fetch returned, say), in
+	// offset order per input topic: one channel operation per batch rather
+	// than per record. It is closed when a bounded input (a file, a topic
+	// range) is exhausted. A Fetched with Err set reports a failed read; it
+	// ends its batch and nothing follows it.
+	Records() <-chan []Fetched
+	// Close stops the source and waits for its goroutines.
+	Close() error
+}
+
+// Fetched is a record read by a Source, or its read error.
+type Fetched struct {
+	Record
+	// HighWatermark is the partition's end offset when the record was read
+	// (0 when unknown), for lag.
+	HighWatermark int64
+	Err           error
+}
+
+// Opener opens a partition's source at offsets from (per input topic).
+type Opener func(ctx context.Context, from [2]int64) (Source, error)
+
+// Sink writes outputs to where they are read (output topics, a report).
+type Sink interface {
+	// Write returns once every output is durable.
+	Write(ctx context.Context, outs []Output) error
+}
+
+// Committer records the input offsets a partition has checkpointed through
+// (a consumer group's committed offsets); outputs below them are not
+// repeated after a restart.
+type Committer interface {
+	// Commit records next, the offset to read next per input topic (−1 for a
+	// topic with nothing to commit).
+	Commit(ctx context.Context, next [2]int64) error
+}
+
+// PositionedStore is a Store that reports where its records land in a
+// partition's log (checkpoint.KafkaStore and MemoryStore do). With it, a
+// partition that stays with its member across a rebalance keeps its
+// in-memory state instead of restoring it.
+type PositionedStore interface {
+	checkpoint.Store
+	// ClaimAt is Claim, returning the ownership record's position.
+	ClaimAt(ctx context.Context, o checkpoint.Ownership) (int64, error)
+	// WriteAt is Write, returning the position after the marker.
+	WriteAt(ctx context.Context, keys []checkpoint.KeyRecord, m checkpoint.Marker) (int64, error)
+	// LoadRange absorbs the records at positions [from, to) into snap, a
+	// snapshot from checkpoint.Resume: a kept state catching up.
+	LoadRange(ctx context.Context, partition int, from, to int64, snap *checkpoint.Snapshot) error
+}
