@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/driftstream/driftstream/contract"
 	"github.com/driftstream/driftstream/drift"
 	"github.com/driftstream/driftstream/learners"
 )
@@ -156,21 +157,6 @@ func (w *Worker) newWatch() (*watch, error) {
 	return wt, nil
 }
 
-// alertMsg is the DESIGN §2 drift-alert contract, with the action taken.
-type alertMsg struct {
-	Key                  string   `json:"key"`
-	Partition            int      `json:"partition"`
-	Offset               int64    `json:"offset"`
-	ID                   string   `json:"id"`
-	TS                   *string  `json:"ts"` // null when the event had none
-	Detector             string   `json:"detector"`
-	Signal               string   `json:"signal"`
-	MistakeRateBefore    *float64 `json:"mistake_rate_before"`
-	MistakeRateAfter     *float64 `json:"mistake_rate_after"`
-	EventsSinceLastAlert int64    `json:"events_since_last_alert"`
-	Action               string   `json:"action"`
-}
-
 // outcome records a scored prediction of the key and feeds the mistakes
 // signal.
 func (w *Worker) outcome(r Record, key string, ks *keyState, wrong bool, id string, ts time.Time) {
@@ -286,7 +272,7 @@ func (w *Worker) cooling(wt *watch, i int) bool {
 func (w *Worker) alert(r Record, key string, ks *keyState, i int, id string, ts time.Time) {
 	wt := ks.watch
 	s := w.cfg.Detectors[i]
-	msg := alertMsg{Key: key, Partition: r.Partition, Offset: r.Offset, ID: id, Detector: s.Detector, Signal: s.Signal,
+	msg := contract.DriftAlert{Key: key, Partition: r.Partition, Offset: r.Offset, ID: id, Detector: s.Detector, Signal: s.Signal,
 		EventsSinceLastAlert: wt.sinceKeyAlert(), Action: w.cfg.OnDrift}
 	if !ts.IsZero() {
 		t := ts.UTC().Format(time.RFC3339Nano)
@@ -329,7 +315,3 @@ func boolValue(b bool) float64 {
 
 // appendJSON encodes the alert with encoding/json: alerts are rare, so the
 // reflection costs nothing that matters.
-func (m alertMsg) appendJSON(b []byte) []byte {
-	j, _ := json.Marshal(m) // strings and numbers: cannot fail
-	return append(b, j...)
-}

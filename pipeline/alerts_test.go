@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/driftstream/driftstream/contract"
 	"github.com/driftstream/driftstream/internal/wire"
 
 	"github.com/driftstream/driftstream/checkpoint"
@@ -37,11 +38,11 @@ func flipping(seed uint64, n, at int) []Record {
 	return out
 }
 
-func alertsOf(outs []Output) []alertMsg {
-	var as []alertMsg
+func alertsOf(outs []Output) []contract.DriftAlert {
+	var as []contract.DriftAlert
 	for _, o := range outs {
 		if o.Kind == OutAlert {
-			var a alertMsg
+			var a contract.DriftAlert
 			json.Unmarshal(o.Value, &a)
 			as = append(as, a)
 		}

@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/driftstream/driftstream/topics"
+	"github.com/driftstream/driftstream/contract"
 )
 
 // Network errors that a failover or a healed network cures are retried;
@@ -40,7 +40,7 @@ func TestIsRetriable(t *testing.T) {
 		{"ENOSPC", fmt.Errorf("key store: %w", syscall.ENOSPC), false},
 		{"cancelled", context.Canceled, false},
 		{"lost", fmt.Errorf("commit: %w", ErrLost), false},
-		{"invalid event", topics.ErrInvalid, false},
+		{"invalid event", contract.ErrInvalid, false},
 		{"plain", errors.New("boom"), false},
 	} {
 		if got := IsRetriable(tc.err); got != tc.want {

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/driftstream/driftstream/checkpoint"
-	"github.com/driftstream/driftstream/topics"
+	"github.com/driftstream/driftstream/contract"
 )
 
 // feed is a partition's input log, shared by the runners of a test. A
@@ -157,7 +157,7 @@ func (s *testSink) Write(_ context.Context, outs []Output) error {
 	for _, o := range outs {
 		switch o.Kind {
 		case OutPrediction:
-			var m predictionMsg
+			var m contract.Prediction
 			json.Unmarshal(o.Value, &m)
 			s.out.preds[m.ID] = append(s.out.preds[m.ID], string(o.Value))
 		case OutDeadLetter:
@@ -333,7 +333,7 @@ func (h *harness) check(final *Runner) (dups int) {
 	want := map[string]string{}
 	for _, o := range ref.TakeOutputs() {
 		if o.Kind == OutPrediction {
-			var m predictionMsg
+			var m contract.Prediction
 			json.Unmarshal(o.Value, &m)
 			want[m.ID] = string(o.Value)
 		}
@@ -382,7 +382,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 func predictionsIn(recs []Record, from, to int) int {
 	n := 0
 	for _, r := range recs[from:to] {
-		if ev, err := topics.Decode(r.Value, 0); err == nil && ev.Kind == topics.Input {
+		if ev, err := contract.Decode(r.Value, 0); err == nil && ev.Kind == contract.Input {
 			n++
 		}
 	}

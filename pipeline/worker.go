@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/driftstream/driftstream/checkpoint"
+	"github.com/driftstream/driftstream/contract"
 	"github.com/driftstream/driftstream/learners"
-	"github.com/driftstream/driftstream/topics"
 )
 
 // Defaults of the bounds in Config.
@@ -149,6 +149,10 @@ const outputChunk = 32 << 10
 // the record's outputs were delivered before a restart. The value is
 // appended to the current chunk, which only grows until TakeOutputs hands
 // it over, so values already emitted are never written again.
+// jsonAppender is an output record that appends its own JSON encoding
+// (the contract package's).
+type jsonAppender interface{ AppendJSON([]byte) []byte }
+
 func emit[T jsonAppender](w *Worker, r Record, kind string, v T) { // generic: v is not boxed in an interface
 	if r.Offset < w.suppress[r.Topic] {
 		return // already delivered before the restart
@@ -157,30 +161,9 @@ func emit[T jsonAppender](w *Worker, r Record, kind string, v T) { // generic: v
 		w.outBytes = make([]byte, 0, outputChunk)
 	}
 	start := len(w.outBytes)
-	w.outBytes = v.appendJSON(w.outBytes)
+	w.outBytes = v.AppendJSON(w.outBytes)
 	w.out = append(w.out, Output{Kind: kind, Key: r.Key, Value: w.outBytes[start:len(w.outBytes):len(w.outBytes)],
 		Source: Position{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}})
-}
-
-// predictionMsg and queryMsg are the DESIGN §2 output contracts.
-type predictionMsg struct {
-	ID        string   `json:"id"`
-	Key       string   `json:"key"`
-	Label     int      `json:"label"`
-	Score     float64  `json:"score"`
-	Learner   string   `json:"learner"`
-	Partition int      `json:"partition"`
-	Offset    int64    `json:"offset"`
-	QueryProb *float64 `json:"query_prob,omitempty"`
-}
-
-type queryMsg struct {
-	ID        string  `json:"id"`
-	Key       string  `json:"key"`
-	Score     float64 `json:"score"`
-	QueryProb float64 `json:"query_prob"`
-	Partition int     `json:"partition"`
-	Offset    int64   `json:"offset"`
 }
 
 // Process handles one record. Bad records become dead letters; only a
@@ -199,7 +182,7 @@ func (w *Worker) Process(ctx context.Context, r Record) error {
 	w.through[r.Topic] = max(w.through[r.Topic], r.Offset)
 	if len(r.Key) > w.cfg.MaxKeyLength {
 		w.deadLetter(r, ReasonKeyTooLong, fmt.Errorf("record key of %d bytes is over the key length bound of %d (DRIFTSTREAM_MAX_KEY_LENGTH): %w",
-			len(r.Key), w.cfg.MaxKeyLength, topics.ErrInvalid))
+			len(r.Key), w.cfg.MaxKeyLength, contract.ErrInvalid))
 		return nil
 	}
 	key := string(r.Key)
@@ -208,10 +191,10 @@ func (w *Worker) Process(ctx context.Context, r Record) error {
 		return nil
 	}
 	if checkpoint.ReservedKey(key) || key == PopulationKey {
-		w.deadLetter(r, ReasonInvalidEvent, fmt.Errorf("record key %s is reserved (the checkpoint store's prefix, or the population model's key)", topics.Excerpt(key)))
+		w.deadLetter(r, ReasonInvalidEvent, fmt.Errorf("record key %s is reserved (the checkpoint store's prefix, or the population model's key)", contract.Excerpt(key)))
 		return nil
 	}
-	ev, err := topics.Decode(r.Value, w.cfg.MaxBytes)
+	ev, err := contract.Decode(r.Value, w.cfg.MaxBytes)
 	if err != nil {
 		w.deadLetter(r, ReasonInvalidEvent, err)
 		return nil
@@ -226,7 +209,7 @@ func (w *Worker) Process(ctx context.Context, r Record) error {
 			return err // the key store failed: the partition restores, rebuilding it
 		}
 	}
-	if !ok && ev.Kind == topics.LabelRecord && r.Topic == EventsTopic {
+	if !ok && ev.Kind == contract.LabelRecord && r.Topic == EventsTopic {
 		// A label for a key this partition has never seen: its event went to
 		// another partition (the producers partition keys differently) or
 		// never existed. Counted apart, and no learner is made for it.
@@ -243,19 +226,19 @@ func (w *Worker) Process(ctx context.Context, r Record) error {
 		w.stats.Skipped++ // absorbed before the checkpoint: replay must not apply it twice
 		return nil
 	}
-	if r.Topic == LabelsTopic && ev.Kind != topics.LabelRecord {
+	if r.Topic == LabelsTopic && ev.Kind != contract.LabelRecord {
 		w.deadLetter(r, ReasonInvalidEvent, errors.New("the labels topic carries label records only ({\"id\",\"label\"})"))
 		return nil
 	}
-	if ev.Kind == topics.Input && ks.awaiting(ev.ID) {
+	if ev.Kind == contract.Input && ks.awaiting(ev.ID) {
 		// Its label could not tell the two apart: refused before it touches
 		// the key, so that a replay refuses it again.
 		w.deadLetter(r, ReasonInvalidEvent, fmt.Errorf("duplicate id %q: an earlier event of key %q with this id still awaits its label; ids must be unique per key: %w",
-			ev.ID, key, topics.ErrInvalid))
+			ev.ID, key, contract.ErrInvalid))
 		return nil
 	}
 	var handled error
-	if ev.Kind == topics.Input && ev.Label == 0 {
+	if ev.Kind == contract.Input && ev.Label == 0 {
 		if i := slices.IndexFunc(ks.early(), func(e early) bool { return e.id == ev.ID }); i >= 0 {
 			lw := ks.wait
 			ev.Label = lw.early[i].label // its label came first on the labels topic
@@ -264,7 +247,7 @@ func (w *Worker) Process(ctx context.Context, r Record) error {
 			w.stats.LabelsJoined++
 		}
 	}
-	if ev.Kind == topics.LabelRecord {
+	if ev.Kind == contract.LabelRecord {
 		handled = w.label(r, key, ks, ev)
 	} else {
 		handled = w.event(r, key, ks, ev)
@@ -290,10 +273,10 @@ func (w *Worker) Process(ctx context.Context, r Record) error {
 
 // checkRange refuses input values whose magnitude exceeds max: one update
 // with them can overflow a learner's state.
-func checkRange(ev topics.Event, max float64) error {
+func checkRange(ev contract.Event, max float64) error {
 	for i, v := range ev.X {
 		if math.Abs(v) > max {
-			return fmt.Errorf(`"x"[%d] = %g exceeds the input bound %g (DRIFTSTREAM_MAX_ABS_VALUE): scale or clip the inputs: %w`, i, v, max, topics.ErrInvalid)
+			return fmt.Errorf(`"x"[%d] = %g exceeds the input bound %g (DRIFTSTREAM_MAX_ABS_VALUE): scale or clip the inputs: %w`, i, v, max, contract.ErrInvalid)
 		}
 	}
 	var over []string
@@ -305,7 +288,7 @@ func checkRange(ev topics.Event, max float64) error {
 	if len(over) > 0 { // the first by name: a replay dead-letters it with the same reason
 		name := slices.Min(over)
 		return fmt.Errorf("feature %s = %g exceeds the input bound %g (DRIFTSTREAM_MAX_ABS_VALUE): scale or clip the inputs (%d features over it): %w",
-			topics.Excerpt(name), ev.Features[name], max, len(over), topics.ErrInvalid)
+			contract.Excerpt(name), ev.Features[name], max, len(over), contract.ErrInvalid)
 	}
 	return nil
 }
@@ -341,7 +324,7 @@ func (w *Worker) learn(ks *keyState, x learners.Vector, y int, p learners.Predic
 }
 
 // event predicts, emits, learns or queries.
-func (w *Worker) event(r Record, key string, ks *keyState, ev topics.Event) error {
+func (w *Worker) event(r Record, key string, ks *keyState, ev contract.Event) error {
 	x, err := w.cfg.Vector.Vector(ev)
 	if err != nil {
 		return err
@@ -377,7 +360,7 @@ func (w *Worker) event(r Record, key string, ks *keyState, ev topics.Event) erro
 			query = rand.New(&ks.query).Float64() < qprob
 		}
 	}
-	msg := predictionMsg{ID: ev.ID, Key: key, Label: label, Score: score, Learner: w.cfg.Learner, Partition: r.Partition, Offset: r.Offset}
+	msg := contract.Prediction{ID: ev.ID, Key: key, Label: label, Score: score, Learner: w.cfg.Learner, Partition: r.Partition, Offset: r.Offset}
 	if w.sampling {
 		w.qprob = qprob // encoded at once: a field, not a fresh allocation per event
 		msg.QueryProb = &w.qprob
@@ -429,7 +412,7 @@ func (w *Worker) event(r Record, key string, ks *keyState, ev topics.Event) erro
 	}
 	if query {
 		w.stats.Queries++
-		emit(w, r, OutQuery, queryMsg{ID: ev.ID, Key: key, Score: score, QueryProb: qprob, Partition: r.Partition, Offset: r.Offset})
+		emit(w, r, OutQuery, contract.LabelQuery{ID: ev.ID, Key: key, Score: score, QueryProb: qprob, Partition: r.Partition, Offset: r.Offset})
 	}
 	// Every unlabeled event awaits its label, asked for or not: the label,
 	// when it comes, scores this prediction, and is learned unless the

@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/driftstream/driftstream/contract"
 	"github.com/driftstream/driftstream/learners"
 	"github.com/driftstream/driftstream/pipeline"
 	"github.com/driftstream/driftstream/streams"
-	"github.com/driftstream/driftstream/topics"
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
 )
@@ -52,7 +52,7 @@ func benchExamples() []streams.Example {
 }
 
 func benchConfig(b *testing.B) Config {
-	vec, err := topics.NewVectorizer(benchDim, 0)
+	vec, err := contract.NewVectorizer(benchDim, 0)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -10,12 +10,11 @@ package replay
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"time"
 
+	"github.com/driftstream/driftstream/contract"
 	"github.com/driftstream/driftstream/streams"
 )
 
@@ -91,7 +90,7 @@ func Messages(ctx context.Context, src streams.Source, opts MessageOptions, emit
 			ex.ID = fmt.Sprint(n)
 		}
 		inline := opts.LabelsDelay == 0
-		if err := emit(Message{Key: []byte(key), Value: EventJSON(ex, inline)}); err != nil {
+		if err := emit(Message{Key: []byte(key), Value: eventJSON(ex, inline)}); err != nil {
 			return n, err
 		}
 		if !inline && ex.Label != 0 {
@@ -113,22 +112,17 @@ func Messages(ctx context.Context, src streams.Source, opts MessageOptions, emit
 	return n, nil
 }
 
-// EventJSON encodes an example as a DESIGN §2 event, without its label when
-// the label is sent later. Floats are written in the shortest form that
-// reads back to the same bits.
-func EventJSON(ex streams.Example, withLabel bool) []byte {
-	ev := map[string]any{"id": ex.ID, "x": ex.X.Dense()}
-	if !ex.Time.IsZero() {
-		ev["ts"] = ex.Time.Format(time.RFC3339Nano)
+// eventJSON encodes an example as a DESIGN §2 event, without its label
+// when the label is sent later.
+func eventJSON(ex streams.Example, withLabel bool) []byte {
+	ev := contract.Event{ID: ex.ID, X: ex.X.Dense(), TS: ex.Time}
+	if withLabel {
+		ev.Label = ex.Label
 	}
-	if withLabel && ex.Label != 0 {
-		ev["label"] = ex.Label
-	}
-	b, _ := json.Marshal(ev)
-	return b
+	return ev.AppendJSON(nil)
 }
 
+// labelJSON encodes a label record.
 func labelJSON(id string, label int) []byte {
-	q, _ := json.Marshal(id)
-	return fmt.Appendf(nil, `{"id":%s,"label":%d}`, q, label)
+	return contract.Event{Kind: contract.LabelRecord, ID: id, Label: label}.AppendJSON(nil)
 }

@@ -8,10 +8,10 @@ import (
 	"time"
 
 	"github.com/driftstream/driftstream/backtest"
+	"github.com/driftstream/driftstream/contract"
 	"github.com/driftstream/driftstream/learners"
 	"github.com/driftstream/driftstream/pipeline"
 	"github.com/driftstream/driftstream/streams"
-	"github.com/driftstream/driftstream/topics"
 )
 
 // Pass is a backtest.Pass through the service's pipeline: the events are one
@@ -59,7 +59,7 @@ func PopulationOf(flag, learner string) string {
 }
 
 func pass(ctx context.Context, spec backtest.Spec, events []streams.Example, dim int, seed uint64, opts backtest.Options, po PassOptions) (backtest.Run, error) {
-	vec, err := topics.NewVectorizer(dim, 0)
+	vec, err := contract.NewVectorizer(dim, 0)
 	if err != nil {
 		return backtest.Run{}, err
 	}
@@ -106,12 +106,10 @@ func pass(ctx context.Context, spec backtest.Spec, events []streams.Example, dim
 			case o.Kind == pipeline.OutDeadLetter && firstDead == "":
 				firstDead = o.Headers["error"]
 			case o.Kind == pipeline.OutAlert:
-				var a struct {
-					ID               string
-					Offset           int64
-					Detector, Signal string
+				var a contract.DriftAlert
+				if err := json.Unmarshal(o.Value, &a); err != nil {
+					return fmt.Errorf("an alert the pipeline wrote does not decode: %w", err)
 				}
-				json.Unmarshal(o.Value, &a)
 				at, err := strconv.Atoi(a.ID)
 				if err != nil {
 					at = int(a.Offset)

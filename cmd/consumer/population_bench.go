@@ -13,10 +13,10 @@ import (
 	"sync"
 
 	"github.com/driftstream/driftstream/backtest"
+	"github.com/driftstream/driftstream/contract"
 	"github.com/driftstream/driftstream/pipeline"
 	"github.com/driftstream/driftstream/replay"
 	"github.com/driftstream/driftstream/streams"
-	"github.com/driftstream/driftstream/topics"
 )
 
 // populationVariants are the three ways of learning a keyed stream that the
@@ -161,7 +161,7 @@ func runPopulation(args []string, stdout, stderr io.Writer) int {
 // variant and scores each prediction in its key's bucket.
 func populationPass(ctx context.Context, learner, variant string, dim int, seed uint64, exs []streams.Example, counts map[string]int) (populationRun, error) {
 	var run populationRun
-	vec, err := topics.NewVectorizer(dim, 0)
+	vec, err := contract.NewVectorizer(dim, 0)
 	if err != nil {
 		return run, err
 	}
@@ -193,10 +193,7 @@ func populationPass(ctx context.Context, learner, variant string, dim int, seed 
 			if o.Kind != pipeline.OutPrediction {
 				continue
 			}
-			var p struct {
-				ID    string `json:"id"`
-				Label int    `json:"label"`
-			}
+			var p contract.Prediction
 			if err := json.Unmarshal(o.Value, &p); err != nil {
 				return err
 			}

@@ -23,9 +23,9 @@ import (
 
 	"github.com/driftstream/driftstream/checkpoint"
 	"github.com/driftstream/driftstream/config"
+	"github.com/driftstream/driftstream/contract"
 	"github.com/driftstream/driftstream/pipeline"
 	"github.com/driftstream/driftstream/service"
-	"github.com/driftstream/driftstream/topics"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -247,7 +247,7 @@ func embeddedBrokerConfigs() map[string]string {
 // per-key state is sized against the memory and message limits before
 // anything is allocated.
 func pipelineConfig(cfg config.Config) (pipeline.Config, error) {
-	vec, err := topics.NewVectorizer(cfg.Dim, cfg.HashBits)
+	vec, err := contract.NewVectorizer(cfg.Dim, cfg.HashBits)
 	if err != nil {
 		return pipeline.Config{}, err
 	}
@@ -329,7 +329,7 @@ const demoDim = 10
 // label, the others are answered when the service asks for the label (read
 // from the label-queries topic) by a label record sent 50 ms later.
 func demoProducer(ctx context.Context, cfg service.Config, keys, total int, rate float64, named bool, seed uint64) error {
-	w := &kafka.Writer{Addr: kafka.TCP(cfg.Brokers...), Topic: cfg.Topics.Events, Balancer: kafka.Murmur2Balancer{}, BatchTimeout: 2 * time.Millisecond} // topics.DefaultPartitioner, cmd/producer's
+	w := &kafka.Writer{Addr: kafka.TCP(cfg.Brokers...), Topic: cfg.Topics.Events, Balancer: kafka.Murmur2Balancer{}, BatchTimeout: 2 * time.Millisecond} // contract.DefaultPartitioner, cmd/producer's
 	defer w.Close()
 	start := time.Now()
 	r := rand.New(rand.NewPCG(seed, 0xde30))
@@ -360,22 +360,19 @@ func demoProducer(ctx context.Context, cfg service.Config, keys, total int, rate
 			}
 			id := fmt.Sprintf("demo-%d", i)
 			key := fmt.Sprintf("entity-%d", k)
-			field := `"x":`
-			xs, _ := json.Marshal(x)
+			ev := contract.Event{ID: id, X: x}
 			if named { // with -hash-bits the service reads named features
-				field = `"features":`
-				f := map[string]float64{}
+				ev.X, ev.Features = nil, map[string]float64{}
 				for d, v := range x {
-					f[fmt.Sprintf("f%d", d)] = v
+					ev.Features[fmt.Sprintf("f%d", d)] = v
 				}
-				xs, _ = json.Marshal(f)
 			}
 			if r.IntN(2) == 0 {
-				batch = append(batch, kafka.Message{Key: []byte(key), Value: fmt.Appendf(nil, `{"id":%q,%s%s,"label":%d}`, id, field, xs, y)})
+				ev.Label = y
 			} else {
 				truth.put(id, key, y)
-				batch = append(batch, kafka.Message{Key: []byte(key), Value: fmt.Appendf(nil, `{"id":%q,%s%s}`, id, field, xs)})
 			}
+			batch = append(batch, kafka.Message{Key: []byte(key), Value: ev.AppendJSON(nil)})
 		}
 		if err := w.WriteMessages(ctx, batch...); err != nil {
 			return err
@@ -447,7 +444,7 @@ func answerQueries(ctx context.Context, cfg service.Config, w *kafka.Writer, t *
 		if err != nil {
 			return
 		}
-		var q struct{ ID string }
+		var q contract.LabelQuery
 		if json.Unmarshal(m.Value, &q) != nil {
 			continue
 		}
@@ -461,7 +458,7 @@ func answerQueries(ctx context.Context, cfg service.Config, w *kafka.Writer, t *
 			case <-ctx.Done():
 				return
 			}
-			w.WriteMessages(ctx, kafka.Message{Key: []byte(l.key), Value: []byte(fmt.Sprintf(`{"id":%q,"label":%d}`, q.ID, l.label))})
+			w.WriteMessages(ctx, kafka.Message{Key: []byte(l.key), Value: contract.Event{Kind: contract.LabelRecord, ID: q.ID, Label: l.label}.AppendJSON(nil)})
 		}()
 	}
 }

@@ -1,4 +1,4 @@
-package pipeline
+package contract
 
 import (
 	"bytes"
@@ -22,15 +22,15 @@ func TestOutputEncodingMatchesJSON(t *testing.T) {
 	}
 	for i := 0; i < 20000; i++ {
 		q := pick()
-		msgs := []jsonAppender{
-			predictionMsg{ID: strs[r.IntN(len(strs))], Key: strs[r.IntN(len(strs))], Label: 1 - 2*r.IntN(2), Score: pick(), Learner: "lasec-ss",
+		msgs := []interface{ AppendJSON([]byte) []byte }{
+			Prediction{ID: strs[r.IntN(len(strs))], Key: strs[r.IntN(len(strs))], Label: 1 - 2*r.IntN(2), Score: pick(), Learner: "lasec-ss",
 				Partition: r.IntN(100), Offset: r.Int64()},
-			predictionMsg{ID: "x", Key: "y", Label: -1, Score: pick(), Learner: "perceptron", Partition: 3, Offset: 7, QueryProb: &q},
-			queryMsg{ID: strs[r.IntN(len(strs))], Key: "k", Score: pick(), QueryProb: pick(), Partition: 1, Offset: int64(i)},
+			Prediction{ID: "x", Key: "y", Label: -1, Score: pick(), Learner: "perceptron", Partition: 3, Offset: 7, QueryProb: &q},
+			LabelQuery{ID: strs[r.IntN(len(strs))], Key: "k", Score: pick(), QueryProb: pick(), Partition: 1, Offset: int64(i)},
 		}
 		for _, m := range msgs {
 			want, _ := json.Marshal(m)
-			if got := m.appendJSON(nil); !bytes.Equal(got, want) {
+			if got := m.AppendJSON(nil); !bytes.Equal(got, want) {
 				t.Fatalf("%+v:\n got %s\nwant %s", m, got, want)
 			}
 		}
@@ -39,14 +39,14 @@ func TestOutputEncodingMatchesJSON(t *testing.T) {
 
 // BenchmarkEncodePrediction compares the prediction's encodings.
 //
-//	go test -run '^$' -bench EncodePrediction -benchmem ./pipeline
+//	go test -run '^$' -bench EncodePrediction -benchmem ./contract
 func BenchmarkEncodePrediction(b *testing.B) {
 	q := 0.31
-	m := predictionMsg{ID: "event-1029384", Key: "customer-77", Label: 1, Score: -0.7312456789, Learner: "lasec-ss", Partition: 3, Offset: 123456, QueryProb: &q}
+	m := Prediction{ID: "event-1029384", Key: "customer-77", Label: 1, Score: -0.7312456789, Learner: "lasec-ss", Partition: 3, Offset: 123456, QueryProb: &q}
 	b.Run("append", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			m.appendJSON(make([]byte, 0, 160))
+			m.AppendJSON(make([]byte, 0, 160))
 		}
 	})
 	b.Run("encoding-json", func(b *testing.B) {

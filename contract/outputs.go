@@ -1,0 +1,103 @@
+package contract
+
+import (
+	"encoding/json"
+	"strconv"
+)
+
+// The output records of DESIGN §2, as the service writes them to the
+// predictions, label-queries and alerts topics (dead letters are the input
+// record itself, with headers). Each type's JSON tags are the contract: a
+// consumer decodes a record with encoding/json into the type; the service
+// encodes the first two without reflection, byte for byte as encoding/json
+// does (TestOutputEncodingMatchesJSON).
+
+// Prediction is the output of every event: the label the key's model made.
+type Prediction struct {
+	ID        string  `json:"id"`
+	Key       string  `json:"key"`
+	Label     int     `json:"label"`
+	Score     float64 `json:"score"`
+	Learner   string  `json:"learner"`
+	Partition int     `json:"partition"`
+	Offset    int64   `json:"offset"`
+	// QueryProb is the probability with which a sampler asked for this
+	// event's label; absent for learners that are not samplers.
+	QueryProb *float64 `json:"query_prob,omitempty"`
+}
+
+// LabelQuery asks for the label of an unlabeled event.
+type LabelQuery struct {
+	ID        string  `json:"id"`
+	Key       string  `json:"key"`
+	Score     float64 `json:"score"`
+	QueryProb float64 `json:"query_prob"`
+	Partition int     `json:"partition"`
+	Offset    int64   `json:"offset"`
+}
+
+// DriftAlert says that a key's drift detector confirmed a drift, with the
+// action taken.
+type DriftAlert struct {
+	Key       string  `json:"key"`
+	Partition int     `json:"partition"`
+	Offset    int64   `json:"offset"`
+	ID        string  `json:"id"`
+	TS        *string `json:"ts"` // null when the event had none
+	Detector  string  `json:"detector"`
+	Signal    string  `json:"signal"`
+	// MistakeRateBefore and After are the key's mistake rates over its
+	// labeled events before and after the detector's recent window (null
+	// when there were none).
+	MistakeRateBefore    *float64 `json:"mistake_rate_before"`
+	MistakeRateAfter     *float64 `json:"mistake_rate_after"`
+	EventsSinceLastAlert int64    `json:"events_since_last_alert"`
+	Action               string   `json:"action"`
+}
+
+// AppendJSON appends the prediction's JSON encoding to b.
+func (m Prediction) AppendJSON(b []byte) []byte {
+	b = append(b, `{"id":`...)
+	b = appendString(b, m.ID)
+	b = append(b, `,"key":`...)
+	b = appendString(b, m.Key)
+	b = append(b, `,"label":`...)
+	b = strconv.AppendInt(b, int64(m.Label), 10)
+	b = append(b, `,"score":`...)
+	b = appendFloat(b, m.Score)
+	b = append(b, `,"learner":`...)
+	b = appendString(b, m.Learner)
+	b = append(b, `,"partition":`...)
+	b = strconv.AppendInt(b, int64(m.Partition), 10)
+	b = append(b, `,"offset":`...)
+	b = strconv.AppendInt(b, m.Offset, 10)
+	if m.QueryProb != nil {
+		b = append(b, `,"query_prob":`...)
+		b = appendFloat(b, *m.QueryProb)
+	}
+	return append(b, '}')
+}
+
+// AppendJSON appends the label query's JSON encoding to b.
+func (m LabelQuery) AppendJSON(b []byte) []byte {
+	b = append(b, `{"id":`...)
+	b = appendString(b, m.ID)
+	b = append(b, `,"key":`...)
+	b = appendString(b, m.Key)
+	b = append(b, `,"score":`...)
+	b = appendFloat(b, m.Score)
+	b = append(b, `,"query_prob":`...)
+	b = appendFloat(b, m.QueryProb)
+	b = append(b, `,"partition":`...)
+	b = strconv.AppendInt(b, int64(m.Partition), 10)
+	b = append(b, `,"offset":`...)
+	b = strconv.AppendInt(b, m.Offset, 10)
+	return append(b, '}')
+}
+
+// AppendJSON appends the alert's JSON encoding to b (alerts are rare:
+// encoding/json encodes them).
+func (m DriftAlert) AppendJSON(b []byte) []byte {
+	j, _ := json.Marshal(m) // strings and numbers: cannot fail
+	return append(b, j...)
+}
