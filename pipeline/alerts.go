@@ -71,17 +71,12 @@ func (c *Config) validateDetectors() error {
 		}
 	}
 	switch c.OnDrift {
-	case "":
-		c.OnDrift = OnDriftAlert
 	case OnDriftAlert, OnDriftReset:
 	default:
 		return fmt.Errorf("on drift %q: use %s or %s", c.OnDrift, OnDriftAlert, OnDriftReset)
 	}
 	if c.AlertCooldown < 0 {
 		return fmt.Errorf("alert cooldown %d: must be ≥ 0", c.AlertCooldown)
-	}
-	if c.AlertCooldown == 0 {
-		c.AlertCooldown = DefaultAlertCooldown
 	}
 	return nil
 }

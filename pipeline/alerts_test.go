@@ -433,6 +433,7 @@ func TestDetectorStateIsInTheKeyBound(t *testing.T) {
 		if err := cfg.Validate(); err != nil {
 			t.Fatal(err)
 		}
+		cfg = cfg.WithDefaults()
 		n, err := cfg.KeyRecordBytes()
 		if err != nil {
 			t.Fatal(err)

@@ -74,11 +74,10 @@ type Config struct {
 	Population string
 }
 
-// Validate checks the configuration and fills defaults. It sizes the
-// learner's state before building one, so that a configuration too large for
-// memory or for one changelog message is refused with the figures instead of
-// failing at run time (or allocating the state to find out).
-func (c *Config) Validate() error {
+// WithDefaults returns c with each unset (zero) field given its default:
+// the pipeline's one table of defaults. NewWorker applies it; the service
+// and the backtests apply it to the configuration they keep.
+func (c Config) WithDefaults() Config {
 	if c.MaxPendingBytes == 0 {
 		c.MaxPendingBytes = DefaultMaxPendingBytes
 	}
@@ -91,6 +90,42 @@ func (c *Config) Validate() error {
 	if c.MaxAbsValue == 0 {
 		c.MaxAbsValue = DefaultMaxAbsValue
 	}
+	if c.MaxPending == 0 {
+		c.MaxPending = DefaultMaxPending
+	}
+	if c.PendingTTL == 0 {
+		c.PendingTTL = DefaultPendingTTL
+	}
+	if c.TopicNames[0] == "" {
+		c.TopicNames = [2]string{"events", "labels"}
+	}
+	if c.MaxKeyLength == 0 {
+		c.MaxKeyLength = DefaultMaxKeyLength
+	}
+	if c.OnDrift == "" {
+		c.OnDrift = OnDriftAlert
+	}
+	if c.AlertCooldown == 0 {
+		c.AlertCooldown = DefaultAlertCooldown
+	}
+	if c.Population == "" {
+		c.Population = PopulationOff
+	}
+	return c
+}
+
+// Validate checks the configuration as WithDefaults completes it, and
+// changes nothing. It sizes the learner's state before building one, so
+// that a configuration too large for memory or for one changelog message
+// is refused with the figures instead of failing at run time (or
+// allocating the state to find out).
+func (c Config) Validate() error {
+	d := c.WithDefaults()
+	return d.check()
+}
+
+// check validates a configuration with its defaults.
+func (c *Config) check() error {
 	if c.MaxPendingBytes < 0 || c.MaxKeyMemory < 0 || !(c.MaxAbsValue > 0) || math.IsInf(c.MaxAbsValue, 0) {
 		return fmt.Errorf("max pending bytes %d, max key memory %d, max abs value %v: must be positive", c.MaxPendingBytes, c.MaxKeyMemory, c.MaxAbsValue)
 	}
@@ -120,22 +155,14 @@ func (c *Config) Validate() error {
 	case c.PendingTTL < 0:
 		return fmt.Errorf("pending TTL %d: must be ≥ 0", c.PendingTTL)
 	}
-	if c.MaxPending == 0 {
-		c.MaxPending = DefaultMaxPending
-	}
-	if c.PendingTTL == 0 {
-		c.PendingTTL = DefaultPendingTTL
-	}
-	if c.TopicNames[0] == "" {
-		c.TopicNames = [2]string{"events", "labels"}
-	}
 	return nil
 }
 
 // KeyRecordBytes bounds one key's checkpoint record: the learner's largest
 // snapshot, the pending bytes bound and framing. It fails with ErrTooLarge,
 // naming the sizes and what to change, when that exceeds MaxKeyBytes or the
-// learner's state exceeds MaxKeyMemory. Call it on a validated Config.
+// learner's state exceeds MaxKeyMemory. Call it on a Config with its
+// defaults (WithDefaults).
 func (c *Config) KeyRecordBytes() (int64, error) {
 	state, err := learners.StateBytes(c.Learner, c.Params, c.Vector.Dim)
 	if err != nil {
@@ -177,3 +204,33 @@ func byteSize(b int64) string {
 	}
 	return fmt.Sprintf("%.1f %ciB (%d bytes)", float64(b)/float64(div), "KMGTPE"[exp], b)
 }
+
+// Defaults of the bounds in Config.
+const (
+	DefaultMaxPendingBytes = 128 << 10
+	// DefaultMaxKeyBytes leaves room under Kafka's default message.max.bytes
+	// (1,048,588) for the record key and framing.
+	DefaultMaxKeyBytes  = 900_000
+	DefaultMaxKeyMemory = 256 << 20
+	DefaultMaxAbsValue  = 1e12
+	// MaxDeadLetterBytes bounds a dead letter's copy of the original record;
+	// a longer one is cut and marked with a "truncated" header, so that a
+	// dead letter of an oversized record still fits in a message.
+	MaxDeadLetterBytes = 64 << 10
+	// keyOverhead bounds a key record's framing, key and offsets besides the
+	// learner snapshot, the pending entries and the drift detectors
+	// (drift.MaxBytes each).
+	keyOverhead = 1024
+)
+
+// ErrTooLarge reports a configuration whose per-key state cannot fit the
+// configured limits.
+var ErrTooLarge = errors.New("per-key state too large")
+
+// The defaults of MaxPending and PendingTTL, the same for the service
+// (config's DRIFTSTREAM_MAX_PENDING and DRIFTSTREAM_PENDING_TTL) and the
+// backtests.
+const (
+	DefaultMaxPending = 1000
+	DefaultPendingTTL = 1_000_000
+)

@@ -85,9 +85,6 @@ func (c *Config) validateOutputs() error {
 	if c.MaxKeyLength < 0 {
 		return fmt.Errorf("max key length %d: must be ≥ 0 (0: %d)", c.MaxKeyLength, DefaultMaxKeyLength)
 	}
-	if c.MaxKeyLength == 0 {
-		c.MaxKeyLength = DefaultMaxKeyLength
-	}
 	escaped := 6*(c.MaxKeyLength+contract.MaxIDBytes) + 4
 	need := map[string]int{
 		OutPrediction: BatchOverhead + RecordBytes(c.MaxKeyLength, escaped+len(c.Learner)+outputHeadroom, nil),

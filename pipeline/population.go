@@ -36,8 +36,7 @@ const PopulationOff = "off"
 // validatePopulation checks Config.Population.
 func (c *Config) validatePopulation() error {
 	switch c.Population {
-	case "", PopulationOff:
-		c.Population = PopulationOff
+	case PopulationOff:
 		return nil
 	case c.Learner:
 		return nil

@@ -168,8 +168,8 @@ func TestPopulationKeyAndLearnerAreChecked(t *testing.T) {
 	for _, off := range []string{"", "off"} {
 		cfg := testConfig(t, "lasec-ss", "")
 		cfg.Population = off
-		if err := cfg.Validate(); err != nil || cfg.Population != PopulationOff {
-			t.Fatalf("population %q: %v, %q", off, err, cfg.Population)
+		if err := cfg.Validate(); err != nil || cfg.Population != off || cfg.WithDefaults().Population != PopulationOff {
+			t.Fatalf("population %q: %v, %q (Validate must change nothing), with defaults %q", off, err, cfg.Population, cfg.WithDefaults().Population)
 		}
 	}
 }

@@ -14,36 +14,6 @@ import (
 	"github.com/driftstream/driftstream/learners"
 )
 
-// Defaults of the bounds in Config.
-const (
-	DefaultMaxPendingBytes = 128 << 10
-	// DefaultMaxKeyBytes leaves room under Kafka's default message.max.bytes
-	// (1,048,588) for the record key and framing.
-	DefaultMaxKeyBytes  = 900_000
-	DefaultMaxKeyMemory = 256 << 20
-	DefaultMaxAbsValue  = 1e12
-	// MaxDeadLetterBytes bounds a dead letter's copy of the original record;
-	// a longer one is cut and marked with a "truncated" header, so that a
-	// dead letter of an oversized record still fits in a message.
-	MaxDeadLetterBytes = 64 << 10
-	// keyOverhead bounds a key record's framing, key and offsets besides the
-	// learner snapshot, the pending entries and the drift detectors
-	// (drift.MaxBytes each).
-	keyOverhead = 1024
-)
-
-// ErrTooLarge reports a configuration whose per-key state cannot fit the
-// configured limits.
-var ErrTooLarge = errors.New("per-key state too large")
-
-// The defaults of MaxPending and PendingTTL, the same for the service
-// (config's DRIFTSTREAM_MAX_PENDING and DRIFTSTREAM_PENDING_TTL) and the
-// backtests.
-const (
-	DefaultMaxPending = 1000
-	DefaultPendingTTL = 1_000_000
-)
-
 // Worker processes one partition. It is not safe for concurrent use: one
 // goroutine owns it, which is what makes per-key state lock-free.
 type Worker struct {
@@ -90,6 +60,7 @@ func NewWorker(cfg Config, partition int) (*Worker, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	cfg = cfg.WithDefaults()
 	info, _ := learners.Lookup(cfg.Learner)
 	maker, err := learners.NewMaker(cfg.Learner, cfg.Params, cfg.Vector.Dim)
 	if err != nil {

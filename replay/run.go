@@ -53,6 +53,7 @@ func Run(ctx context.Context, cfg Config, in Input) (*Report, error) {
 	if err := cfg.Pipeline.Validate(); err != nil {
 		return nil, err
 	}
+	cfg.Pipeline = cfg.Pipeline.WithDefaults()
 	if cfg.CheckpointEvery <= 0 {
 		cfg.CheckpointEvery = 1000
 	}

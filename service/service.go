@@ -201,6 +201,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	if err := cfg.Pipeline.Validate(); err != nil {
 		return nil, err
 	}
+	cfg.Pipeline = cfg.Pipeline.WithDefaults()
 	switch cfg.OnOutputError {
 	case "":
 		cfg.OnOutputError = OnOutputErrorDeadLetter

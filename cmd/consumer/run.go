@@ -266,7 +266,7 @@ func pipelineConfig(cfg config.Config) (pipeline.Config, error) {
 	p.OnDrift, p.AlertCooldown = cfg.OnDrift, cfg.AlertCooldown
 	p.Standardize = cfg.Standardize
 	p.Population = cfg.Population
-	return p, p.Validate()
+	return p.WithDefaults(), p.Validate()
 }
 
 // newLogger is the structured logger of the configured level and format.
