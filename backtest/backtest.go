@@ -70,8 +70,16 @@ type Run struct {
 	Labeled          int     // events with a label (the ones scored)
 	Mistakes         int     // mistakes on labeled events
 	Expected         float64 // expected mistakes (randomized predictions)
-	Queries          int     // rounds on which the learner asked for the label
-	Seconds          float64
+	// Queries counts the events whose label the learner asked for — every
+	// event for a learner that learns every label, its own rule's choices
+	// for a sampler: the papers' query rate is Queries/Events, in every
+	// pass.
+	Queries int
+	// Requests counts the label requests the service's pipeline emitted for
+	// unlabeled events (the label-queries topic: a sampler's queries, the
+	// margin rule's for the others); 0 in Evaluate, which emits nothing.
+	Requests int
+	Seconds  float64
 	// Curve samples cumulative mistakes and windowed accuracy over time.
 	Curve []Point
 	// Alerts are the event indexes (0-based) of each drift detector's

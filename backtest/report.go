@@ -86,7 +86,10 @@ type LearnerSummary struct {
 	ExpectedMistakes float64         `json:"expected_mistakes"`
 	Queries          float64         `json:"queries"`
 	QueryRate        float64         `json:"query_rate"`
-	EventsPerSec     float64         `json:"events_per_sec"`
+	// RequestRate is the label requests the pipeline emitted per event
+	// (Run.Requests; 0 for Evaluate).
+	RequestRate  float64 `json:"label_request_rate"`
+	EventsPerSec float64 `json:"events_per_sec"`
 }
 
 // Result holds the summary and every run, [learner][repeat].
@@ -153,6 +156,9 @@ func summarize(s Spec, runs []Run) LearnerSummary {
 		ls.ExpectedMistakes += r.Expected / float64(len(runs))
 		ls.Queries += float64(r.Queries) / float64(len(runs))
 		ls.QueryRate += r.QueryRate() / float64(len(runs))
+		if r.Events > 0 {
+			ls.RequestRate += float64(r.Requests) / float64(r.Events) / float64(len(runs))
+		}
 		events += r.Events
 		secs += r.Seconds
 	}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/driftstream/driftstream/backtest"
 	"github.com/driftstream/driftstream/contract"
-	"github.com/driftstream/driftstream/learners"
 	"github.com/driftstream/driftstream/pipeline"
 	"github.com/driftstream/driftstream/streams"
 )
@@ -20,9 +19,9 @@ import (
 // `consumer backtest -data` runs the code the service runs; the
 // single-learner evaluator (backtest.Evaluate) stays for the paper
 // reproductions. A randomized learner's expected mistakes are not observed
-// here: Run.Expected is its counted mistakes. Run.Queries is what the
-// service asks for: a sampler's asked labels, the margin rule's requests
-// for the others.
+// here: Run.Expected is its counted mistakes. Run.Queries counts the labels
+// the learner asked for, as Evaluate counts them; Run.Requests the label
+// requests the service would emit.
 func Pass(ctx context.Context, spec backtest.Spec, events []streams.Example, dim int, seed uint64, opts backtest.Options) (backtest.Run, error) {
 	return PassWith(PassOptions{})(ctx, spec, events, dim, seed, opts)
 }
@@ -132,13 +131,10 @@ func pass(ctx context.Context, spec backtest.Spec, events []streams.Example, dim
 		return backtest.Run{}, fmt.Errorf("%s: the pipeline dead-lettered %d records, the first because: %s", name, t.DeadLetters, firstDead)
 	}
 	run.Events, run.Labeled, run.Mistakes = int(t.Events), int(t.Labeled), int(t.Mistakes)
-	// The query rate is what the service asks: a sampler's own rule (the
-	// labels it asked for, inline or requested), and for the other learners
-	// the margin rule's requests for unlabeled events.
-	run.Queries = int(t.Queries)
-	if info, err := learners.Lookup(spec.Name); err == nil && info.Sampling {
-		run.Queries = int(t.Asked)
-	}
+	// One query rate everywhere: the labels the learner asked for (every
+	// one for a learner that learns every label). The label requests the
+	// service would emit for unlabeled events are counted apart.
+	run.Queries, run.Requests = int(t.Asked), int(t.Queries)
 	run.Delayed, run.Unknown = int(t.DelayedLabeled), int(t.LabelsUnknown)
 	run.Expected = float64(t.Mistakes)
 	run.Seconds = rep.Seconds

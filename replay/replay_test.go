@@ -183,6 +183,12 @@ func TestSameCodeSameAnswer(t *testing.T) {
 				if tot.Labeled == 0 || tot.DelayedLabeled == 0 {
 					t.Fatalf("%s: nothing scored: %+v", name, tot)
 				}
+				// One query rate: the labels the learner asked for (all of
+				// them for the perceptron); label requests apart.
+				ev := float64(tot.Events)
+				if rep.QueryRate != float64(tot.Asked)/ev || (tc.learner == "perceptron") != (rep.QueryRate == 1) || rep.RequestRate != float64(tot.Queries)/ev || rep.RequestRate == 0 {
+					t.Fatalf("%s: query rate %v, label request rate %v; totals %+v", name, rep.QueryRate, rep.RequestRate, tot)
+				}
 				t.Logf("%s backtest = service: %d predictions identical; accuracy %.4f over %d labeled (%d delayed), %d keys", name, n, rep.Accuracy, tot.Labeled, tot.DelayedLabeled, rep.Keys)
 			}
 		})

@@ -71,8 +71,13 @@ type Report struct {
 	// Totals are the workers' counters summed over partitions.
 	Totals pipeline.Totals `json:"totals"`
 	// Accuracy is over every labeled event, inline or delayed (NaN: none).
-	Accuracy            float64 `json:"-"`
+	Accuracy float64 `json:"-"`
+	// QueryRate is the share of events whose label the learners asked for
+	// (Totals.Asked: every event for a learner that learns every label, a
+	// sampler's own choices); RequestRate the label requests emitted for
+	// unlabeled events (the label-queries topic) per event.
 	QueryRate           float64 `json:"query_rate"`
+	RequestRate         float64 `json:"label_request_rate"`
 	LabelsPerPrediction float64 `json:"labels_per_prediction"`
 	Keys                int     `json:"keys"`
 	// KeyAccuracy is the accuracy of keys with at least MinKeyLabels labels.
@@ -154,7 +159,8 @@ func newReport(cfg Config, scorers []*scorer, runners []*pipeline.Runner, record
 		r.Accuracy = 1 - float64(r.Totals.Mistakes)/float64(r.Totals.Labeled)
 	}
 	if r.Totals.Events > 0 {
-		r.QueryRate = float64(r.Totals.Queries) / float64(r.Totals.Events)
+		r.QueryRate = float64(r.Totals.Asked) / float64(r.Totals.Events)
+		r.RequestRate = float64(r.Totals.Queries) / float64(r.Totals.Events)
 	}
 	if r.Totals.Predictions > 0 {
 		r.LabelsPerPrediction = float64(r.Totals.Labeled) / float64(r.Totals.Predictions)

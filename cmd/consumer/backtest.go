@@ -261,8 +261,8 @@ func report(out string, res backtest.Result, stdout, stderr io.Writer) error {
 		return err
 	}
 	for _, ls := range res.Summary.Learners {
-		fmt.Fprintf(stdout, "%-26s accuracy %.4f [%.4f, %.4f]  mistakes %.1f  query rate %.3f  %.0f events/s\n",
-			ls.Name, ls.Accuracy, ls.AccuracyCI.Lo, ls.AccuracyCI.Hi, ls.Mistakes, ls.QueryRate, ls.EventsPerSec)
+		fmt.Fprintf(stdout, "%-26s accuracy %.4f [%.4f, %.4f]  mistakes %.1f  query rate %.3f  label requests %.3f  %.0f events/s\n",
+			ls.Name, ls.Accuracy, ls.AccuracyCI.Lo, ls.AccuracyCI.Hi, ls.Mistakes, ls.QueryRate, ls.RequestRate, ls.EventsPerSec)
 	}
 	fmt.Fprintf(stderr, "wrote %s\n", filepath.Join(out, "summary.json"))
 	return nil

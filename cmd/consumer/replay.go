@@ -98,12 +98,14 @@ func (k keyedRun) run(ctx context.Context, stdout, stderr io.Writer) error {
 	return writeKeyed(k.out, reports)
 }
 
-// printKeyed prints one line per learner: "unknown" counts label records
+// printKeyed prints one line per learner: "queries" is the query rate (the
+// labels the learners asked for, per event), "requests" the label requests
+// emitted per event; "unknown" counts label records
 // for events the learner did not ask about (or whose query expired), which
 // the service drops too; "dead" counts dead letters.
 func printKeyed(w io.Writer, reps []*replay.Report) {
-	fmt.Fprintf(w, "%-22s %9s %9s %9s %8s %7s %9s %8s %6s %7s %21s %10s\n", "learner", "events", "labeled", "delayed", "accuracy", "queries",
-		"unknown", "dead", "keys", "alerts", "key accuracy p10/50/90", "records/s")
+	fmt.Fprintf(w, "%-22s %9s %9s %9s %8s %7s %8s %9s %8s %6s %7s %21s %10s\n", "learner", "events", "labeled", "delayed", "accuracy", "queries",
+		"requests", "unknown", "dead", "keys", "alerts", "key accuracy p10/50/90", "records/s")
 	num := func(v float64) string {
 		if math.IsNaN(v) {
 			return "–"
@@ -116,8 +118,8 @@ func printKeyed(w io.Writer, reps []*replay.Report) {
 		if q.Keys > 0 {
 			spread = fmt.Sprintf("%.3f/%.3f/%.3f", q.P10, q.P50, q.P90)
 		}
-		fmt.Fprintf(w, "%-22s %9d %9d %9d %8s %7.3f %9d %8d %6d %7d %21s %10.0f\n", r.Name, r.Totals.Events, r.Totals.Labeled, r.Totals.DelayedLabeled,
-			num(r.Accuracy), r.QueryRate, r.Totals.LabelsUnknown, r.Totals.DeadLetters, r.Keys, r.Totals.Alerts, spread, r.RecordsPerSec)
+		fmt.Fprintf(w, "%-22s %9d %9d %9d %8s %7.3f %8.3f %9d %8d %6d %7d %21s %10.0f\n", r.Name, r.Totals.Events, r.Totals.Labeled, r.Totals.DelayedLabeled,
+			num(r.Accuracy), r.QueryRate, r.RequestRate, r.Totals.LabelsUnknown, r.Totals.DeadLetters, r.Keys, r.Totals.Alerts, spread, r.RecordsPerSec)
 	}
 }
 
