@@ -14,6 +14,7 @@ import (
 
 	"github.com/driftstream/driftstream/checkpoint"
 	"github.com/driftstream/driftstream/contract"
+	"github.com/driftstream/driftstream/internal/poll"
 )
 
 // feed is a partition's input log, shared by the runners of a test. A
@@ -366,16 +367,10 @@ func (h *harness) check(final *Runner) (dups int) {
 	return dups
 }
 
-// eventually polls cond.
+// eventually polls cond for up to 10 s (poll.Until).
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	poll.Until(t, 10*time.Second, cond, poll.Text(what))
 }
 
 // predictionsIn counts the events of recs[from:to].
@@ -537,8 +532,9 @@ func TestZombieWriterIsFenced(t *testing.T) {
 	a := h.runner(1, gateA, nil, obsA)
 	doneA := make(chan error, 1)
 	go func() { doneA <- a.Run(ctx) }()
+	// A has processed and checkpointed everything below its gate: it is
+	// now "frozen" there, reading nothing.
 	eventually(t, "the first owner's progress", func() bool { return obsA.last.Load() == 399 && obsA.checkpoints.Load() == 400/int64(h.every) })
-	time.Sleep(20 * time.Millisecond) // A is now "frozen" at its gate
 
 	bctx, crashB := context.WithCancel(ctx)
 	gateB := newGate(1400)
@@ -602,9 +598,16 @@ func (c endedCtx) Err() error {
 
 // blockingStore's Load waits for its context to end, as a dial to a broker
 // that does not answer would.
-type blockingStore struct{ *checkpoint.MemoryStore }
+// blockingStore's Load blocks until its context ends; loading is closed
+// once a Load has started.
+type blockingStore struct {
+	*checkpoint.MemoryStore
+	loading chan struct{}
+	once    *sync.Once
+}
 
-func (blockingStore) Load(ctx context.Context, _ int, _ checkpoint.KeySink) (checkpoint.Snapshot, error) {
+func (s blockingStore) Load(ctx context.Context, _ int, _ checkpoint.KeySink) (checkpoint.Snapshot, error) {
+	s.once.Do(func() { close(s.loading) })
 	<-ctx.Done()
 	return checkpoint.Snapshot{}, fmt.Errorf("failed to dial: %w", ctx.Err())
 }
@@ -613,7 +616,8 @@ func (blockingStore) Load(ctx context.Context, _ int, _ checkpoint.KeySink) (che
 // interrupted step reports: it is the stop, not a failure.
 func TestRevokedDuringRestoreIsNoFailure(t *testing.T) {
 	h := newHarness(t, 100, 3, true)
-	r, err := NewRunner(RunnerConfig{Partition: 0, Pipeline: h.cfg, Store: blockingStore{checkpoint.NewMemoryStore()}, Open: h.feed.opener(newGate(1 << 62)),
+	store := blockingStore{MemoryStore: checkpoint.NewMemoryStore(), loading: make(chan struct{}), once: new(sync.Once)}
+	r, err := NewRunner(RunnerConfig{Partition: 0, Pipeline: h.cfg, Store: store, Open: h.feed.opener(newGate(1 << 62)),
 		Sink: &testSink{out: h.out}, CheckpointEvery: 10, CheckpointInterval: time.Hour})
 	if err != nil {
 		t.Fatal(err)
@@ -621,7 +625,7 @@ func TestRevokedDuringRestoreIsNoFailure(t *testing.T) {
 	ctx := endedCtx{Context: context.Background(), done: make(chan struct{})}
 	done := make(chan error, 1)
 	go func() { done <- r.Run(ctx) }()
-	time.Sleep(20 * time.Millisecond)
+	<-store.loading // the restore has begun: revoke it now, during the restore
 	close(ctx.done)
 	if err := <-done; err != nil {
 		t.Fatalf("a revoked restore failed the partition: %v", err)

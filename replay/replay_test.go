@@ -13,6 +13,7 @@ import (
 
 	"github.com/driftstream/driftstream/contract"
 	"github.com/driftstream/driftstream/internal/kafkatest"
+	"github.com/driftstream/driftstream/internal/poll"
 	"github.com/driftstream/driftstream/learners"
 	"github.com/driftstream/driftstream/pipeline"
 	"github.com/driftstream/driftstream/service"
@@ -124,11 +125,9 @@ func TestSameCodeSameAnswer(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error, 1)
 			go func() { done <- svc.Run(ctx) }()
-			deadline := time.Now().Add(60 * time.Second)
-			for svc.Totals().Events < n && time.Now().Before(deadline) {
-				time.Sleep(10 * time.Millisecond)
-			}
-			time.Sleep(300 * time.Millisecond) // the trailing label records
+			// Every event in and scored: the trailing label records too.
+			poll.Until(t, 60*time.Second, func() bool { st := svc.Totals(); return st.Events >= n && st.Labeled >= n },
+				func() string { return fmt.Sprintf("the service's %d events scored: %+v", n, svc.Totals()) })
 			cancel()
 			if err := <-done; err != nil {
 				t.Fatal(err)

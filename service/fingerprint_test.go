@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/driftstream/driftstream/contract"
+	"github.com/driftstream/driftstream/internal/poll"
 	"github.com/driftstream/driftstream/pipeline"
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -56,17 +57,9 @@ func TestFingerprint(t *testing.T) {
 		n := fingerprintInput(t, addr)
 		done := make(chan error, 1)
 		go func() { done <- s.Run(ctx) }()
-		deadline := time.Now().Add(60 * time.Second)
-		for { // every event in, every label joined
-			tot := s.Totals()
-			if tot.Events >= int64(n) && tot.Labeled >= int64(n) {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: still waiting for %d events and their labels: %+v", pop, n, tot)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		// Every event in, every label joined.
+		poll.Until(t, 60*time.Second, func() bool { tot := s.Totals(); return tot.Events >= int64(n) && tot.Labeled >= int64(n) },
+			func() string { return fmt.Sprintf("%s: %d events and their labels: %+v", pop, n, s.Totals()) })
 		tot := s.Totals()
 		cancel()
 		if err := <-done; err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/driftstream/driftstream/contract"
 	"github.com/driftstream/driftstream/internal/kafkaread"
 	"github.com/driftstream/driftstream/internal/kafkatest"
+	"github.com/driftstream/driftstream/internal/poll"
 	"github.com/driftstream/driftstream/pipeline"
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -545,7 +546,16 @@ func TestLagIsComputedByTheService(t *testing.T) {
 		case <-time.After(time.Millisecond):
 		}
 	}
-	time.Sleep(100 * time.Millisecond)
+	// The label records and bad records after the last event go too.
+	eventually(t, 30*time.Second, func() bool {
+		lags := s.Lag()
+		for _, l := range lags {
+			if l != 0 {
+				return false
+			}
+		}
+		return len(lags) == partitions
+	}, func() string { return fmt.Sprintf("lags %v", s.Lag()) })
 	lags := s.Lag()
 	stop()
 	if !sawLag {
@@ -627,12 +637,15 @@ func TestSeparateLabelsTopic(t *testing.T) {
 		events = append(events, kafka.Message{Key: key, Value: []byte(fmt.Sprintf(`{"id":"e%d","x":%s}`, i, xs))})
 		labels = append(labels, kafka.Message{Key: key, Value: []byte(fmt.Sprintf(`{"id":"e%d","label":%d}`, i, y))})
 	}
-	ew.WriteMessages(context.Background(), events...)
-	time.Sleep(200 * time.Millisecond) // labels arrive after their events
-	lw.WriteMessages(context.Background(), labels...)
+	if err := ew.WriteMessages(context.Background(), events...); err != nil {
+		t.Fatal(err)
+	}
+	if err := lw.WriteMessages(context.Background(), labels...); err != nil {
+		t.Fatal(err)
+	}
 	s, stop := started(t, cfg)
-	eventually(t, 60*time.Second, func() bool { return s.Totals().Events >= 600 && s.Totals().LabelsJoined > 0 }, func() string { return fmt.Sprintf("%+v", s.Totals()) })
-	time.Sleep(300 * time.Millisecond)
+	// Every label joins its event, whichever came first.
+	eventually(t, 60*time.Second, func() bool { return s.Totals().Events >= 600 && s.Totals().LabelsJoined >= 600 }, func() string { return fmt.Sprintf("%+v", s.Totals()) })
 	tot := s.Totals()
 	stop()
 	// Whichever topic the readers deliver first, labels join their events:
@@ -646,17 +659,10 @@ func TestSeparateLabelsTopic(t *testing.T) {
 	}
 }
 
-// eventually polls cond every few milliseconds until it holds, failing with
-// what() after timeout.
+// eventually is poll.Until.
 func eventually(t *testing.T, timeout time.Duration, cond func() bool, what func() string) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out: %s", what())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	poll.Until(t, timeout, cond, what)
 }
 
 // started is a service running in the background until stop is called;

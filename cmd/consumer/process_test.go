@@ -22,6 +22,7 @@ import (
 	"github.com/driftstream/driftstream/config"
 	"github.com/driftstream/driftstream/internal/kafkaread"
 	"github.com/driftstream/driftstream/internal/kafkatest"
+	"github.com/driftstream/driftstream/internal/poll"
 	"github.com/driftstream/driftstream/pipeline"
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -189,15 +190,10 @@ func (p *proc) kill(t *testing.T) {
 
 func tail(s string, n int) string { return s[max(0, len(s)-n):] }
 
+// waitFor is poll.Until.
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	poll.Until(t, timeout, cond, poll.Text(what))
 }
 
 // producer writes events (a third unlabeled, answered by a label record
