@@ -170,8 +170,9 @@ func (w *Worker) label(r Record, key string, ks *keyState, ev contract.Event) er
 	ks.wait.unawait(i)
 	w.stats.LabelsJoined++
 	scored := q.decided != 0 // the prediction made when the event came
+	var err error
 	if q.population != 0 && ks.mix != nil {
-		ks.mix.update(int(q.population) != ev.Label, int(q.own) != ev.Label)
+		err = w.scoreMixture(r, ks, int(q.population) != ev.Label, int(q.own) != ev.Label)
 	}
 	if scored {
 		w.stats.Labeled++
@@ -183,8 +184,7 @@ func (w *Worker) label(r Record, key string, ks *keyState, ev contract.Event) er
 		}
 		w.last = Outcome{Time: q.ts, Wrong: q.decided != ev.Label}
 	}
-	var err error
-	if q.learnable() { // not a sampler's label it did not ask for
+	if err == nil && q.learnable() { // not a sampler's label it did not ask for
 		var p learners.Prediction
 		if p, err = ks.learner.Predict(x); err == nil { // the state moved on since the event: learn from the current one
 			err = w.learn(ks, x, ev.Label, p)

@@ -110,6 +110,9 @@ func (w *Worker) seed(l learners.Learner) error {
 	if err != nil {
 		return err
 	}
+	if !populationLeads(ps) {
+		return nil // young keys' own learners beat it: start from scratch
+	}
 	snap, err := ps.learner.MarshalBinary()
 	if err == nil {
 		err = l.UnmarshalBinary(snap)
@@ -134,6 +137,12 @@ const (
 	mixBeta  = 0.8
 	mixShare = 0.01
 	mixStart = 2.0 / 3
+	// youngEvents is the age, in events, up to which a key's labels score
+	// the partition's prior; priorRate is the prior's weight per label, and
+	// leadAccuracy the prior at which new keys start from the population.
+	youngEvents  = 20
+	priorRate    = 0.01
+	leadAccuracy = 0.6
 )
 
 // mixture is a key's two experts' weights, summing to 1.
@@ -159,6 +168,50 @@ func (m *mixture) update(populationWrong, ownWrong bool) {
 	m.own = (1-mixShare)*m.own + mixShare/2
 }
 
+// prior is the population model's recent accuracy on young keys — those
+// with at most youngEvents events, whose start it decides — as an
+// exponentially weighted mean (weight priorRate per label), kept in the
+// population model's own mixture (population: the accuracy, own: the rest)
+// so that it is checkpointed, restored and replayed with the model. It
+// starts at mixStart.
+func prior(ps *keyState) *mixture {
+	if ps.mix == nil {
+		ps.mix = &mixture{population: mixStart, own: 1 - mixStart}
+	}
+	return ps.mix
+}
+
+// populationLeads reports whether the population model predicts young keys
+// well (prior at least leadAccuracy): then a new key's learner starts as a
+// copy of it and its mixture at mixStart. Otherwise — keys with concepts of
+// their own, where the population is near chance — a new key's learner
+// starts from scratch and its mixture at a tie: the population's
+// prediction first, the key's own once it is right where the population
+// is wrong.
+func populationLeads(ps *keyState) bool { return prior(ps).population >= leadAccuracy }
+
+// scoreMixture scores key ks's mixture, and the partition's prior, on a
+// label of record r: populationWrong and ownWrong say which expert's
+// prediction for the event was wrong. The prior counts a record once, as
+// the population model learns it (teachPopulation's rule).
+func (w *Worker) scoreMixture(r Record, ks *keyState, populationWrong, ownWrong bool) error {
+	ks.mix.update(populationWrong, ownWrong)
+	ps, err := w.population()
+	if err != nil {
+		return err
+	}
+	if r.Offset > ps.applied[r.Topic] && ks.stats.events <= youngEvents {
+		p, right := prior(ps), 0.0
+		if !populationWrong {
+			right = 1
+		}
+		p.population = (1-priorRate)*p.population + priorRate*right
+		p.own = 1 - p.population
+		w.markDirty(PopulationKey, ps)
+	}
+	return nil
+}
+
 // mixed is the prediction key ks makes of x with a population model: its
 // learner's decided prediction own, or the population's, by the key's
 // mixture (made on first use). It returns the label and score made and the
@@ -173,7 +226,11 @@ func (w *Worker) mixed(ks *keyState, x learners.Vector, own learners.Prediction)
 		return 0, 0, pp, fmt.Errorf("population model: %w", err)
 	}
 	if ks.mix == nil {
-		ks.mix = &mixture{population: mixStart, own: 1 - mixStart}
+		start := 0.5 // a tie: the population's prediction first, the key's own learner once it is right where the population is not
+		if populationLeads(ps) {
+			start = mixStart
+		}
+		ks.mix = &mixture{population: start, own: 1 - start}
 	}
 	w.lastWeight = ks.mix.population
 	if ks.mix.followsPopulation() {

@@ -247,8 +247,9 @@ func TestMixtureFollowsTheBetterExpert(t *testing.T) {
 }
 
 // Keys that share the population's concept and one whose concept is the
-// opposite: the rebel ends up following its own learner; a newcomer
-// follows the population.
+// opposite: the rebel ends up following its own learner; a newcomer's
+// first predictions are the population's (its learner starts as a copy of
+// the population, whichever of the two its mixture starts with).
 func TestDepartingKeyFollowsItself(t *testing.T) {
 	cfg := populationConfig(t, "perceptron", "")
 	r := rand.New(rand.NewPCG(5, 5))
@@ -277,17 +278,77 @@ func TestDepartingKeyFollowsItself(t *testing.T) {
 	if info, ok, _ := w.Inspect("rebel"); !ok || info.Follows != "own" || info.PopulationWeight == nil || *info.PopulationWeight >= 0.5 {
 		t.Fatalf("the key API says the rebel follows %q (population weight %v)", info.Follows, info.PopulationWeight)
 	}
-	// A newcomer with a few events of the shared concept follows the
-	// population (its copy agrees with it: no mistake tells them apart).
-	var late []Record
-	for i := range 3 {
-		late = append(late, Record{Offset: int64(6000 + i), Key: []byte("newcomer"), Value: fmt.Appendf(nil, `{"id":"n%d","x":[1,1,0,0],"label":1}`, i)})
+	// A newcomer's first prediction is the population's, and its mixture
+	// starts within [1−mixStart, mixStart].
+	ps := w.keys[PopulationKey]
+	x, _ := learners.NewDense([]float64{1, 1, 0, 0})
+	want, err := ps.learner.Predict(x)
+	if err != nil {
+		t.Fatal(err)
 	}
-	run(t, w, late)
-	if m := w.keys["newcomer"].mix; !m.followsPopulation() {
-		t.Fatalf("a newcomer's mixture %+v: it does not follow the population", m)
+	outs := run(t, w, []Record{{Offset: 6000, Key: []byte("newcomer"), Value: []byte(`{"id":"n0","x":[1,1,0,0]}`)}})
+	var got contract.Prediction
+	if len(outs) == 0 || json.Unmarshal(outs[0].Value, &got) != nil || got.Label != want.Label || got.Score != want.Score {
+		t.Fatalf("the newcomer's first prediction %s; the population's %+v", outs[0].Value, want)
 	}
-	if info, _, _ := w.Inspect("newcomer"); info.Follows != "population" {
-		t.Fatalf("the key API says the newcomer follows %q", info.Follows)
+	if m := w.keys["newcomer"].mix; m.population < 1-mixStart-1e-12 || m.population > mixStart+1e-12 {
+		t.Fatalf("a newcomer's mixture %+v starts outside [1/3, 2/3]", m)
+	}
+}
+
+// The partition's prior: where the population model predicts young keys
+// near chance (every key has a concept of its own), a new key's learner
+// starts from scratch and its mixture at a tie; where it predicts them well
+// (every key shares its concept, labels noisy), a new key's learner starts
+// as a copy of it and its mixture at mixStart.
+func TestNewKeysStartFromThePrior(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		depart bool
+		leads  bool
+	}{{"every key departs", true, false}, {"every key shares", false, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			w, _ := NewWorker(populationConfig(t, "perceptron", ""), 0)
+			r := rand.New(rand.NewPCG(7, 7))
+			var recs []Record
+			for i := range 8000 {
+				k := r.IntN(800) // 800 keys, interleaved, about 10 events each
+				x := []float64{r.NormFloat64(), r.NormFloat64(), r.NormFloat64(), r.NormFloat64()}
+				m := x[0] + x[1] - x[2]
+				if tc.depart { // each key its own concept
+					m = x[k%4]
+					if k%8 >= 4 {
+						m = -m
+					}
+				}
+				y := 1
+				if m < 0 {
+					y = -1
+				}
+				if !tc.depart && r.Float64() < 0.1 {
+					y = -y
+				}
+				xs, _ := json.Marshal(x)
+				recs = append(recs, Record{Offset: int64(i), Key: fmt.Appendf(nil, "k%d", k), Value: fmt.Appendf(nil, `{"id":"e%d","x":%s,"label":%d}`, i, xs, y)})
+			}
+			run(t, w, recs)
+			run(t, w, []Record{{Offset: 8000, Key: []byte("newcomer"), Value: []byte(`{"id":"n0","x":[1,0,0,0]}`)}})
+			ps := w.keys[PopulationKey]
+			newcomer := w.keys["newcomer"]
+			start := map[bool]float64{true: mixStart, false: 0.5}[tc.leads]
+			if populationLeads(ps) != tc.leads || newcomer.mix.population != start {
+				t.Fatalf("the prior %+v leads %v (want %v); a new key starts at %+v, want %v", prior(ps), populationLeads(ps), tc.leads, newcomer.mix, start)
+			}
+			fresh, err := w.maker.New(learners.Config{Dim: w.cfg.Vector.Dim, Seed: w.cfg.Seed, Key: "newcomer"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, _ := newcomer.learner.MarshalBinary()
+			b, _ := fresh.MarshalBinary()
+			c, _ := ps.learner.MarshalBinary()
+			if copied := bytes.Equal(a, c); copied != tc.leads || !tc.leads && !bytes.Equal(a, b) {
+				t.Fatalf("the new key's learner is a copy of the population: %v, want %v (a fresh learner: %v)", copied, tc.leads, bytes.Equal(a, b))
+			}
+		})
 	}
 }

@@ -370,9 +370,9 @@ func (w *Worker) event(r Record, key string, ks *keyState, ev contract.Event) er
 		w.last = Outcome{Time: ev.TS, Wrong: wrong}
 		var err error
 		if w.populated() {
-			ks.mix.update(popLabel != ev.Label, p.Label != ev.Label)
+			err = w.scoreMixture(r, ks, popLabel != ev.Label, p.Label != ev.Label)
 		}
-		if !w.sampling || query { // samplers learn only the labels they asked for
+		if err == nil && (!w.sampling || query) { // samplers learn only the labels they asked for
 			err = w.learn(ks, x, ev.Label, p)
 		}
 		if w.populated() && err == nil {
