@@ -1,7 +1,25 @@
-// Package backtest replays a stream through learners prequentially (predict,
-// count the mistake, then learn) and reports accuracy, mistakes, label queries
-// and speed per learner, with curves over time and confidence intervals over
-// repeated seeds. It is the engine of `consumer backtest`.
+// Package backtest runs histories — a file, a generator, a range of a Kafka
+// topic — through learners prequentially (predict, count the mistake, then
+// learn) and reports accuracy, mistakes, queries and speed, with curves over
+// time and confidence intervals over repeated seeds. It is the engine of
+// `consumer backtest` and of the paper reproductions.
+//
+// Replay runs a keyed history through the service's own partition loop
+// (pipeline.Runner): the same keyed records, partitioned as Kafka
+// partitions them, the same workers, the same checkpointing (in memory), so
+// that a backtest computes what the service computes, prediction for
+// prediction (Messages turns examples into the keyed event messages the
+// producer writes, so a file produced to a topic and the same file
+// backtested are the same records in the same order). PipelinePass runs one
+// unkeyed stream the same way for Compare; Evaluate is the single-learner
+// evaluator the paper reproductions keep, and TestPassAgreesWithEvaluate
+// holds the two to the same counts on deterministic learners.
+//
+// Files: backtest.go (Evaluate, runs), report.go (Compare, calibration,
+// summaries), plot.go, detection.go (scoring alerts against known drifts);
+// replay.go (Replay), replayreport.go (its report), input.go and topic.go
+// (histories from sources and topic ranges), messages.go (examples as
+// keyed messages), pass.go (PipelinePass).
 package backtest
 
 import (

@@ -21,7 +21,6 @@ import (
 	"github.com/driftstream/driftstream/experiments"
 	"github.com/driftstream/driftstream/learners"
 	"github.com/driftstream/driftstream/pipeline"
-	"github.com/driftstream/driftstream/replay"
 	"github.com/driftstream/driftstream/streams"
 )
 
@@ -148,7 +147,7 @@ func runBacktest(args []string, stdout, stderr io.Writer) int {
 		if err := populationApplies(*population, specs); err != nil {
 			return fail(err)
 		}
-		k := keyedRun{specs: specs, seed: *seed, dim: *dim, hashBits: *hashBits, messages: replay.MessageOptions{Keys: *keys, LabelsDelay: *labelsDelay, Partitioner: *partitioner},
+		k := keyedRun{specs: specs, seed: *seed, dim: *dim, hashBits: *hashBits, messages: backtest.MessageOptions{Keys: *keys, LabelsDelay: *labelsDelay, Partitioner: *partitioner},
 			partitions: *partitions, queryScale: *queryScale, standardize: *standardize, population: *population, detectors: dets, cooldown: *cooldown, out: *out, quiet: *quiet}
 		if *topic != "" {
 			if k.input, err = topicInput(ctx, *brokers, *topic, *labelsTopic, *from, *to); err != nil {
@@ -229,7 +228,7 @@ func runBacktest(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	res, err := backtest.Compare(ctx, backtest.Config{Name: *data, Data: src, Learners: specs, Seed: *seed, Repeats: *repeats,
-		QueryRateTarget: *target, Pass: replay.PassWith(replay.PassOptions{Detectors: dets, Cooldown: *cooldown, Population: *population}), Options: backtest.Options{Window: *window, Progress: progressTo(*quiet, stderr)}})
+		QueryRateTarget: *target, Pass: backtest.PipelinePassWith(backtest.PipelineOptions{Detectors: dets, Cooldown: *cooldown, Population: *population}), Options: backtest.Options{Window: *window, Progress: progressTo(*quiet, stderr)}})
 	if err != nil {
 		return fail(err)
 	}

@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/driftstream/driftstream/backtest"
 	"github.com/driftstream/driftstream/contract"
 	"github.com/driftstream/driftstream/internal/kafkatest"
-	"github.com/driftstream/driftstream/replay"
 	"github.com/driftstream/driftstream/streams"
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -184,7 +184,7 @@ func runProducerForTest(t *testing.T, addr, data string) int {
 	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "events", Balancer: balancer, BatchTimeout: time.Millisecond, RequiredAcks: kafka.RequireAll}
 	defer w.Close()
 	var batch []kafka.Message
-	if _, err := replay.Messages(context.Background(), src, replay.MessageOptions{Keys: 30, LabelsDelay: 5}, func(m replay.Message) error {
+	if _, err := backtest.Messages(context.Background(), src, backtest.MessageOptions{Keys: 30, LabelsDelay: 5}, func(m backtest.Message) error {
 		batch = append(batch, kafka.Message{Key: m.Key, Value: m.Value})
 		return nil
 	}); err != nil {

@@ -15,11 +15,11 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/driftstream/driftstream/backtest"
 	"github.com/driftstream/driftstream/config"
 	"github.com/driftstream/driftstream/contract"
 	"github.com/driftstream/driftstream/learners"
 	"github.com/driftstream/driftstream/pipeline"
-	"github.com/driftstream/driftstream/replay"
 	"github.com/driftstream/driftstream/streams"
 )
 
@@ -317,7 +317,7 @@ func (r detectionRun) rate(half int) float64 {
 // the alerts and scoring the predictions against the examples' labels.
 func keyedAlerts(ctx context.Context, cfg pipeline.Config, exs []streams.Example, truths []exampleTruth, events int) (detectionRun, error) {
 	run := detectionRun{alerts: map[string][]int{}, expected: map[string][]float64{}}
-	in, err := replay.FromExamples(detectionDim, exs, replay.MessageOptions{Keys: 1}, 1, false) // Keys: for examples without one; these have theirs
+	in, err := backtest.FromExamples(detectionDim, exs, backtest.MessageOptions{Keys: 1}, 1, false) // Keys: for examples without one; these have theirs
 	if err != nil {
 		return run, err
 	}
@@ -369,7 +369,7 @@ func keyedAlerts(ctx context.Context, cfg pipeline.Config, exs []streams.Example
 		}
 		return nil
 	}
-	if _, err := replay.Run(ctx, replay.Config{Name: "detection", Pipeline: cfg, Outputs: collect}, in); err != nil {
+	if _, err := backtest.Replay(ctx, backtest.ReplayConfig{Name: "detection", Pipeline: cfg, Outputs: collect}, in); err != nil {
 		return run, err
 	}
 	return run, nil

@@ -15,7 +15,6 @@ import (
 	"github.com/driftstream/driftstream/backtest"
 	"github.com/driftstream/driftstream/contract"
 	"github.com/driftstream/driftstream/pipeline"
-	"github.com/driftstream/driftstream/replay"
 	"github.com/driftstream/driftstream/streams"
 )
 
@@ -181,7 +180,7 @@ func populationPass(ctx context.Context, learner, variant string, dim int, seed 
 			replayed[i].Key = "all"
 		}
 	}
-	in, err := replay.FromExamples(dim, replayed, replay.MessageOptions{Keys: 1}, 1, false)
+	in, err := backtest.FromExamples(dim, replayed, backtest.MessageOptions{Keys: 1}, 1, false)
 	if err != nil {
 		return run, err
 	}
@@ -213,7 +212,7 @@ func populationPass(ctx context.Context, learner, variant string, dim int, seed 
 		}
 		return nil
 	}
-	if _, err := replay.Run(ctx, replay.Config{Name: "population", Pipeline: cfg, Outputs: collect}, in); err != nil {
+	if _, err := backtest.Replay(ctx, backtest.ReplayConfig{Name: "population", Pipeline: cfg, Outputs: collect}, in); err != nil {
 		return run, err
 	}
 	return run, nil

@@ -21,11 +21,10 @@ import (
 	"github.com/driftstream/driftstream/config"
 	"github.com/driftstream/driftstream/contract"
 	"github.com/driftstream/driftstream/pipeline"
-	"github.com/driftstream/driftstream/replay"
 	"github.com/segmentio/kafka-go"
 )
 
-// keyedRun is a backtest through the service's own pipeline (replay.Run):
+// keyedRun is a backtest through the service's own pipeline (backtest.Run):
 // per-key learners, the margin rule, pending queries with their TTL, dead
 // letters — what the service would have done on the same history.
 type keyedRun struct {
@@ -36,9 +35,9 @@ type keyedRun struct {
 	// Exactly one of input (a topic range, resolved once and read once per
 	// learner) and data (a file or generator, partitioned as the producer
 	// writes it) is set.
-	input      replay.Input
+	input      backtest.Input
 	data       backtest.Data
-	messages   replay.MessageOptions
+	messages   backtest.MessageOptions
 	partitions int
 	queryScale float64
 	// standardize z-scores each key's inputs (pipeline.Config.Standardize).
@@ -59,7 +58,7 @@ func (k keyedRun) run(ctx context.Context, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usageError{err}
 	}
-	var reports []*replay.Report
+	var reports []*backtest.Report
 	for _, spec := range k.specs {
 		in := k.input
 		if in == nil {
@@ -70,7 +69,7 @@ func (k keyedRun) run(ctx context.Context, stdout, stderr io.Writer) error {
 			if dim != vec.Dim {
 				return usageError{fmt.Errorf("the data has dimension %d; set -dim %d", dim, dim)}
 			}
-			if in, err = replay.FromExamples(dim, exs, k.messages, k.partitions, false); err != nil {
+			if in, err = backtest.FromExamples(dim, exs, k.messages, k.partitions, false); err != nil {
 				return usageError{err}
 			}
 		}
@@ -79,13 +78,13 @@ func (k keyedRun) run(ctx context.Context, stdout, stderr io.Writer) error {
 			name = spec.Name
 		}
 		alerts := &alertLog{}
-		cfg := replay.Config{Name: name, Pipeline: pipeline.Config{Learner: spec.Name, Params: spec.Params, Seed: k.seed, Vector: vec,
-			QueryScale: k.queryScale, MaxKeyBytes: -1, Standardize: k.standardize, Population: replay.PopulationOf(k.population, spec.Name), Detectors: k.detectors, AlertCooldown: k.cooldown},
+		cfg := backtest.ReplayConfig{Name: name, Pipeline: pipeline.Config{Learner: spec.Name, Params: spec.Params, Seed: k.seed, Vector: vec,
+			QueryScale: k.queryScale, MaxKeyBytes: -1, Standardize: k.standardize, Population: backtest.PopulationOf(k.population, spec.Name), Detectors: k.detectors, AlertCooldown: k.cooldown},
 			Outputs: alerts.add}
 		if !k.quiet {
 			cfg.Progress = stderr
 		}
-		rep, err := replay.Run(ctx, cfg, in)
+		rep, err := backtest.Replay(ctx, cfg, in)
 		if err != nil {
 			return err
 		}
@@ -103,7 +102,7 @@ func (k keyedRun) run(ctx context.Context, stdout, stderr io.Writer) error {
 // emitted per event; "unknown" counts label records
 // for events the learner did not ask about (or whose query expired), which
 // the service drops too; "dead" counts dead letters.
-func printKeyed(w io.Writer, reps []*replay.Report) {
+func printKeyed(w io.Writer, reps []*backtest.Report) {
 	fmt.Fprintf(w, "%-22s %9s %9s %9s %8s %7s %8s %9s %8s %6s %7s %21s %10s\n", "learner", "events", "labeled", "delayed", "accuracy", "queries",
 		"requests", "unknown", "dead", "keys", "alerts", "key accuracy p10/50/90", "records/s")
 	num := func(v float64) string {
@@ -125,7 +124,7 @@ func printKeyed(w io.Writer, reps []*replay.Report) {
 
 // writeKeyed writes summary.json (every report) and keys.csv (every key's
 // counters per learner) into dir.
-func writeKeyed(dir string, reps []*replay.Report) error {
+func writeKeyed(dir string, reps []*backtest.Report) error {
 	rows := [][]string{{"learner", "key", "partition", "events", "labeled", "mistakes", "queries", "alerts", "accuracy"}}
 	for _, r := range reps {
 		for _, k := range r.PerKey {
@@ -145,7 +144,7 @@ func writeKeyed(dir string, reps []*replay.Report) error {
 
 // plotOverTime writes curve.csv and accuracy.svg/.png over event time, over
 // every key, when the events carry a "ts".
-func plotOverTime(dir string, reps []*replay.Report) error {
+func plotOverTime(dir string, reps []*backtest.Report) error {
 	res := backtest.Result{Summary: backtest.Summary{Data: "accuracy over event time, all keys", Repeats: 1, Window: backtest.Options{}.WindowSize()}}
 	rows := [][]string{{"learner", "labeled", "cumulative_mistakes", "window_accuracy", "time"}}
 	for _, r := range reps {
@@ -175,12 +174,12 @@ func plotOverTime(dir string, reps []*replay.Report) error {
 }
 
 // topicInput resolves a topic backtest's range.
-func topicInput(ctx context.Context, brokers, topic, labelsTopic, from, to string) (replay.Input, error) {
-	fb, err := replay.ParseBound(from)
+func topicInput(ctx context.Context, brokers, topic, labelsTopic, from, to string) (backtest.Input, error) {
+	fb, err := backtest.ParseBound(from)
 	if err != nil {
 		return nil, usageError{fmt.Errorf("-from: %v", err)}
 	}
-	tb, err := replay.ParseBound(to)
+	tb, err := backtest.ParseBound(to)
 	if err != nil {
 		return nil, usageError{fmt.Errorf("-to: %v", err)}
 	}
@@ -194,7 +193,7 @@ func topicInput(ctx context.Context, brokers, topic, labelsTopic, from, to strin
 	if err != nil {
 		return nil, usageError{err}
 	}
-	return replay.FromTopic(ctx, replay.TopicRange{Brokers: bs, Dialer: dialer, Topic: topic, LabelsTopic: labelsTopic, From: fb, To: tb})
+	return backtest.FromTopic(ctx, backtest.TopicRange{Brokers: bs, Dialer: dialer, Topic: topic, LabelsTopic: labelsTopic, From: fb, To: tb})
 }
 
 // kafkaDialer is the service's Kafka connection settings (TLS, SASL) from
@@ -242,7 +241,7 @@ type alertLog struct {
 	parts map[int][][]byte
 }
 
-// add is a replay.Config.Outputs: it keeps the alerts among outs.
+// add is a backtest.ReplayConfig.Outputs: it keeps the alerts among outs.
 func (a *alertLog) add(partition int, outs []pipeline.Output) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()

@@ -32,9 +32,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/driftstream/driftstream/backtest"
 	"github.com/driftstream/driftstream/contract"
 	"github.com/driftstream/driftstream/internal/kafkaread"
-	"github.com/driftstream/driftstream/replay"
 	"github.com/driftstream/driftstream/streams"
 	"github.com/segmentio/kafka-go"
 )
@@ -218,7 +218,7 @@ func openFile(path string, csvOpts streams.CSVOptions, jsonlOpts streams.JSONLOp
 	return nil, fmt.Errorf("cannot tell the format of %s: name it .csv, .txt, .arff or .jsonl: %w", path, streams.ErrOption)
 }
 
-// produce writes the source's messages (replay.Messages: the order a
+// produce writes the source's messages (backtest.Messages: the order a
 // backtest of the same source replays), pacing at c.rate events a second.
 // Label records go to the labels topic when there is one, else in sequence
 // with the events. Writes wait for every replica (acks=all): with acks=0
@@ -256,7 +256,7 @@ func produce(ctx context.Context, c common, src streams.Source, progress io.Writ
 	}
 	start, last := time.Now(), time.Now()
 	n := 0
-	_, err = replay.Messages(ctx, src, replay.MessageOptions{Keys: c.keys, LabelsDelay: c.labelsDelay}, func(m replay.Message) error {
+	_, err = backtest.Messages(ctx, src, backtest.MessageOptions{Keys: c.keys, LabelsDelay: c.labelsDelay}, func(m backtest.Message) error {
 		msg := kafka.Message{Key: m.Key, Value: m.Value}
 		if m.Labels && lw != nil {
 			labelBatch = append(labelBatch, msg)

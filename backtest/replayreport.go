@@ -1,4 +1,4 @@
-package replay
+package backtest
 
 import (
 	"cmp"
@@ -7,7 +7,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/driftstream/driftstream/backtest"
 	"github.com/driftstream/driftstream/pipeline"
 	"gonum.org/v1/gonum/stat"
 )
@@ -93,13 +92,13 @@ type Report struct {
 	PerKey []KeyStats `json:"-"`
 	// OverTime samples accuracy over event time, over every key: empty when
 	// the events carry no "ts".
-	OverTime []backtest.Point `json:"-"`
+	OverTime []Point `json:"-"`
 }
 
 // overTime merges the partitions' timed outcomes in event-time order and
 // samples the cumulative mistakes and the windowed accuracy (the last 500
 // outcomes) at curvePoints points.
-func overTime(scorers []*scorer) []backtest.Point {
+func overTime(scorers []*scorer) []Point {
 	var all []timedOutcome
 	for _, s := range scorers {
 		all = append(all, s.timed...)
@@ -108,8 +107,8 @@ func overTime(scorers []*scorer) []backtest.Point {
 		return nil
 	}
 	slices.SortStableFunc(all, func(a, b timedOutcome) int { return cmp.Compare(a.at, b.at) })
-	every, recent := backtest.Options{}.Curve(len(all))
-	var out []backtest.Point
+	every, recent := Options{}.Curve(len(all))
+	var out []Point
 	mistakes := 0
 	for i, o := range all {
 		recent.Add(o.wrong)
@@ -117,7 +116,7 @@ func overTime(scorers []*scorer) []backtest.Point {
 			mistakes++
 		}
 		if (i+1)%every == 0 || i == len(all)-1 {
-			out = append(out, backtest.Point{Event: i + 1, CumMistakes: mistakes, WindowAccuracy: recent.Value(), WindowLabeled: recent.Len(), Time: time.Unix(0, o.at).UTC()})
+			out = append(out, Point{Event: i + 1, CumMistakes: mistakes, WindowAccuracy: recent.Value(), WindowLabeled: recent.Len(), Time: time.Unix(0, o.at).UTC()})
 		}
 	}
 	return out
@@ -140,7 +139,7 @@ func (r *Report) MarshalJSON() ([]byte, error) {
 	}{(*plain)(r), acc, map[string]int64{"predictions": r.Outputs[0], "label_queries": r.Outputs[1], "dead_letters": r.Outputs[2]}})
 }
 
-func newReport(cfg Config, scorers []*scorer, runners []*pipeline.Runner, records int64, took time.Duration) *Report {
+func newReport(cfg ReplayConfig, scorers []*scorer, runners []*pipeline.Runner, records int64, took time.Duration) *Report {
 	r := &Report{Name: cfg.Name, Learner: cfg.Pipeline.Learner, Params: cfg.Pipeline.Params, Seconds: took.Seconds()}
 	for i, s := range scorers {
 		r.Totals.Add(runners[i].Snapshot().Totals)

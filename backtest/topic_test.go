@@ -1,4 +1,4 @@
-package replay
+package backtest
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/driftstream/driftstream/backtest"
 	"github.com/driftstream/driftstream/internal/kafkatest"
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -38,7 +37,7 @@ func TestTopicRangeRefusesDeletedRecords(t *testing.T) {
 	kafkatest.DeleteRecords(t, addr, "events", 0, 50)
 
 	col := &collector{preds: map[string][]byte{}}
-	_, err = Run(context.Background(), Config{Name: "deleted", Pipeline: pipelineConfig(t, "perceptron", ""), Outputs: col.outputs}, in)
+	_, err = Replay(context.Background(), ReplayConfig{Name: "deleted", Pipeline: pipelineConfig(t, "perceptron", ""), Outputs: col.outputs}, in)
 	if err == nil || !strings.Contains(err.Error(), "offsets 0 to 49 of the range were deleted") {
 		t.Fatalf("err = %v, want the deleted offsets named", err)
 	}
@@ -66,7 +65,7 @@ func TestTopicBacktestCurveIsTheSameEveryRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.Close()
-	var first []backtest.Point
+	var first []Point
 	for run := range 8 {
 		in, err := FromTopic(context.Background(), TopicRange{Brokers: []string{addr}, Topic: "events", From: Unbounded, To: Unbounded})
 		if err != nil {
@@ -75,7 +74,7 @@ func TestTopicBacktestCurveIsTheSameEveryRun(t *testing.T) {
 		if ps := in.Partitions(); !slices.Equal(ps, []int{0, 1, 2}) {
 			t.Fatalf("run %d: partitions %v, want [0 1 2]", run, ps)
 		}
-		rep, err := Run(context.Background(), Config{Name: "ties", Pipeline: pipelineConfig(t, "perceptron", "")}, in)
+		rep, err := Replay(context.Background(), ReplayConfig{Name: "ties", Pipeline: pipelineConfig(t, "perceptron", "")}, in)
 		if err != nil {
 			t.Fatal(err)
 		}

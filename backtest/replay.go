@@ -1,4 +1,4 @@
-package replay
+package backtest
 
 import (
 	"context"
@@ -27,8 +27,8 @@ type Input interface {
 	Err() error
 }
 
-// Config configures a replay.
-type Config struct {
+// ReplayConfig configures a replay.
+type ReplayConfig struct {
 	// Name labels the progress lines and the report.
 	Name     string
 	Pipeline pipeline.Config
@@ -47,9 +47,9 @@ type Config struct {
 	Observe func(partition int, f *pipeline.Fetched, e pipeline.Effect)
 }
 
-// Run replays in through one pipeline.Runner per partition, concurrently,
+// Replay replays in through one pipeline.Runner per partition, concurrently,
 // and reports what the service would have done: its counters, per key.
-func Run(ctx context.Context, cfg Config, in Input) (*Report, error) {
+func Replay(ctx context.Context, cfg ReplayConfig, in Input) (*Report, error) {
 	if err := cfg.Pipeline.Validate(); err != nil {
 		return nil, err
 	}
@@ -104,7 +104,7 @@ func Run(ctx context.Context, cfg Config, in Input) (*Report, error) {
 }
 
 // progress prints a line every cfg.ProgressEvery until stopped.
-func progress(ctx context.Context, cfg Config, total int64, done *atomic.Int64, start time.Time) (stop func()) {
+func progress(ctx context.Context, cfg ReplayConfig, total int64, done *atomic.Int64, start time.Time) (stop func()) {
 	if cfg.Progress == nil {
 		return func() {}
 	}

@@ -1,12 +1,4 @@
-// Package replay runs a history — a file, a generator or a range of a Kafka
-// topic — through the service's own partition loop (pipeline.Runner): the
-// same keyed records, partitioned as Kafka partitions them, the same
-// workers, the same checkpointing (in memory), so that a backtest computes
-// what the service computes, prediction for prediction. It also turns
-// examples into the keyed event messages that the producer writes, so that
-// a file produced to a topic and the same file backtested are the same
-// records in the same order.
-package replay
+package backtest
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package replay
+package backtest
 
 import (
 	"context"
@@ -51,12 +51,12 @@ func benchExamples() []streams.Example {
 	return exs
 }
 
-func benchConfig(b *testing.B) Config {
+func benchConfig(b *testing.B) ReplayConfig {
 	vec, err := contract.NewVectorizer(benchDim, 0)
 	if err != nil {
 		b.Fatal(err)
 	}
-	return Config{Name: "bench", Pipeline: pipeline.Config{Learner: "perceptron", Seed: 1, Vector: vec, QueryScale: 1}}
+	return ReplayConfig{Name: "bench", Pipeline: pipeline.Config{Learner: "perceptron", Seed: 1, Vector: vec, QueryScale: 1}}
 }
 
 // BenchmarkReplay compares the two ways to backtest the same history: from
@@ -74,7 +74,7 @@ func BenchmarkReplay(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			if _, err := Run(context.Background(), cfg, in); err != nil {
+			if _, err := Replay(context.Background(), cfg, in); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -109,7 +109,7 @@ func BenchmarkReplay(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			rep, err := Run(context.Background(), cfg, in)
+			rep, err := Replay(context.Background(), cfg, in)
 			if err != nil {
 				b.Fatal(err)
 			}

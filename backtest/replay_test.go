@@ -1,4 +1,4 @@
-package replay
+package backtest
 
 import (
 	"bytes"
@@ -159,7 +159,7 @@ func TestSameCodeSameAnswer(t *testing.T) {
 			}
 			for name, in := range map[string]Input{"file": fromSource, "topic": fromTopic} {
 				col := &collector{preds: map[string][]byte{}}
-				rep, err := Run(context.Background(), Config{Name: name, Pipeline: pcfg, Outputs: col.outputs}, in)
+				rep, err := Replay(context.Background(), ReplayConfig{Name: name, Pipeline: pcfg, Outputs: col.outputs}, in)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -1,11 +1,10 @@
-package replay
+package backtest
 
 import (
 	"context"
 	"testing"
 	"time"
 
-	"github.com/driftstream/driftstream/backtest"
 	"github.com/driftstream/driftstream/streams"
 )
 
@@ -35,14 +34,14 @@ func TestPassAgreesWithEvaluate(t *testing.T) {
 		}
 	}
 	delayed = append(delayed, held...)
-	for _, spec := range []backtest.Spec{{Name: "perceptron"}, {Name: "lasec"}, {Name: "shifting-perceptron"},
+	for _, spec := range []Spec{{Name: "perceptron"}, {Name: "lasec"}, {Name: "shifting-perceptron"},
 		{Name: "perceptron", Standardize: true}, {Name: "odm", Standardize: true}} {
 		for name, events := range map[string][]streams.Example{"inline": inline, "delayed": delayed} {
-			want, err := backtest.Evaluate(context.Background(), spec, events, 4, 1, backtest.Options{})
+			want, err := Evaluate(context.Background(), spec, events, 4, 1, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := Pass(context.Background(), spec, events, 4, 1, backtest.Options{})
+			got, err := PipelinePass(context.Background(), spec, events, 4, 1, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,4 +1,4 @@
-package replay
+package backtest
 
 import (
 	"context"
@@ -7,27 +7,26 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/driftstream/driftstream/backtest"
 	"github.com/driftstream/driftstream/contract"
 	"github.com/driftstream/driftstream/pipeline"
 	"github.com/driftstream/driftstream/streams"
 )
 
-// Pass is a backtest.Pass through the service's pipeline: the events are one
+// PipelinePass is a Pass through the service's pipeline: the events are one
 // key's history on one partition (a stream without keys, as the papers run
 // it), labels inline or as the source's own label records. With it,
 // `consumer backtest -data` runs the code the service runs; the
-// single-learner evaluator (backtest.Evaluate) stays for the paper
+// single-learner evaluator (Evaluate) stays for the paper
 // reproductions. A randomized learner's expected mistakes are not observed
 // here: Run.Expected is its counted mistakes. Run.Queries counts the labels
 // the learner asked for, as Evaluate counts them; Run.Requests the label
 // requests the service would emit.
-func Pass(ctx context.Context, spec backtest.Spec, events []streams.Example, dim int, seed uint64, opts backtest.Options) (backtest.Run, error) {
-	return PassWith(PassOptions{})(ctx, spec, events, dim, seed, opts)
+func PipelinePass(ctx context.Context, spec Spec, events []streams.Example, dim int, seed uint64, opts Options) (Run, error) {
+	return PipelinePassWith(PipelineOptions{})(ctx, spec, events, dim, seed, opts)
 }
 
-// PassOptions are what a single-stream pass runs beside the key's learner.
-type PassOptions struct {
+// PipelineOptions are what a single-stream pass runs beside the key's learner.
+type PipelineOptions struct {
 	// Detectors run on the stream's key, each with the alert cooldown
 	// Cooldown (0: the default); Run.Alerts has their alerts, at the event
 	// index of the event or label that raised them (events' ids, when they
@@ -40,9 +39,9 @@ type PassOptions struct {
 	Population string
 }
 
-// PassWith is Pass with opts.
-func PassWith(opts PassOptions) backtest.Pass {
-	return func(ctx context.Context, spec backtest.Spec, events []streams.Example, dim int, seed uint64, o backtest.Options) (backtest.Run, error) {
+// PipelinePassWith is PipelinePass with opts.
+func PipelinePassWith(opts PipelineOptions) Pass {
+	return func(ctx context.Context, spec Spec, events []streams.Example, dim int, seed uint64, o Options) (Run, error) {
 		return pass(ctx, spec, events, dim, seed, o, opts)
 	}
 }
@@ -57,14 +56,14 @@ func PopulationOf(flag, learner string) string {
 	return pipeline.PopulationOff
 }
 
-func pass(ctx context.Context, spec backtest.Spec, events []streams.Example, dim int, seed uint64, opts backtest.Options, po PassOptions) (backtest.Run, error) {
+func pass(ctx context.Context, spec Spec, events []streams.Example, dim int, seed uint64, opts Options, po PipelineOptions) (Run, error) {
 	vec, err := contract.NewVectorizer(dim, 0)
 	if err != nil {
-		return backtest.Run{}, err
+		return Run{}, err
 	}
 	in, err := FromExamples(dim, events, MessageOptions{Keys: 1}, 1, false)
 	if err != nil {
-		return backtest.Run{}, err
+		return Run{}, err
 	}
 	every, recent := opts.Curve(len(events))
 	var times []time.Time // of the events in order, for the curve's time axis
@@ -73,12 +72,12 @@ func pass(ctx context.Context, spec backtest.Spec, events []streams.Example, dim
 			times = append(times, ex.Time)
 		}
 	}
-	var run backtest.Run
+	var run Run
 	name := spec.Label
 	if name == "" {
 		name = spec.Name
 	}
-	cfg := Config{Name: name, Pipeline: pipeline.Config{Learner: spec.Name, Params: spec.Params, Seed: seed, Vector: vec, QueryScale: 1,
+	cfg := ReplayConfig{Name: name, Pipeline: pipeline.Config{Learner: spec.Name, Params: spec.Params, Seed: seed, Vector: vec, QueryScale: 1,
 		MaxKeyBytes: -1, MaxPending: len(events) + 1, PendingTTL: int64(len(events)) + 1, MaxPendingBytes: 1 << 40,
 		Detectors: po.Detectors, AlertCooldown: po.Cooldown, CooldownPerDetector: true, Standardize: spec.Standardize, Population: PopulationOf(po.Population, spec.Name)},
 		Progress: opts.Progress, ProgressEvery: 5 * time.Second}
@@ -91,7 +90,7 @@ func pass(ctx context.Context, spec backtest.Spec, events []streams.Example, dim
 			recent.Add(e.Outcome.Wrong)
 		}
 		if (records%every == 0 || records == len(events)) && recent.Len() > 0 {
-			pt := backtest.Point{Event: seen, CumMistakes: mistakes, WindowAccuracy: recent.Value(), WindowLabeled: recent.Len()}
+			pt := Point{Event: seen, CumMistakes: mistakes, WindowAccuracy: recent.Value(), WindowLabeled: recent.Len()}
 			if pt.Event > 0 {
 				pt.Time = times[pt.Event-1]
 			}
@@ -122,13 +121,13 @@ func pass(ctx context.Context, spec backtest.Spec, events []streams.Example, dim
 		}
 		return nil
 	}
-	rep, err := Run(ctx, cfg, in)
+	rep, err := Replay(ctx, cfg, in)
 	if err != nil {
-		return backtest.Run{}, fmt.Errorf("%s: %w", name, err)
+		return Run{}, fmt.Errorf("%s: %w", name, err)
 	}
 	t := rep.Totals
 	if t.DeadLetters > 0 {
-		return backtest.Run{}, fmt.Errorf("%s: the pipeline dead-lettered %d records, the first because: %s", name, t.DeadLetters, firstDead)
+		return Run{}, fmt.Errorf("%s: the pipeline dead-lettered %d records, the first because: %s", name, t.DeadLetters, firstDead)
 	}
 	run.Events, run.Labeled, run.Mistakes = int(t.Events), int(t.Labeled), int(t.Mistakes)
 	// One query rate everywhere: the labels the learner asked for (every
