@@ -196,11 +196,14 @@ func populationLeads(ps *keyState) bool { return prior(ps).population >= leadAcc
 // the population model learns it (teachPopulation's rule).
 func (w *Worker) scoreMixture(r Record, ks *keyState, populationWrong, ownWrong bool) error {
 	ks.mix.update(populationWrong, ownWrong)
+	if ks.stats.events > youngEvents {
+		return nil // only young keys score the prior
+	}
 	ps, err := w.population()
 	if err != nil {
 		return err
 	}
-	if r.Offset > ps.applied[r.Topic] && ks.stats.events <= youngEvents {
+	if r.Offset > ps.applied[r.Topic] {
 		p, right := prior(ps), 0.0
 		if !populationWrong {
 			right = 1
