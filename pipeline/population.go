@@ -183,11 +183,11 @@ func prior(ps *keyState) *mixture {
 
 // populationLeads reports whether the population model predicts young keys
 // well (prior at least leadAccuracy): then a new key's learner starts as a
-// copy of it and its mixture at mixStart. Otherwise — keys with concepts of
-// their own, where the population is near chance — a new key's learner
-// starts from scratch and its mixture at a tie: the population's
-// prediction first, the key's own once it is right where the population
-// is wrong.
+// copy of it and its mixture at mixStart, following it. Otherwise — keys
+// with concepts of their own, where the population predicts young keys
+// little better than a coin — a new key is a per-key learner: its learner
+// starts from scratch and its mixture at 1−mixStart, following its own
+// learner until the population proves better on it.
 func populationLeads(ps *keyState) bool { return prior(ps).population >= leadAccuracy }
 
 // scoreMixture scores key ks's mixture, and the partition's prior, on a
@@ -229,7 +229,7 @@ func (w *Worker) mixed(ks *keyState, x learners.Vector, own learners.Prediction)
 		return 0, 0, pp, fmt.Errorf("population model: %w", err)
 	}
 	if ks.mix == nil {
-		start := 0.5 // a tie: the population's prediction first, the key's own learner once it is right where the population is not
+		start := 1 - mixStart // the key's own learner, unless the population proves better on the key
 		if populationLeads(ps) {
 			start = mixStart
 		}

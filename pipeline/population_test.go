@@ -247,9 +247,9 @@ func TestMixtureFollowsTheBetterExpert(t *testing.T) {
 }
 
 // Keys that share the population's concept and one whose concept is the
-// opposite: the rebel ends up following its own learner; a newcomer's
-// first predictions are the population's (its learner starts as a copy of
-// the population, whichever of the two its mixture starts with).
+// opposite: the rebel ends up following its own learner; the population
+// leads (it predicts young keys well), so a newcomer's first prediction is
+// the population's.
 func TestDepartingKeyFollowsItself(t *testing.T) {
 	cfg := populationConfig(t, "perceptron", "")
 	r := rand.New(rand.NewPCG(5, 5))
@@ -279,8 +279,11 @@ func TestDepartingKeyFollowsItself(t *testing.T) {
 		t.Fatalf("the key API says the rebel follows %q (population weight %v)", info.Follows, info.PopulationWeight)
 	}
 	// A newcomer's first prediction is the population's, and its mixture
-	// starts within [1−mixStart, mixStart].
+	// starts at mixStart.
 	ps := w.keys[PopulationKey]
+	if !populationLeads(ps) {
+		t.Fatalf("the population does not lead (prior %+v) where 20 of 21 keys share its concept", prior(ps))
+	}
 	x, _ := learners.NewDense([]float64{1, 1, 0, 0})
 	want, err := ps.learner.Predict(x)
 	if err != nil {
@@ -291,14 +294,14 @@ func TestDepartingKeyFollowsItself(t *testing.T) {
 	if len(outs) == 0 || json.Unmarshal(outs[0].Value, &got) != nil || got.Label != want.Label || got.Score != want.Score {
 		t.Fatalf("the newcomer's first prediction %s; the population's %+v", outs[0].Value, want)
 	}
-	if m := w.keys["newcomer"].mix; m.population < 1-mixStart-1e-12 || m.population > mixStart+1e-12 {
-		t.Fatalf("a newcomer's mixture %+v starts outside [1/3, 2/3]", m)
+	if m := w.keys["newcomer"].mix; m.population != mixStart {
+		t.Fatalf("a newcomer's mixture %+v starts elsewhere than at %v", m, mixStart)
 	}
 }
 
 // The partition's prior: where the population model predicts young keys
 // near chance (every key has a concept of its own), a new key's learner
-// starts from scratch and its mixture at a tie; where it predicts them well
+// starts from scratch and its mixture follows it; where it predicts them well
 // (every key shares its concept, labels noisy), a new key's learner starts
 // as a copy of it and its mixture at mixStart.
 func TestNewKeysStartFromThePrior(t *testing.T) {
@@ -335,7 +338,7 @@ func TestNewKeysStartFromThePrior(t *testing.T) {
 			run(t, w, []Record{{Offset: 8000, Key: []byte("newcomer"), Value: []byte(`{"id":"n0","x":[1,0,0,0]}`)}})
 			ps := w.keys[PopulationKey]
 			newcomer := w.keys["newcomer"]
-			start := map[bool]float64{true: mixStart, false: 0.5}[tc.leads]
+			start := map[bool]float64{true: mixStart, false: 1 - mixStart}[tc.leads]
 			if populationLeads(ps) != tc.leads || newcomer.mix.population != start {
 				t.Fatalf("the prior %+v leads %v (want %v); a new key starts at %+v, want %v", prior(ps), populationLeads(ps), tc.leads, newcomer.mix, start)
 			}
