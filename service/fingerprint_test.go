@@ -164,8 +164,9 @@ func fingerprintInput(t *testing.T, addr string) int {
 			n++
 		}
 	}
-	// One connection per partition, in order: a kafka.Writer may reorder
-	// the batches of one partition.
+	// One connection per partition, in order: a kafka.Writer with its
+	// default acks (none) gave one partition's records in different orders
+	// in two runs.
 	per := map[int][]kafka.Message{}
 	for _, m := range append(msgs, labels...) {
 		p := kafka.Murmur2Balancer{}.Balance(m, 0, 1, 2)

@@ -224,7 +224,7 @@ func openFile(path string, csvOpts streams.CSVOptions, jsonlOpts streams.JSONLOp
 // with the events. Writes wait for every replica (acks=all): with acks=0
 // kafka-go does not wait, and the topic could hold the messages in another
 // order or miss some, which a backtest of the same file would not see (a
-// test in replay/ writing without acks lost and reordered records on the
+// backtest test writing without acks lost and reordered records on the
 // in-process broker).
 func produce(ctx context.Context, c common, src streams.Source, progress io.Writer) (int, error) {
 	brokers := strings.Split(c.brokers, ",")
