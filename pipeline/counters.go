@@ -150,10 +150,13 @@ type Snapshot struct {
 // published is a Runner's Snapshot: written by the partition's goroutine
 // after every record, read by any goroutine.
 type published struct {
-	mu   sync.Mutex
+	mu sync.Mutex
+	// snap holds the worker's own counters in Totals; get subtracts base,
+	// the worker's counters when this Runner took it (so the per-record
+	// work is a copy, and the subtraction happens when someone reads).
 	snap Snapshot
+	base Totals
 	// The rest belongs to the partition's goroutine.
-	base      Totals // the worker's counters when this Runner took it
 	accuracy  *window.Accuracy
 	followed  *window.Mean // 1 for a prediction that followed the population model
 	weights   *window.Mean
@@ -166,9 +169,9 @@ func newPublished() *published {
 
 // start takes w as the worker whose counts from now on are the Runner's.
 func (p *published) start(w *Worker, res Restored) {
-	p.base, p.populated = w.stats, w.populated()
+	p.populated = w.populated()
 	p.mu.Lock()
-	p.snap.Totals = w.stats.since(p.base)
+	p.base, p.snap.Totals = w.stats, w.stats
 	p.snap.Restored, p.snap.Restore, p.snap.Keys = true, res, w.keyCount()
 	p.mu.Unlock()
 }
@@ -195,7 +198,7 @@ func (p *published) record(w *Worker, b before, topic int, lag int64) Effect {
 		p.weights.Add(w.lastWeight)
 	}
 	p.mu.Lock()
-	p.snap.Totals = t.since(p.base)
+	p.snap.Totals = *t
 	if topic == EventsTopic {
 		p.snap.Lag = lag
 	}
@@ -218,8 +221,10 @@ func (p *published) keys(k KeyCount) {
 // get returns the last snapshot published.
 func (p *published) get() Snapshot {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.snap
+	s, base := p.snap, p.base
+	p.mu.Unlock()
+	s.Totals = s.Totals.since(base)
+	return s
 }
 
 // KeyCount is how many keys a partition holds, and how many of them are in
