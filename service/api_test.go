@@ -67,7 +67,7 @@ func keyAPI(t *testing.T, cacheKeys int) {
 	defer noKeyStoresLeft(t, cfg)
 	s, stop := started(t, cfg)
 	produce(t, addr, 1, 300)
-	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "events", Balancer: kafka.Murmur2Balancer{}, BatchTimeout: time.Millisecond}
+	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "events", Balancer: kafka.Murmur2Balancer{}, BatchTimeout: time.Millisecond, RequiredAcks: kafka.RequireAll}
 	if err := w.WriteMessages(context.Background(), kafka.Message{Key: []byte("site/7"), Value: []byte(`{"id":"slash","x":[1,2,3],"label":1}`)}); err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,7 @@ func TestSASL(t *testing.T) {
 			if _, err := New(context.Background(), cfg); err != nil {
 				t.Fatal(err)
 			}
-			w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "events", Balancer: kafka.Murmur2Balancer{}, BatchTimeout: time.Millisecond, Transport: transport}
+			w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "events", Balancer: kafka.Murmur2Balancer{}, BatchTimeout: time.Millisecond, Transport: transport, RequiredAcks: kafka.RequireAll}
 			if err := w.WriteMessages(context.Background(), kafka.Message{Key: []byte("k"), Value: []byte(`{"id":"a","x":[1,2,3],"label":1}`)},
 				kafka.Message{Key: []byte("k"), Value: []byte(`{"id":"b","x":[1,0,3]}`)}); err != nil {
 				t.Fatal(err)

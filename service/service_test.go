@@ -43,7 +43,7 @@ func testConfig(t *testing.T, addr, group string) Config {
 // label record), plus a few bad records; it returns the event ids.
 func produce(t *testing.T, addr string, seed uint64, n int) []string {
 	t.Helper()
-	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "events", Balancer: kafka.Murmur2Balancer{}, BatchTimeout: time.Millisecond}
+	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "events", Balancer: kafka.Murmur2Balancer{}, BatchTimeout: time.Millisecond, RequiredAcks: kafka.RequireAll}
 	defer w.Close()
 	r := rand.New(rand.NewPCG(seed, 1))
 	var msgs []kafka.Message
@@ -620,8 +620,8 @@ func TestSeparateLabelsTopic(t *testing.T) {
 	if _, err := New(context.Background(), cfg); err != nil {
 		t.Fatal(err)
 	}
-	ew := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "events", Balancer: kafka.Murmur2Balancer{}, BatchTimeout: time.Millisecond}
-	lw := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "labels", Balancer: kafka.Murmur2Balancer{}, BatchTimeout: time.Millisecond}
+	ew := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "events", Balancer: kafka.Murmur2Balancer{}, BatchTimeout: time.Millisecond, RequiredAcks: kafka.RequireAll}
+	lw := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "labels", Balancer: kafka.Murmur2Balancer{}, BatchTimeout: time.Millisecond, RequiredAcks: kafka.RequireAll}
 	defer ew.Close()
 	defer lw.Close()
 	r := rand.New(rand.NewPCG(10, 1))
