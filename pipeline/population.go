@@ -173,12 +173,13 @@ func (m *mixture) update(populationWrong, ownWrong bool) {
 // exponentially weighted mean (weight priorRate per label), kept in the
 // population model's own mixture (population: the accuracy, own: the rest)
 // so that it is checkpointed, restored and replayed with the model. It
-// starts at mixStart.
-func prior(ps *keyState) *mixture {
+// starts at mixStart (no mixture yet). Reading it changes nothing: only
+// scoreMixture writes it, and marks the model dirty when it does.
+func prior(ps *keyState) float64 {
 	if ps.mix == nil {
-		ps.mix = &mixture{population: mixStart, own: 1 - mixStart}
+		return mixStart
 	}
-	return ps.mix
+	return ps.mix.population
 }
 
 // populationLeads reports whether the population model predicts young keys
@@ -188,7 +189,7 @@ func prior(ps *keyState) *mixture {
 // little better than a coin — a new key is a per-key learner: its learner
 // starts from scratch and its mixture at 1−mixStart, following its own
 // learner until the population proves better on it.
-func populationLeads(ps *keyState) bool { return prior(ps).population >= leadAccuracy }
+func populationLeads(ps *keyState) bool { return prior(ps) >= leadAccuracy }
 
 // scoreMixture scores key ks's mixture, and the partition's prior, on a
 // label of record r: populationWrong and ownWrong say which expert's
@@ -204,12 +205,15 @@ func (w *Worker) scoreMixture(r Record, ks *keyState, populationWrong, ownWrong 
 		return err
 	}
 	if r.Offset > ps.applied[r.Topic] {
-		p, right := prior(ps), 0.0
+		right := 0.0
 		if !populationWrong {
 			right = 1
 		}
-		p.population = (1-priorRate)*p.population + priorRate*right
-		p.own = 1 - p.population
+		acc := (1-priorRate)*prior(ps) + priorRate*right
+		if ps.mix == nil {
+			ps.mix = new(mixture)
+		}
+		ps.mix.population, ps.mix.own = acc, 1-acc
 		w.markDirty(PopulationKey, ps)
 	}
 	return nil

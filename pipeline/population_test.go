@@ -282,7 +282,7 @@ func TestDepartingKeyFollowsItself(t *testing.T) {
 	// starts at mixStart.
 	ps := w.keys[PopulationKey]
 	if !populationLeads(ps) {
-		t.Fatalf("the population does not lead (prior %+v) where 20 of 21 keys share its concept", prior(ps))
+		t.Fatalf("the population does not lead (prior %v) where 20 of 21 keys share its concept", prior(ps))
 	}
 	x, _ := learners.NewDense([]float64{1, 1, 0, 0})
 	want, err := ps.learner.Predict(x)
@@ -340,7 +340,7 @@ func TestNewKeysStartFromThePrior(t *testing.T) {
 			newcomer := w.keys["newcomer"]
 			start := map[bool]float64{true: mixStart, false: 1 - mixStart}[tc.leads]
 			if populationLeads(ps) != tc.leads || newcomer.mix.population != start {
-				t.Fatalf("the prior %+v leads %v (want %v); a new key starts at %+v, want %v", prior(ps), populationLeads(ps), tc.leads, newcomer.mix, start)
+				t.Fatalf("the prior %v leads %v (want %v); a new key starts at %+v, want %v", prior(ps), populationLeads(ps), tc.leads, newcomer.mix, start)
 			}
 			fresh, err := w.maker.New(learners.Config{Dim: w.cfg.Vector.Dim, Seed: w.cfg.Seed, Key: "newcomer"})
 			if err != nil {

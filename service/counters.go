@@ -73,17 +73,6 @@ func (c *counters) read() (sum pipeline.Totals, parts []partitionSnapshot) {
 	return sum, parts
 }
 
-// snapshot returns partition p's snapshot, if it runs.
-func (c *counters) snapshot(p int) (pipeline.Snapshot, bool) {
-	c.mu.Lock()
-	r, ok := c.live[p]
-	c.mu.Unlock()
-	if !ok {
-		return pipeline.Snapshot{}, false
-	}
-	return r.Snapshot(), true
-}
-
 // refusedOutput counts an output the broker refused, replaced by a dead
 // letter.
 func (c *counters) refusedOutput(kind, reason string) {

@@ -137,11 +137,12 @@ func TestScrapedMetricsReadThePartitions(t *testing.T) {
 				}
 			}
 			var labeled, populationPredictions float64
-			for p := range partitions {
-				snap, ok := s.count.snapshot(p)
-				if !ok {
-					t.Fatalf("partition %d does not run", p)
-				}
+			running := s.running()
+			if len(running) != partitions {
+				t.Fatalf("%d partitions run, want %d", len(running), partitions)
+			}
+			for _, st := range running {
+				p, snap := st.p, st.snapshot()
 				if snap.WindowLabeled > 0 {
 					labeled += float64(snap.Totals.Labeled)
 					if got := sample(t, reg, "driftstream_window_accuracy", "partition", part(p)); got != snap.WindowAccuracy || snap.WindowLabeled != min(int(snap.Totals.Labeled), pipeline.WindowSize) {
