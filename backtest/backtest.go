@@ -11,11 +11,11 @@
 // prediction (Messages turns examples into the keyed event messages the
 // producer writes, so a file produced to a topic and the same file
 // backtested are the same records in the same order). PipelinePass runs one
-// unkeyed stream the same way for Compare; Evaluate is the single-learner
-// evaluator the paper reproductions keep, and TestPassAgreesWithEvaluate
-// holds the two to the same counts on deterministic learners.
+// unkeyed stream the same way: the pass of Compare, calibration and the
+// paper reproductions (TestPassAgreesWithReference holds it to the plain
+// prequential loop, randomized learners included).
 //
-// Files: backtest.go (Evaluate, runs), report.go (Compare, calibration,
+// Files: backtest.go (runs), report.go (Compare, calibration,
 // summaries), plot.go, detection.go (scoring alerts against known drifts);
 // replay.go (Replay), replayreport.go (its report), input.go and topic.go
 // (histories from sources and topic ranges), messages.go (examples as
@@ -26,13 +26,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"math"
 	"time"
 
 	"github.com/driftstream/driftstream/internal/window"
-	"github.com/driftstream/driftstream/learners"
 	"github.com/driftstream/driftstream/streams"
 	"gonum.org/v1/gonum/stat"
 	"gonum.org/v1/gonum/stat/distuv"
@@ -87,7 +85,7 @@ type Run struct {
 	Delayed, Unknown int
 	Labeled          int     // events with a label (the ones scored)
 	Mistakes         int     // mistakes on labeled events
-	Expected         float64 // expected mistakes (randomized predictions)
+	Expected         float64 // expected mistakes: pipeline.Outcome's Expected, summed
 	// Queries counts the events whose label the learner asked for — every
 	// event for a learner that learns every label, its own rule's choices
 	// for a sampler: the papers' query rate is Queries/Events, in every
@@ -95,7 +93,7 @@ type Run struct {
 	Queries int
 	// Requests counts the label requests the service's pipeline emitted for
 	// unlabeled events (the label-queries topic: a sampler's queries, the
-	// margin rule's for the others); 0 in Evaluate, which emits nothing.
+	// margin rule's for the others).
 	Requests int
 	Seconds  float64
 	// Curve samples cumulative mistakes and windowed accuracy over time.
@@ -147,100 +145,6 @@ func Load(ctx context.Context, src streams.Source) ([]streams.Example, error) {
 		}
 		out = append(out, ex)
 	}
-}
-
-// Evaluate runs one learner prequentially over events: predict and decide
-// every event; score labeled events; teach the learner the labels it asks for.
-func Evaluate(ctx context.Context, spec Spec, events []streams.Example, dim int, seed uint64, opts Options) (Run, error) {
-	l, err := learners.New(spec.Name, spec.Params, learners.Config{Dim: dim, Seed: seed})
-	if err != nil {
-		return Run{}, err
-	}
-	var std *learners.Standardizer
-	if spec.Standardize {
-		if std, err = learners.NewStandardizer(dim); err != nil {
-			return Run{}, err
-		}
-	}
-	every, recent := opts.Curve(len(events))
-	var run Run
-	score := func(p learners.Prediction, label int) {
-		run.Labeled++
-		wrong := p.Label != label
-		run.Expected += p.ExpectedMistake(label)
-		if wrong {
-			run.Mistakes++
-		}
-		recent.Add(wrong)
-	}
-	type pending struct {
-		x learners.Vector
-		p learners.Prediction
-	}
-	waiting := map[string]pending{} // unlabeled events that a label record may label later
-	start := time.Now()
-	lastReport := start
-	for i, ex := range events {
-		if i%4096 == 0 {
-			if err := ctx.Err(); err != nil {
-				return Run{}, err
-			}
-			if opts.Progress != nil && time.Since(lastReport) > 2*time.Second {
-				lastReport = time.Now()
-				fmt.Fprintf(opts.Progress, "  %s: %d/%d events (%.0f%%)\n", spec.label(), i, len(events), 100*float64(i)/float64(len(events)))
-			}
-		}
-		if ex.LabelRecord {
-			w, ok := waiting[ex.ID]
-			if !ok {
-				run.Unknown++
-				continue
-			}
-			delete(waiting, ex.ID)
-			run.Delayed++
-			score(w.p, ex.Label)
-			if w.p.Query { // the state moved on since: learn with a fresh prediction
-				fresh, err := l.Predict(w.x)
-				if err == nil {
-					err = l.Learn(w.x, ex.Label, fresh)
-				}
-				if err != nil {
-					return Run{}, fmt.Errorf("%s: delayed label for %s: %w", spec.label(), ex.ID, err)
-				}
-			}
-			continue
-		}
-		x := ex.X
-		if std != nil { // scaled by what came before, then counted
-			if x, err = std.Next(ex.X); err != nil {
-				return Run{}, fmt.Errorf("%s: event %s: %w", spec.label(), ex.ID, err)
-			}
-		}
-		p, err := l.Predict(x)
-		if err != nil {
-			return Run{}, fmt.Errorf("%s: event %s: %w", spec.label(), ex.ID, err)
-		}
-		p = l.Decide(p)
-		run.Events++
-		if p.Query {
-			run.Queries++
-		}
-		if ex.Label == 0 {
-			waiting[ex.ID] = pending{x, p}
-			continue
-		}
-		score(p, ex.Label)
-		if p.Query {
-			if err := l.Learn(x, ex.Label, p); err != nil {
-				return Run{}, fmt.Errorf("%s: event %s: %w", spec.label(), ex.ID, err)
-			}
-		}
-		if i%every == 0 || i == len(events)-1 {
-			run.Curve = append(run.Curve, Point{Event: i + 1, CumMistakes: run.Mistakes, WindowAccuracy: recent.Value(), WindowLabeled: recent.Len(), Time: ex.Time})
-		}
-	}
-	run.Seconds = time.Since(start).Seconds()
-	return run, nil
 }
 
 func (s Spec) label() string {

@@ -16,7 +16,7 @@ import (
 	"github.com/driftstream/driftstream/streams"
 )
 
-func synthEvents(t *testing.T, spec string, seed uint64) ([]streams.Example, int) {
+func synthEvents(t testing.TB, spec string, seed uint64) ([]streams.Example, int) {
 	t.Helper()
 	src, err := streams.OpenSynth(spec, seed)
 	if err != nil {
@@ -29,11 +29,12 @@ func synthEvents(t *testing.T, spec string, seed uint64) ([]streams.Example, int
 	return ev, src.Dim()
 }
 
-// Evaluate's counts agree with a hand-rolled prequential loop.
-func TestEvaluateMatchesManualLoop(t *testing.T) {
+// The pass's counts, windowed accuracy and curve agree with a hand-rolled
+// prequential loop of a randomized sampler.
+func TestPassMatchesManualLoop(t *testing.T) {
 	ev, dim := synthEvents(t, "synth:switching-gaussian?T=3000&d=8&period=500", 1)
 	ev[10].Label = 0 // one unlabeled event: predicted, not scored, not learned
-	run, err := Evaluate(context.Background(), Spec{Name: "lasec-ss", Params: json.RawMessage(`{"a":0.05}`)}, ev, dim, 3, Options{Window: 100, Points: 30})
+	run, err := PipelinePass(context.Background(), Spec{Name: "lasec-ss", Params: json.RawMessage(`{"a":0.05}`)}, ev, dim, 3, Options{Window: 100, Points: 30})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +85,10 @@ func TestCalibrateReachesTargetRate(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			run, _ := Evaluate(context.Background(), s, ev, dim, 1, Options{})
+			run, err := PipelinePass(context.Background(), s, ev, dim, 1, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
 			if math.Abs(run.QueryRate()-target) > 0.02 {
 				t.Errorf("%s at target %v: query rate %v with %s", name, target, run.QueryRate(), s.Params)
 			}
@@ -171,11 +175,11 @@ func TestDelayedLabels(t *testing.T) {
 	}
 	delayed = append(delayed, streams.Example{ID: "never-seen", Label: 1, LabelRecord: true}, streams.Example{ID: ev[0].ID, Label: 1, LabelRecord: true})
 	for _, s := range []Spec{{Name: "lasec"}, {Name: "perceptron-ss", Params: json.RawMessage(`{"b":2}`)}} {
-		a, err := Evaluate(context.Background(), s, ev, dim, 1, Options{})
+		a, err := PipelinePass(context.Background(), s, ev, dim, 1, Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := Evaluate(context.Background(), s, delayed, dim, 1, Options{})
+		b, err := PipelinePass(context.Background(), s, delayed, dim, 1, Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

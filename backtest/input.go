@@ -164,7 +164,7 @@ func (in *messageInput) deal(ctx context.Context) {
 		if offset < in.from[p][topic] { // before where the partition's Open started it
 			return nil
 		}
-		pending[p] = append(pending[p], pipeline.Fetched{Record: pipeline.Record{Topic: topic, Partition: p, Offset: offset, Key: m.Key, Value: m.Value}})
+		pending[p] = append(pending[p], pipeline.Fetched{Record: pipeline.Record{Topic: topic, Partition: p, Offset: offset, Key: m.Key, Value: m.Value, Decoded: m.Event}})
 		if len(pending[p]) == dealBatch {
 			return send(p)
 		}

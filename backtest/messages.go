@@ -17,6 +17,9 @@ type Message struct {
 	// topic when there is one (it goes to the events topic otherwise).
 	Labels     bool
 	Key, Value []byte
+	// Event is the message's event, set instead of Value by an in-memory
+	// pass (MessageOptions.InMemory).
+	Event *contract.Event
 }
 
 // MessageOptions says how examples become messages.
@@ -28,8 +31,21 @@ type MessageOptions struct {
 	// record sent after them; 0 sends labels inline.
 	LabelsDelay int
 	// Partitioner names the hash that deals keys over a topic's partitions
-	// (topics.Partitioners); "" is topics.DefaultPartitioner, cmd/producer's.
+	// (contract.Partitioners); "" is contract.DefaultPartitioner, cmd/producer's.
 	Partitioner string
+	// InMemory keeps each message's event as it is (Message.Event) instead
+	// of encoding it: for a pass whose records never leave the process,
+	// which the pipeline then takes without decoding (pipeline.Record's
+	// Decoded).
+	InMemory bool
+}
+
+// message is the message of ev under key, encoded unless in memory.
+func (o MessageOptions) message(labels bool, key []byte, ev contract.Event) Message {
+	if o.InMemory {
+		return Message{Labels: labels, Key: key, Event: &ev}
+	}
+	return Message{Labels: labels, Key: key, Value: ev.AppendJSON(nil)}
 }
 
 // Messages reads src to its end and calls emit for every message, in the
@@ -42,8 +58,9 @@ func Messages(ctx context.Context, src streams.Source, opts MessageOptions, emit
 		return 0, fmt.Errorf("keys %d and labels delay %d: need ≥ 1 and ≥ 0", opts.Keys, opts.LabelsDelay)
 	}
 	type late struct {
-		due        int
-		key, value []byte
+		due   int
+		key   []byte
+		label contract.Event
 	}
 	var lates []late
 	keyOf := map[string]string{} // spread events' keys, for their label records
@@ -66,7 +83,7 @@ func Messages(ctx context.Context, src streams.Source, opts MessageOptions, emit
 			if !ok {
 				continue // a label for an event never seen: no key to send it under
 			}
-			if err := emit(Message{Labels: true, Key: []byte(key), Value: labelJSON(ex.ID, ex.Label)}); err != nil {
+			if err := emit(opts.message(true, []byte(key), labelOf(ex.ID, ex.Label))); err != nil {
 				return n, err
 			}
 			continue
@@ -82,14 +99,14 @@ func Messages(ctx context.Context, src streams.Source, opts MessageOptions, emit
 			ex.ID = fmt.Sprint(n)
 		}
 		inline := opts.LabelsDelay == 0
-		if err := emit(Message{Key: []byte(key), Value: eventJSON(ex, inline)}); err != nil {
+		if err := emit(opts.message(false, []byte(key), eventOf(ex, inline))); err != nil {
 			return n, err
 		}
 		if !inline && ex.Label != 0 {
-			lates = append(lates, late{due: n + opts.LabelsDelay, key: []byte(key), value: labelJSON(ex.ID, ex.Label)})
+			lates = append(lates, late{due: n + opts.LabelsDelay, key: []byte(key), label: labelOf(ex.ID, ex.Label)})
 		}
 		for len(lates) > 0 && lates[0].due <= n {
-			if err := emit(Message{Labels: true, Key: lates[0].key, Value: lates[0].value}); err != nil {
+			if err := emit(opts.message(true, lates[0].key, lates[0].label)); err != nil {
 				return n, err
 			}
 			lates = lates[1:]
@@ -97,24 +114,29 @@ func Messages(ctx context.Context, src streams.Source, opts MessageOptions, emit
 		n++
 	}
 	for _, l := range lates { // the stream ended: deliver the labels still held back
-		if err := emit(Message{Labels: true, Key: l.key, Value: l.value}); err != nil {
+		if err := emit(opts.message(true, l.key, l.label)); err != nil {
 			return n, err
 		}
 	}
 	return n, nil
 }
 
-// eventJSON encodes an example as a DESIGN §2 event, without its label
-// when the label is sent later.
-func eventJSON(ex streams.Example, withLabel bool) []byte {
-	ev := contract.Event{ID: ex.ID, X: ex.X.Dense(), TS: ex.Time}
+// eventOf is an example as a DESIGN §2 event, without its label when the
+// label is sent later. A dense example's values are shared, not copied
+// (nothing downstream modifies an input).
+func eventOf(ex streams.Example, withLabel bool) contract.Event {
+	x, ok := ex.X.DenseValues()
+	if !ok {
+		x = ex.X.Dense()
+	}
+	ev := contract.Event{ID: ex.ID, X: x, TS: ex.Time}
 	if withLabel {
 		ev.Label = ex.Label
 	}
-	return ev.AppendJSON(nil)
+	return ev
 }
 
-// labelJSON encodes a label record.
-func labelJSON(id string, label int) []byte {
-	return contract.Event{Kind: contract.LabelRecord, ID: id, Label: label}.AppendJSON(nil)
+// labelOf is a label record.
+func labelOf(id string, label int) contract.Event {
+	return contract.Event{Kind: contract.LabelRecord, ID: id, Label: label}
 }

@@ -12,15 +12,18 @@ import (
 	"github.com/driftstream/driftstream/streams"
 )
 
-// PipelinePass is a Pass through the service's pipeline: the events are one
+// PipelinePass is the prequential pass of every backtest and paper
+// reproduction, run through the service's pipeline: the events are one
 // key's history on one partition (a stream without keys, as the papers run
-// it), labels inline or as the source's own label records. With it,
-// `consumer backtest -data` runs the code the service runs; the
-// single-learner evaluator (Evaluate) stays for the paper
-// reproductions. A randomized learner's expected mistakes are not observed
-// here: Run.Expected is its counted mistakes. Run.Queries counts the labels
-// the learner asked for, as Evaluate counts them; Run.Requests the label
-// requests the service would emit.
+// it), labels inline or as the source's own label records. Each event is
+// predicted and decided, a labeled one scored, and the learner taught the
+// labels it asks for — by the code the service runs. The records stay in
+// memory (no JSON: pipeline.Record's Decoded) and the learner is seeded
+// from seed alone (pipeline.Config's Unkeyed), as a learner outside the
+// pipeline would be. Run.Expected sums each scored prediction's
+// probability of a mistake (pipeline.Outcome's Expected); Run.Queries
+// counts the labels the learner asked for, Run.Requests the label requests
+// the service would emit.
 func PipelinePass(ctx context.Context, spec Spec, events []streams.Example, dim int, seed uint64, opts Options) (Run, error) {
 	return PipelinePassWith(PipelineOptions{})(ctx, spec, events, dim, seed, opts)
 }
@@ -61,7 +64,7 @@ func pass(ctx context.Context, spec Spec, events []streams.Example, dim int, see
 	if err != nil {
 		return Run{}, err
 	}
-	in, err := FromExamples(dim, events, MessageOptions{Keys: 1}, 1, false)
+	in, err := FromExamples(dim, events, MessageOptions{Keys: 1, InMemory: true}, 1, false)
 	if err != nil {
 		return Run{}, err
 	}
@@ -79,17 +82,20 @@ func pass(ctx context.Context, spec Spec, events []streams.Example, dim int, see
 	}
 	cfg := ReplayConfig{Name: name, Pipeline: pipeline.Config{Learner: spec.Name, Params: spec.Params, Seed: seed, Vector: vec, QueryScale: 1,
 		MaxKeyBytes: -1, MaxPending: len(events) + 1, PendingTTL: int64(len(events)) + 1, MaxPendingBytes: 1 << 40,
-		Detectors: po.Detectors, AlertCooldown: po.Cooldown, CooldownPerDetector: true, Standardize: spec.Standardize, Population: PopulationOf(po.Population, spec.Name)},
+		Detectors: po.Detectors, AlertCooldown: po.Cooldown, CooldownPerDetector: true, Standardize: spec.Standardize, Population: PopulationOf(po.Population, spec.Name), Unkeyed: true},
 		Progress: opts.Progress, ProgressEvery: 5 * time.Second}
 	var records, seen, mistakes int
+	var expected float64
 	cfg.Observe = func(_ int, _ *pipeline.Fetched, e pipeline.Effect) {
+		i := records // the record's index: the curve samples records 0, every, 2·every, … and the last
 		records++
 		seen += int(e.Events)
 		mistakes += int(e.Mistakes)
 		if e.Labeled > 0 { // at most one scored event per record
 			recent.Add(e.Outcome.Wrong)
+			expected += e.Outcome.Expected
 		}
-		if (records%every == 0 || records == len(events)) && recent.Len() > 0 {
+		if (i%every == 0 || records == len(events)) && recent.Len() > 0 {
 			pt := Point{Event: seen, CumMistakes: mistakes, WindowAccuracy: recent.Value(), WindowLabeled: recent.Len()}
 			if pt.Event > 0 {
 				pt.Time = times[pt.Event-1]
@@ -135,7 +141,7 @@ func pass(ctx context.Context, spec Spec, events []streams.Example, dim int, see
 	// service would emit for unlabeled events are counted apart.
 	run.Queries, run.Requests = int(t.Asked), int(t.Queries)
 	run.Delayed, run.Unknown = int(t.DelayedLabeled), int(t.LabelsUnknown)
-	run.Expected = float64(t.Mistakes)
+	run.Expected = expected
 	run.Seconds = rep.Seconds
 	return run, nil
 }

@@ -47,21 +47,21 @@ type Config struct {
 	// QueryRateTarget, when > 0, calibrates every sampling learner's query
 	// parameter so that its query rate on repeat 0 is this share (see Calibrate).
 	QueryRateTarget float64
-	// Pass runs one learner over the events; nil is Evaluate, the
-	// single-learner prequential loop of the paper reproductions.
+	// Pass runs one learner over the events; nil is PipelinePass.
 	Pass Pass
 	Options
 }
 
 // Pass runs one learner (spec, seeded with seed) over events of dimension
-// dim and reports the run: Evaluate, or the service's own pipeline.
+// dim and reports the run: PipelinePass, or it with detectors or a
+// population model (PipelinePassWith).
 type Pass func(ctx context.Context, spec Spec, events []streams.Example, dim int, seed uint64, opts Options) (Run, error)
 
 func (c Config) pass() Pass {
 	if c.Pass != nil {
 		return c.Pass
 	}
-	return Evaluate
+	return PipelinePass
 }
 
 // Summary is summary.json (DESIGN §5), with confidence intervals added.
@@ -87,7 +87,7 @@ type LearnerSummary struct {
 	Queries          float64         `json:"queries"`
 	QueryRate        float64         `json:"query_rate"`
 	// RequestRate is the label requests the pipeline emitted per event
-	// (Run.Requests; 0 for Evaluate).
+	// (Run.Requests).
 	RequestRate  float64 `json:"label_request_rate"`
 	EventsPerSec float64 `json:"events_per_sec"`
 }
@@ -195,7 +195,7 @@ func queryParam(name string) (param string, lo, hi float64, logScale bool, ok bo
 // they are. The chosen value is written into the spec's parameters, which the
 // summary reports.
 func Calibrate(ctx context.Context, s Spec, events []streams.Example, dim int, seed uint64, target float64) (Spec, error) {
-	return CalibrateWith(ctx, Evaluate, s, events, dim, seed, target, nil)
+	return CalibrateWith(ctx, PipelinePass, s, events, dim, seed, target, nil)
 }
 
 // CalibrateWith is Calibrate over the given pass, printing a line per

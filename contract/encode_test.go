@@ -3,9 +3,11 @@ package contract
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -45,6 +47,9 @@ func TestEventRoundTrip(t *testing.T) {
 		if ev.Kind == Input && r.IntN(2) == 0 {
 			ev.TS = time.Unix(r.Int64N(4e9), r.Int64N(1e9)).UTC()
 		}
+		if err := ev.Validate(); err != nil {
+			t.Fatalf("%+v: %v", ev, err)
+		}
 		b := ev.AppendJSON(nil)
 		got, err := Decode(b, 0)
 		if err != nil {
@@ -69,5 +74,37 @@ func TestEventRoundTrip(t *testing.T) {
 				t.Fatalf("\n got %s\nwant %s", b, want)
 			}
 		}
+	}
+}
+
+// Validate refuses in memory what Decode refuses on the wire: each event
+// here is invalid, and its encoding does not decode.
+func TestValidateRefusesWhatDecodeRefuses(t *testing.T) {
+	long := strings.Repeat("i", MaxIDBytes+1)
+	for _, tc := range []struct {
+		name string
+		ev   Event
+	}{
+		{"no id", Event{X: []float64{1}}},
+		{"long id", Event{ID: long, X: []float64{1}}},
+		{"label 2", Event{ID: "a", X: []float64{1}, Label: 2}},
+		{"no input", Event{ID: "a"}},
+		{"empty x", Event{ID: "a", X: []float64{}}},
+		{"empty features", Event{ID: "a", Features: map[string]float64{}}},
+		{"both", Event{ID: "a", X: []float64{1}, Features: map[string]float64{"f": 1}}},
+		{"NaN", Event{ID: "a", X: []float64{1, math.NaN()}}},
+		{"Inf feature", Event{ID: "a", Features: map[string]float64{"f": math.Inf(-1)}}},
+		{"label record without label", Event{Kind: LabelRecord, ID: "a"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := tc.ev.Validate(); !errors.Is(err, ErrInvalid) {
+				t.Fatalf("Validate: %v, want ErrInvalid", err)
+			}
+			if b := tc.ev.AppendJSON(nil); tc.name != "both" { // the encoding writes the features alone
+				if _, err := Decode(b, 0); err == nil {
+					t.Fatalf("%s decodes, but Validate refuses it", b)
+				}
+			}
+		})
 	}
 }

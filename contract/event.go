@@ -8,6 +8,7 @@ package contract
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/driftstream/driftstream/learners"
@@ -115,6 +116,52 @@ func Decode(b []byte, maxBytes int) (Event, error) {
 		ev.Features = w.features
 	}
 	return ev, nil
+}
+
+// Validate checks an event built in memory against the rules Decode
+// enforces on the wire: an id within MaxIDBytes, a label of −1, 0 or +1,
+// and for an input exactly one of a non-empty X and non-empty Features,
+// every value finite; a label record (Kind LabelRecord) carries a label
+// and no input. An event Decode returns passes it; an event that passes it
+// reads back from its AppendJSON unchanged.
+func (ev Event) Validate() error {
+	switch {
+	case ev.ID == "":
+		return fmt.Errorf(`missing "id": %w`, ErrInvalid)
+	case len(ev.ID) > MaxIDBytes:
+		return fmt.Errorf(`"id" of %d bytes exceeds the limit of %d: %w`, len(ev.ID), MaxIDBytes, ErrInvalid)
+	case ev.Label < -1 || ev.Label > 1:
+		return fmt.Errorf(`"label" %d: must be -1, 0 or +1: %w`, ev.Label, ErrInvalid)
+	}
+	switch ev.Kind {
+	case LabelRecord:
+		if ev.Label == 0 || ev.X != nil || ev.Features != nil {
+			return fmt.Errorf(`a label record has a label and no "x" or "features": %w`, ErrInvalid)
+		}
+		return nil
+	case Input:
+	default:
+		return fmt.Errorf("unknown kind %d: %w", ev.Kind, ErrInvalid)
+	}
+	switch {
+	case ev.X != nil && ev.Features != nil:
+		return fmt.Errorf(`both "x" and "features": give exactly one: %w`, ErrInvalid)
+	case ev.X == nil && ev.Features == nil:
+		return fmt.Errorf(`an input has "x" or "features": %w`, ErrInvalid)
+	case ev.X != nil && len(ev.X) == 0:
+		return fmt.Errorf(`empty "x": %w`, ErrInvalid)
+	case ev.Features != nil && len(ev.Features) == 0:
+		return fmt.Errorf(`empty "features": %w`, ErrInvalid)
+	}
+	if i := learners.NonFinite(ev.X); i >= 0 {
+		return fmt.Errorf(`"x"[%d] = %g is not finite: %w`, i, ev.X[i], ErrInvalid)
+	}
+	for name, v := range ev.Features {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf(`feature %s = %g is not finite: %w`, Excerpt(name), v, ErrInvalid)
+		}
+	}
+	return nil
 }
 
 // Vectorizer turns events into learner inputs of one dimension Dim. Named

@@ -157,7 +157,7 @@ func TuneODM(ctx context.Context, learner string, progress func(string)) (ODMSet
 		var accs []float64
 		for _, st := range data {
 			params, _ := s.Params(st.features)
-			run, err := backtest.Evaluate(ctx, backtest.Spec{Name: learner, Params: params, Standardize: true}, st.events, st.features+1, 1, backtest.Options{Points: 1})
+			run, err := backtest.PipelinePass(ctx, backtest.Spec{Name: learner, Params: params, Standardize: true}, st.events, st.features+1, 1, backtest.Options{Points: 1})
 			if err != nil {
 				return ODMSetting{}, "", fmt.Errorf("tuning %s at %+v: %w", learner, s, err)
 			}
@@ -181,7 +181,7 @@ func odmWindows(ctx context.Context, spec backtest.Spec, events []streams.Exampl
 	var accs []float64
 	for k := 1; k <= 10; k++ {
 		start := k * T / 50
-		run, err := backtest.Evaluate(ctx, spec, events[start:start+4*T/5], dim, seed+uint64(k), backtest.Options{Points: 1})
+		run, err := backtest.PipelinePass(ctx, spec, events[start:start+4*T/5], dim, seed+uint64(k), backtest.Options{Points: 1})
 		if err != nil {
 			return nil, err
 		}

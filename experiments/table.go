@@ -106,7 +106,7 @@ func RunWinnowBound(ctx context.Context, _ []backtest.Spec, _ string, seed uint6
 				Stats() streams.DisjunctionStats
 			}).Stats()
 			params := fmt.Sprintf(`{"alpha":%v,"epsilon":%v,"lambda":%v}`, st.alpha, st.eps, lambda)
-			run, err := backtest.Evaluate(ctx, spec("tracking-winnow", params, ""), events, n, seed+k, backtest.Options{Points: 1})
+			run, err := backtest.PipelinePass(ctx, spec("tracking-winnow", params, ""), events, n, seed+k, backtest.Options{Points: 1})
 			if err != nil {
 				return "", err
 			}
@@ -204,7 +204,7 @@ func RunSwitchCost(ctx context.Context, learnersToRun []backtest.Spec, _ string,
 			if err != nil {
 				return "", err
 			}
-			run, err := backtest.Evaluate(ctx, s, events, src.Dim(), seed+r, backtest.Options{Points: T / period})
+			run, err := backtest.PipelinePass(ctx, s, events, src.Dim(), seed+r, backtest.Options{Points: T / period})
 			if err != nil {
 				return "", err
 			}

@@ -163,7 +163,7 @@ func RunWinnowRealValued(ctx context.Context, _ []backtest.Spec, _ string, seed 
 
 // evalMistakes is one learner's mistakes over events.
 func evalMistakes(ctx context.Context, name, params string, events []streams.Example, dim int, seed uint64) (int, error) {
-	run, err := backtest.Evaluate(ctx, spec(name, params, ""), events, dim, seed, backtest.Options{Points: 1})
+	run, err := backtest.PipelinePass(ctx, spec(name, params, ""), events, dim, seed, backtest.Options{Points: 1})
 	if err != nil {
 		return 0, fmt.Errorf("%s %s: %w", name, params, err)
 	}

@@ -28,12 +28,37 @@ type Vector struct {
 // NewDense returns a dense vector over vals. It rejects NaN and ±Inf, naming the
 // offending index. The vector aliases vals: do not modify vals afterwards.
 func NewDense(vals []float64) (Vector, error) {
-	for i, v := range vals {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return Vector{}, fmt.Errorf("x[%d] = %v: %w", i, v, ErrNonFinite)
-		}
+	if i := NonFinite(vals); i >= 0 {
+		return Vector{}, fmt.Errorf("x[%d] = %v: %w", i, vals[i], ErrNonFinite)
 	}
 	return Vector{dim: len(vals), val: vals}, nil
+}
+
+// NonFinite is the index of the first NaN or ±Inf in vals, −1 when every
+// value is finite. The common case costs one multiply-add per value: 0·v
+// is 0 for a finite v and NaN otherwise, so the sum is NaN exactly when a
+// value is not finite, and only then are the values searched.
+func NonFinite(vals []float64) int {
+	var s0, s1, s2, s3 float64 // four sums: no chain of dependent adds
+	i := 0
+	for ; i+4 <= len(vals); i += 4 {
+		s0 += 0 * vals[i]
+		s1 += 0 * vals[i+1]
+		s2 += 0 * vals[i+2]
+		s3 += 0 * vals[i+3]
+	}
+	for ; i < len(vals); i++ {
+		s0 += 0 * vals[i]
+	}
+	if s0+s1+s2+s3 == 0 {
+		return -1
+	}
+	for i, v := range vals {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return i
+		}
+	}
+	return -1 // unreachable: a finite sum of zeros is 0
 }
 
 // NewSparse returns a sparse vector of dimension dim with vals at indices idx.
@@ -128,6 +153,16 @@ func (x Vector) Entries(f func(i int, v float64)) {
 	for k, i := range x.idx {
 		f(int(i), x.val[k])
 	}
+}
+
+// DenseValues returns the values of a dense x, not a copy (which the caller
+// must not modify), and whether x is dense: a read-only view where Dense's
+// copy is not needed.
+func (x Vector) DenseValues() ([]float64, bool) {
+	if x.idx != nil {
+		return nil, false
+	}
+	return x.val, true
 }
 
 // Dense returns x as a new dense slice.

@@ -68,6 +68,12 @@ type Config struct {
 	// that key's earlier inputs (learners.Standardizer, checkpointed with the
 	// key) before its learner sees them; dense inputs only.
 	Standardize bool
+	// Unkeyed seeds every key's learner from Seed alone (learners.Config
+	// with no Key), as a learner run outside the pipeline is seeded: a
+	// backtest of one stream without entity keys (a paper's stream, which
+	// the pass files under one key) draws what that learner draws. Off, as
+	// in the service, each key's learner draws from (Seed, key).
+	Unkeyed bool
 	// Population is the learner of the partition's population model, which
 	// learns every label and seeds each new key's learner (population.go):
 	// the keys' learner, or PopulationOff (the default; "" means it).

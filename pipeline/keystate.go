@@ -62,7 +62,7 @@ func (ks *keyState) awaiting(id string) bool { return ks.wait != nil && ks.wait.
 // newKey is the state of a key seen for the first time: its learner and
 // margin rule draw from the key's own streams.
 func (w *Worker) newKey(key string) (*keyState, error) {
-	ks, err := w.blankKey(learners.Config{Dim: w.cfg.Vector.Dim, Seed: w.cfg.Seed, Key: key})
+	ks, err := w.blankKey(w.learnerConfig(key))
 	if err != nil {
 		return nil, err
 	}
@@ -98,9 +98,18 @@ func (w *Worker) blankKey(lcfg learners.Config) (*keyState, error) {
 // newLearner is a fresh learner for key (a reset): drawing from the key's
 // stream, or a copy of the population model when there is one.
 func (w *Worker) newLearner(key string) (learners.Learner, error) {
-	l, err := w.maker.New(learners.Config{Dim: w.cfg.Vector.Dim, Seed: w.cfg.Seed, Key: key})
+	l, err := w.maker.New(w.learnerConfig(key))
 	if err == nil {
 		err = w.seed(l)
 	}
 	return l, err
+}
+
+// learnerConfig is the configuration of key's learner: its streams are
+// (Seed, key), or Seed's alone for an unkeyed stream (Config.Unkeyed).
+func (w *Worker) learnerConfig(key string) learners.Config {
+	if w.cfg.Unkeyed {
+		key = ""
+	}
+	return learners.Config{Dim: w.cfg.Vector.Dim, Seed: w.cfg.Seed, Key: key}
 }

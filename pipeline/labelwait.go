@@ -182,7 +182,7 @@ func (w *Worker) label(r Record, key string, ks *keyState, ev contract.Event) er
 			w.stats.Mistakes++
 			ks.stats.mistakes++
 		}
-		w.last = Outcome{Time: q.ts, Wrong: q.decided != ev.Label}
+		w.last = Outcome{Time: q.ts, Wrong: q.decided != ev.Label, Expected: boolValue(q.decided != ev.Label)}
 	}
 	if err == nil && q.learnable() { // not a sampler's label it did not ask for
 		var p learners.Prediction

@@ -1,5 +1,7 @@
 package pipeline
 
+import "github.com/driftstream/driftstream/contract"
+
 // Input topics, as indexes into applied-through offsets.
 const (
 	EventsTopic = 0
@@ -13,6 +15,13 @@ type Record struct {
 	Offset    int64
 	Key       []byte
 	Value     []byte
+	// Decoded, when set, is the record's event already decoded: a record
+	// made in memory from an example (a backtest's pass), which skips the
+	// JSON round trip (the contract's encoding reads back exactly:
+	// contract's TestEventRoundTrip). Value is then unused; the event is
+	// validated (contract.Event.Validate: what Decode enforces) and then
+	// checked as a decoded one is.
+	Decoded *contract.Event
 }
 
 // Output kinds.

@@ -215,8 +215,7 @@ func runBacktest(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	// The service's own pipeline, one key (the paper reproductions keep the
-	// single-learner evaluator).
+	// The service's own pipeline, one key (as in the paper reproductions).
 	dets, err := detectorSpecs(*detectorsFlag)
 	if err != nil {
 		return fail(err)
