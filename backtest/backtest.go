@@ -68,6 +68,11 @@ func (o Options) Curve(n int) (every int, recent *window.Accuracy) {
 	return max(1, n/points), window.New(o.WindowSize())
 }
 
+// sampled reports whether a curve over n records, sampled every every
+// records, has a point at record i (0-based): records 0, every, 2·every, …
+// and the last. Every curve of the package samples by it.
+func sampled(i, n, every int) bool { return i%every == 0 || i == n-1 }
+
 // WindowSize is the number of labeled outcomes windowed accuracy covers
 // (Window, 500 by default).
 func (o Options) WindowSize() int {

@@ -87,7 +87,7 @@ func pass(ctx context.Context, spec Spec, events []streams.Example, dim int, see
 	var records, seen, mistakes int
 	var expected float64
 	cfg.Observe = func(_ int, _ *pipeline.Fetched, e pipeline.Effect) {
-		i := records // the record's index: the curve samples records 0, every, 2·every, … and the last
+		i := records // the record's index
 		records++
 		seen += int(e.Events)
 		mistakes += int(e.Mistakes)
@@ -95,7 +95,7 @@ func pass(ctx context.Context, spec Spec, events []streams.Example, dim int, see
 			recent.Add(e.Outcome.Wrong)
 			expected += e.Outcome.Expected
 		}
-		if (i%every == 0 || records == len(events)) && recent.Len() > 0 {
+		if sampled(i, len(events), every) && recent.Len() > 0 {
 			pt := Point{Event: seen, CumMistakes: mistakes, WindowAccuracy: recent.Value(), WindowLabeled: recent.Len()}
 			if pt.Event > 0 {
 				pt.Time = times[pt.Event-1]

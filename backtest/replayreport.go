@@ -115,7 +115,7 @@ func overTime(scorers []*scorer) []Point {
 		if o.wrong {
 			mistakes++
 		}
-		if (i+1)%every == 0 || i == len(all)-1 {
+		if sampled(i, len(all), every) {
 			out = append(out, Point{Event: i + 1, CumMistakes: mistakes, WindowAccuracy: recent.Value(), WindowLabeled: recent.Len(), Time: time.Unix(0, o.at).UTC()})
 		}
 	}
