@@ -7,13 +7,11 @@ import (
 	"os"
 	"strconv"
 	"testing"
-	"time"
 
 	"github.com/driftstream/driftstream/contract"
 	"github.com/driftstream/driftstream/learners"
 	"github.com/driftstream/driftstream/pipeline"
 	"github.com/driftstream/driftstream/streams"
-	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
 )
 
@@ -64,7 +62,7 @@ func benchConfig(b *testing.B) ReplayConfig {
 // producer wrote it to (the in-process broker, over TCP). The goal
 // is a topic rate ≥ 0.8 × the file rate: compare the records/s metrics.
 //
-//	go test -run '^$' -bench Replay -benchtime 3x ./replay
+//	go test -run '^$' -bench Replay -benchtime 3x ./backtest
 func BenchmarkReplay(b *testing.B) {
 	exs := benchExamples()
 	b.Run("file", func(b *testing.B) {
@@ -87,22 +85,7 @@ func BenchmarkReplay(b *testing.B) {
 		}
 		defer c.Close()
 		addr := c.ListenAddrs()[0]
-		w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "events", Balancer: kafka.Murmur2Balancer{}, BatchTimeout: time.Millisecond, BatchSize: 5000, RequiredAcks: kafka.RequireAll}
-		var batch []kafka.Message
-		if _, err := Messages(context.Background(), streams.FromExamples(benchDim, exs), MessageOptions{Keys: 1}, func(m Message) error {
-			if batch = append(batch, kafka.Message{Key: m.Key, Value: m.Value}); len(batch) == 5000 {
-				err := w.WriteMessages(context.Background(), batch...)
-				batch = batch[:0]
-				return err
-			}
-			return nil
-		}); err != nil {
-			b.Fatal(err)
-		}
-		if err := w.WriteMessages(context.Background(), batch...); err != nil {
-			b.Fatal(err)
-		}
-		w.Close()
+		produceHistory(b, addr, streams.FromExamples(benchDim, exs), MessageOptions{Keys: 1})
 		cfg := benchConfig(b)
 		for b.Loop() {
 			in, err := FromTopic(context.Background(), TopicRange{Brokers: []string{addr}, Topic: "events", From: Unbounded, To: Unbounded})

@@ -96,23 +96,7 @@ func TestSameCodeSameAnswer(t *testing.T) {
 		t.Run(tc.learner, func(t *testing.T) {
 			c := kafkatest.Cluster(t, kfake.SeedTopics(partitions, "events"))
 			addr := c.ListenAddrs()[0]
-			// As the producer writes: in order, acks=all.
-			w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "events", Balancer: kafka.Murmur2Balancer{}, BatchTimeout: time.Millisecond, RequiredAcks: kafka.RequireAll}
-			var batch []kafka.Message
-			if _, err := Messages(context.Background(), newDrifting(1, n, keys), opts, func(m Message) error {
-				if batch = append(batch, kafka.Message{Key: m.Key, Value: m.Value}); len(batch) == 500 {
-					err := w.WriteMessages(context.Background(), batch...)
-					batch = batch[:0]
-					return err
-				}
-				return nil
-			}); err != nil {
-				t.Fatal(err)
-			}
-			if err := w.WriteMessages(context.Background(), batch...); err != nil {
-				t.Fatal(err)
-			}
-			w.Close()
+			produceHistory(t, addr, newDrifting(1, n, keys), opts)
 			pcfg := pipelineConfig(t, tc.learner, tc.params)
 
 			// The service.
@@ -191,5 +175,28 @@ func TestSameCodeSameAnswer(t *testing.T) {
 				t.Logf("%s backtest = service: %d predictions identical; accuracy %.4f over %d labeled (%d delayed), %d keys", name, n, rep.Accuracy, tot.Labeled, tot.DelayedLabeled, rep.Keys)
 			}
 		})
+	}
+}
+
+// produceHistory writes src's messages (Messages with opts) to the topic
+// "events" at addr as cmd/producer does: murmur2 partitioning, in order,
+// acks=all, in batches of 5,000.
+func produceHistory(tb testing.TB, addr string, src streams.Source, opts MessageOptions) {
+	tb.Helper()
+	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "events", Balancer: kafka.Murmur2Balancer{}, BatchTimeout: time.Millisecond, BatchSize: 5000, RequiredAcks: kafka.RequireAll}
+	defer w.Close()
+	var batch []kafka.Message
+	if _, err := Messages(context.Background(), src, opts, func(m Message) error {
+		if batch = append(batch, kafka.Message{Key: m.Key, Value: m.Value}); len(batch) == 5000 {
+			err := w.WriteMessages(context.Background(), batch...)
+			batch = batch[:0]
+			return err
+		}
+		return nil
+	}); err != nil {
+		tb.Fatal(err)
+	}
+	if err := w.WriteMessages(context.Background(), batch...); err != nil {
+		tb.Fatal(err)
 	}
 }
