@@ -37,6 +37,23 @@ func BenchmarkVectorChecks(b *testing.B) {
 	for i := range vals {
 		vals[i] = float64(i%17) - 8.5
 	}
+	x := Vector{dim: len(vals), val: vals}
+	b.Run("SquaredNorm", func(b *testing.B) { // the pipeline's learning guard
+		for b.Loop() {
+			if x.SquaredNorm() <= 0 {
+				b.Fatal("norm")
+			}
+		}
+	})
+	b.Run("largest-by-Entries", func(b *testing.B) { // the guard it replaced
+		for b.Loop() {
+			big := 0.0
+			x.Entries(func(_ int, v float64) { big = max(big, math.Abs(v)) })
+			if big != 8.5 {
+				b.Fatal("largest")
+			}
+		}
+	})
 	b.Run("NonFinite", func(b *testing.B) {
 		for b.Loop() {
 			if NonFinite(vals) >= 0 {
