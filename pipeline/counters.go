@@ -124,10 +124,11 @@ type Snapshot struct {
 	// resumed worker's earlier counts are not in them; KeysInWarning, a
 	// level, is the worker's).
 	Totals Totals
-	// Restored is set once the partition is restored (or resumed), with
-	// how: Restore.
-	Restored bool
-	Restore  Restored
+	// Phase is where the Runner is in its life; Restore is how it got its
+	// state, from PhaseRunning on (zero before, and in a Runner that stopped
+	// or failed before its restore finished).
+	Phase   Phase
+	Restore Restored
 	// Keys counts the partition's keys at its last restore or checkpoint.
 	Keys KeyCount
 	// Lag is how many events-topic records were behind the last one
@@ -172,7 +173,14 @@ func (p *published) start(w *Worker, res Restored) {
 	p.populated = w.populated()
 	p.mu.Lock()
 	p.base, p.snap.Totals = w.stats, w.stats
-	p.snap.Restored, p.snap.Restore, p.snap.Keys = true, res, w.keyCount()
+	p.snap.Phase, p.snap.Restore, p.snap.Keys = PhaseRunning, res, w.keyCount()
+	p.mu.Unlock()
+}
+
+// phase publishes the Runner's phase.
+func (p *published) phase(ph Phase) {
+	p.mu.Lock()
+	p.snap.Phase = ph
 	p.mu.Unlock()
 }
 

@@ -34,13 +34,13 @@ func TestSnapshotCountsTheRunnersOwnRecords(t *testing.T) {
 	h := newHarness(t, 2600, 9, false)
 	a := h.runUntil(1, 1200)
 	first := a.Snapshot()
-	if first.Totals != a.w.Totals() || !first.Restored || first.Restore.Origin.Resumed() || first.Totals.Events == 0 {
+	if first.Totals != a.w.Totals() || first.Phase != PhaseStopped || first.Restore.Origin.Resumed() || first.Totals.Events == 0 {
 		t.Fatalf("the first runner's snapshot %+v, its worker's counters %+v", first.Totals, a.w.Totals())
 	}
 	h.kept, h.feed.bounded = a.Kept(), true
 	obs := &outcomes{window: window.New(WindowSize)}
 	c := h.runner(2, newGate(1<<62), nil, obs)
-	if s := c.Snapshot(); s.Restored || s.Totals != (Totals{}) {
+	if s := c.Snapshot(); s.Phase != PhaseIdle || s.Totals != (Totals{}) {
 		t.Fatalf("a snapshot before Run: %+v", c.Snapshot())
 	}
 	if err := c.Run(context.Background()); err != nil {

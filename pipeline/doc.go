@@ -15,10 +15,12 @@
 //   - labelwait.go: events awaiting their label, early labels, the join.
 //   - population.go: the population model and each key's mixture.
 //   - alerts.go: drift detectors per key and their alerts.
-//   - deadletter.go: dead letters and output size limits; encode.go: output JSON.
+//   - deadletter.go: dead letters and output size limits (the outputs' JSON
+//     is package contract's).
 //   - checkpoint.go: taking a checkpoint; restore.go: restoring from one.
-//   - runner.go: the partition loop (Runner); ports.go: what it reads from and
-//     writes to (Source, Sink, Committer); hooks.go: who hears of its events;
+//   - runner.go: the partition loop (Runner); phase.go: where a Runner is in
+//     its life, one value (Phase); ports.go: what it reads from and writes
+//     to (Source, Sink, Committer); hooks.go: who hears of its events;
 //     counters.go: the counters and the snapshot it publishes; errors.go and
 //     retry.go: its failures, steps and backoff; writebehind.go: its writes
 //     off the loop.

@@ -185,7 +185,19 @@ func (r *Runner) Kept() *Kept { return r.kept }
 // partition failed.
 func (r *Runner) Run(ctx context.Context) error {
 	defer close(r.stopped)
-	err := r.run(ctx)
+	r.pub.phase(PhaseRestoring)
+	err := r.stop(ctx, r.run(ctx))
+	if err != nil {
+		r.pub.phase(PhaseFailed)
+	} else {
+		r.pub.phase(PhaseStopped)
+	}
+	return err
+}
+
+// stop releases what run leaves and turns its error into Run's: nil for a
+// stop (ctx ended, ownership lost), a *PartitionError for a failure.
+func (r *Runner) stop(ctx context.Context, err error) error {
 	if r.kept == nil {
 		if cerr := r.w.Close(); cerr != nil {
 			r.log.Warn("closing the partition's key store", "err", cerr)
@@ -379,6 +391,7 @@ func (r *Runner) run(ctx context.Context) error {
 // write-behind to write everything, and keeps the state for the partition's
 // next Runner when the store reports positions.
 func (r *Runner) final(wb *writeBehind, since int) error {
+	r.pub.phase(PhaseStopping)
 	if since > 0 || len(r.w.out) > 0 {
 		if err := r.checkpoint(wb, nil); err != nil {
 			return finalError{err} // run's deferred abort stops the write-behind

@@ -52,7 +52,9 @@ func (e *KeyNotHeldError) Unwrap() error { return ErrKeyNotHeld }
 // PartitionInfo is what GET /v1/partitions shows of one owned partition.
 type PartitionInfo struct {
 	Partition int `json:"partition"`
-	// State is restoring, running or failed.
+	// State is the partition Runner's phase (pipeline.Phase): idle,
+	// restoring, running, stopping, stopped or failed; busy when a running
+	// partition did not answer within the call's time.
 	State string `json:"state"`
 	// Keys held; −1 when the partition is not running.
 	Keys int `json:"keys"`
@@ -62,11 +64,11 @@ type PartitionInfo struct {
 	// Lag is high watermark − next offset of the events topic, as of the
 	// last record processed.
 	Lag int64 `json:"lag"`
-	// Resumed: the partition was taken back from the state this process
-	// kept in memory across a rebalance; Unparked: from the key store a
+	// ResumedFromMemory: the partition resumed the state this process kept
+	// in memory across a rebalance; ResumedFromParked: the key store a
 	// former process parked (neither: restored from the changelog).
-	Resumed  bool `json:"resumed_from_memory"`
-	Unparked bool `json:"resumed_from_parked"`
+	ResumedFromMemory bool `json:"resumed_from_memory"`
+	ResumedFromParked bool `json:"resumed_from_parked"`
 	// CaughtUp is, for a resumed partition, how many changelog positions
 	// that other members wrote since its state was kept were read to bring
 	// it up to date (0: nothing came between).
@@ -115,7 +117,7 @@ func (s *Service) onKey(ctx context.Context, key string, fn func(w *pipeline.Wor
 	for _, st := range s.running() {
 		notHeld.Owned = append(notHeld.Owned, st.p)
 		r := st.runner.Load()
-		if r == nil || !r.Snapshot().Restored {
+		if r == nil || r.Snapshot().Phase < pipeline.PhaseRunning {
 			notHeld.Restoring = append(notHeld.Restoring, st.p)
 			continue
 		}
@@ -163,17 +165,18 @@ func (s *Service) Partitions(ctx context.Context) []PartitionInfo {
 	for _, st := range s.running() {
 		snap := st.snapshot()
 		res := snap.Restore
-		pi := PartitionInfo{Partition: st.p, State: "restoring", Keys: -1, KeysInMemory: -1, Lag: snap.Lag, Resumed: res.Origin == pipeline.FromMemory, Unparked: res.Origin == pipeline.FromParked, CaughtUp: res.CaughtUp}
+		pi := PartitionInfo{Partition: st.p, State: snap.Phase.String(), Keys: -1, KeysInMemory: -1, Lag: snap.Lag,
+			ResumedFromMemory: res.Origin == pipeline.FromMemory, ResumedFromParked: res.Origin == pipeline.FromParked, CaughtUp: res.CaughtUp}
 		if err, ok := failed[st.p]; ok {
-			pi.State, pi.Error = "failed", err.Error()
-		} else if r := st.runner.Load(); r != nil && snap.Restored {
+			pi.State, pi.Error = pipeline.PhaseFailed.String(), err.Error()
+		} else if r := st.runner.Load(); r != nil && snap.Phase == pipeline.PhaseRunning {
 			var keys, resident int // written on the partition's goroutine, read only once Do answered
 			err := r.Do(ctx, func(w *pipeline.Worker) bool { keys, resident = w.Keys(), w.Resident(); return false })
 			switch {
 			case err == nil:
-				pi.State, pi.Keys, pi.KeysInMemory = "running", keys, resident
+				pi.Keys, pi.KeysInMemory = keys, resident
 			case errors.Is(err, pipeline.ErrNotRunning):
-				pi.State = "stopped"
+				pi.State = r.Snapshot().Phase.String() // it stopped meanwhile
 			default:
 				pi.State, pi.Error = "busy", err.Error()
 			}
@@ -182,7 +185,7 @@ func (s *Service) Partitions(ctx context.Context) []PartitionInfo {
 		delete(failed, st.p)
 	}
 	for p, err := range failed { // stopped for good: no longer among the running
-		out = append(out, PartitionInfo{Partition: p, State: "failed", Keys: -1, KeysInMemory: -1, Error: err.Error()})
+		out = append(out, PartitionInfo{Partition: p, State: pipeline.PhaseFailed.String(), Keys: -1, KeysInMemory: -1, Error: err.Error()})
 	}
 	slices.SortFunc(out, func(a, b PartitionInfo) int { return a.Partition - b.Partition })
 	return out

@@ -7,7 +7,7 @@
 //
 // Failure policy: the Runner retries what is retriable in place; a
 // partition whose Runner fails (a permanent error, or a retriable one past
-// Config.Retry.Timeout) stops processing and is parked — it keeps its
+// Config.Retry.Timeout) stops processing and stays stopped — it keeps its
 // assignment, so no other member starts a restore-and-fail loop on it — the
 // failure is counted (driftstream_partition_errors_total{kind},
 // driftstream_partition_failed), Ready reports it, and Run returns an error
@@ -127,12 +127,13 @@ type Config struct {
 // Totals are the service's counters, summed over partitions.
 type Totals struct {
 	Events, Predictions, Queries, Labeled, Mistakes, LabelsJoined, DeadLetters int64
-	// Resumed counts partitions taken back from memory after a rebalance
-	// instead of being restored from the changelog.
-	Resumed int64
-	// Unparked counts partitions resumed from the key store a former
-	// process parked (ParkState) instead of being restored.
-	Unparked int64
+	// ResumedFromMemory counts partitions that resumed the state this
+	// process kept in memory across a rebalance instead of being restored
+	// from the changelog.
+	ResumedFromMemory int64
+	// ResumedFromParked counts partitions that resumed the key store a
+	// former process parked (ParkState) instead of being restored.
+	ResumedFromParked int64
 	// CaughtUp counts the resumed partitions (from memory or parked) whose
 	// changelog had moved on, brought up to date from its tail.
 	CaughtUp int64
@@ -277,7 +278,7 @@ func (s *Service) Totals() Totals {
 	t, _ := s.count.read()
 	return Totals{Events: t.Events, Predictions: t.Predictions, Queries: t.Queries, Labeled: t.Labeled, Mistakes: t.Mistakes,
 		LabelsJoined: t.LabelsJoined, DeadLetters: t.DeadLetters + s.count.refusedTotal(),
-		Resumed: s.count.resumed.Load(), Unparked: s.count.unparked.Load(), CaughtUp: s.count.caughtUp.Load()}
+		ResumedFromMemory: s.count.resumed.Load(), ResumedFromParked: s.count.unparked.Load(), CaughtUp: s.count.caughtUp.Load()}
 }
 
 // Ready reports whether the service is doing its job: it is in a
@@ -302,7 +303,7 @@ func (s *Service) Ready() (ok bool, reason string) {
 	running := int64(0)
 	s.parts.Range(func(k, v any) bool {
 		running++
-		if !v.(*partState).snapshot().Restored {
+		if v.(*partState).snapshot().Phase < pipeline.PhaseRunning {
 			restoring = append(restoring, k.(int))
 		}
 		return true

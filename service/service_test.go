@@ -386,7 +386,7 @@ func rebalances(t *testing.T, cacheKeys int) {
 			t.Fatalf("key %s: state after rebalances differs from an uninterrupted run", k)
 		}
 	}
-	resumed := svcs[0].Totals().Resumed + svcs[1].Totals().Resumed + svcs[2].Totals().Resumed
+	resumed := svcs[0].Totals().ResumedFromMemory + svcs[1].Totals().ResumedFromMemory + svcs[2].Totals().ResumedFromMemory
 	// The first member owns all three partitions, and keeps at least one of
 	// them at each rebalance: it resumes it from memory.
 	if resumed < 1 {

@@ -133,8 +133,8 @@ func TestParkedStateSurvivesARestart(t *testing.T) {
 			eventually(t, 60*time.Second, func() bool { return s.Totals().Events >= left }, func() string { return fmt.Sprintf("%+v", s.Totals()) })
 			stop()
 			wantCaughtUp := map[bool]int64{false: 0, true: partitions}[between]
-			if tot := s.Totals(); tot.Unparked != partitions || tot.Resumed != 0 || tot.CaughtUp != wantCaughtUp {
-				t.Fatalf("%d partitions resumed from their parked stores (%d of them caught up), %d from memory; want %d (%d), 0", tot.Unparked, tot.CaughtUp, tot.Resumed, partitions, wantCaughtUp)
+			if tot := s.Totals(); tot.ResumedFromParked != partitions || tot.ResumedFromMemory != 0 || tot.CaughtUp != wantCaughtUp {
+				t.Fatalf("%d partitions resumed from their parked stores (%d of them caught up), %d from memory; want %d (%d), 0", tot.ResumedFromParked, tot.CaughtUp, tot.ResumedFromMemory, partitions, wantCaughtUp)
 			}
 			if missing, repeated := deliveries(ids, predictionsByID(t, addr)); missing != 0 || repeated != 0 {
 				t.Fatalf("%d events: %d predictions missing, %d repeated", len(ids), missing, repeated)
@@ -236,8 +236,8 @@ func TestRollingUpdateCatchesUpParkedPartitions(t *testing.T) {
 			restores = float64(f.GetMetric()[0].GetHistogram().GetSampleCount())
 		}
 	}
-	if tot.Unparked < 1 || tot.CaughtUp != tot.Unparked || restores != partitions {
-		t.Fatalf("first member: %d partitions unparked, %d of them caught up, %v full restores; want ≥ 1, all, %d (at its start only)", tot.Unparked, tot.CaughtUp, restores, partitions)
+	if tot.ResumedFromParked < 1 || tot.CaughtUp != tot.ResumedFromParked || restores != partitions {
+		t.Fatalf("first member: %d partitions unparked, %d of them caught up, %v full restores; want ≥ 1, all, %d (at its start only)", tot.ResumedFromParked, tot.CaughtUp, restores, partitions)
 	}
 	missing, repeated := deliveries(ids, predictionsByID(t, addr))
 	if missing != 0 {
@@ -245,7 +245,7 @@ func TestRollingUpdateCatchesUpParkedPartitions(t *testing.T) {
 	}
 	statesMatchAnUninterruptedRun(t, addr, cfg)
 	t.Logf("events: first member %d, second %d; %d partitions unparked and caught up, %d resumed from memory; %d predictions repeated",
-		tot.Events, b.Totals().Events, tot.Unparked, tot.Resumed, repeated)
+		tot.Events, b.Totals().Events, tot.ResumedFromParked, tot.ResumedFromMemory, repeated)
 }
 
 // statesMatchAnUninterruptedRun fails t unless the changelog holds the 20
