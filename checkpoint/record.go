@@ -149,13 +149,11 @@ func AppendKey(b []byte, r KeyRecord) []byte {
 	b = header(b, kindKey)
 	b = binary.AppendUvarint(b, uint64(r.Partition))
 	b = binary.AppendUvarint(b, uint64(r.Epoch))
-	b = binary.AppendUvarint(b, uint64(len(r.Key)))
-	b = append(b, r.Key...)
+	b = wire.AppendString(b, r.Key)
 	for _, o := range r.AppliedThrough {
 		b = binary.AppendVarint(b, o)
 	}
-	b = binary.AppendUvarint(b, uint64(len(r.State)))
-	b = append(b, r.State...)
+	b = wire.AppendBytes(b, r.State)
 	return frame(b, start)
 }
 
@@ -175,8 +173,7 @@ func EncodeOwnership(o Ownership) []byte {
 	b := header(nil, kindOwner)
 	b = binary.AppendUvarint(b, uint64(o.Partition))
 	b = binary.AppendUvarint(b, uint64(o.Epoch))
-	b = binary.AppendUvarint(b, uint64(len(o.Owner)))
-	b = append(b, o.Owner...)
+	b = wire.AppendString(b, o.Owner)
 	return frame(b, 0)
 }
 

@@ -212,13 +212,13 @@ func (d *adwin) UnmarshalBinary(b []byte) error {
 	width, ticks, total, variance := r.int(), r.int(), r.f64(), r.f64()
 	nrows := r.int()
 	if nrows < 0 || nrows > maxADWINRows {
-		r.fail()
+		r.Fail(fmt.Sprintf("%d rows", nrows))
 	}
 	var rows [][]bucket
-	for i := int64(0); i < nrows && r.err == nil; i++ {
+	for i := int64(0); i < nrows && r.Err == nil; i++ {
 		k := r.int()
 		if k < 0 || k > int64(d.p.MaxBuckets) {
-			r.fail()
+			r.Fail(fmt.Sprintf("%d buckets in a row", k))
 			break
 		}
 		row := make([]bucket, 0, k)

@@ -15,9 +15,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"strings"
+
+	"github.com/driftstream/driftstream/internal/wire"
 )
 
 // State is a detector's verdict after a value.
@@ -150,76 +151,37 @@ func paramError(name, param string, v any, why string) error {
 	return fmt.Errorf("detector %s: parameter %s = %v: %s: %w", name, param, v, why, ErrParam)
 }
 
-// writer appends a snapshot's fields; reader reads them back.
+// writer appends a snapshot's fields; reader reads them back (package
+// wire's idiom: zig-zag varints, floats as 8 bytes little endian).
 type writer struct{ b []byte }
 
 func newWriter(name string) *writer {
-	w := &writer{b: []byte{snapshotVersion}}
-	w.b = binary.AppendUvarint(w.b, uint64(len(name)))
-	w.b = append(w.b, name...)
-	return w
+	return &writer{b: wire.AppendString([]byte{snapshotVersion}, name)}
 }
 
-func (w *writer) f64(v float64) { w.b = binary.LittleEndian.AppendUint64(w.b, math.Float64bits(v)) }
+func (w *writer) f64(v float64) { w.b = wire.AppendFloat64(w.b, v) }
 func (w *writer) int(v int64)   { w.b = binary.AppendVarint(w.b, v) }
 
-type reader struct {
-	b   []byte
-	err error
-}
+// reader reads a snapshot's fields; the first failure sticks (wire.Reader).
+type reader struct{ wire.Reader }
 
 func newReader(name string, b []byte) *reader {
-	r := &reader{b: b}
-	if len(b) == 0 || b[0] != snapshotVersion {
-		r.err = fmt.Errorf("snapshot version: %w", ErrSnapshot)
+	r := &reader{*wire.NewReader(b, ErrSnapshot)}
+	if r.Byte() != snapshotVersion {
+		r.Err = fmt.Errorf("snapshot version: %w", ErrSnapshot)
 		return r
 	}
-	r.b = r.b[1:]
-	n, k := binary.Uvarint(r.b)
-	if k <= 0 || uint64(len(r.b)-k) < n || string(r.b[k:k+int(n)]) != name {
-		r.err = fmt.Errorf("not a %s snapshot: %w", name, ErrSnapshot)
-		return r
+	if got := r.View(); r.Err != nil || string(got) != name {
+		r.Err = fmt.Errorf("not a %s snapshot: %w", name, ErrSnapshot)
 	}
-	r.b = r.b[k+int(n):]
 	return r
 }
 
-func (r *reader) f64() float64 {
-	if r.err != nil || len(r.b) < 8 {
-		r.fail()
-		return 0
-	}
-	v := math.Float64frombits(binary.LittleEndian.Uint64(r.b))
-	r.b = r.b[8:]
-	return v
-}
-
-func (r *reader) int() int64 {
-	if r.err != nil {
-		return 0
-	}
-	v, k := binary.Varint(r.b)
-	if k <= 0 {
-		r.fail()
-		return 0
-	}
-	r.b = r.b[k:]
-	return v
-}
-
-func (r *reader) fail() {
-	if r.err == nil {
-		r.err = fmt.Errorf("truncated: %w", ErrSnapshot)
-	}
-}
+func (r *reader) f64() float64 { return r.Float64() }
+func (r *reader) int() int64   { return r.Varint() }
 
 // done reports the first error, or trailing bytes.
-func (r *reader) done() error {
-	if r.err == nil && len(r.b) > 0 {
-		r.err = fmt.Errorf("%d trailing bytes: %w", len(r.b), ErrSnapshot)
-	}
-	return r.err
-}
+func (r *reader) done() error { return r.Done() }
 
 // fixed is a detector whose state is a fixed list of numbers.
 type fixed interface {

@@ -435,7 +435,7 @@ func (l *budgetPerceptron) recomputeW() {
 }
 
 func (l *budgetPerceptron) MarshalBinary() ([]byte, error) {
-	e := l.header()
+	e := l.headerAt(3) // its stored inputs changed layout in version 3
 	e.u64(l.version)
 	e.int(l.evictions)
 	e.rng(&l.src)
@@ -443,7 +443,7 @@ func (l *budgetPerceptron) MarshalBinary() ([]byte, error) {
 	e.int(len(l.xs))
 	for s, x := range l.xs {
 		e.int(l.ys[s])
-		e.vec(x)
+		e.b, _ = x.AppendBinary(e.b) // a Vector's encoding cannot fail
 	}
 	return e.b, nil
 }
@@ -457,13 +457,17 @@ func (l *budgetPerceptron) UnmarshalBinary(data []byte) error {
 	w := d.f64s(l.dim)
 	n := d.length(l.budget)
 	xs, ys := make([]Vector, 0, n), make([]int, 0, n)
-	for s := 0; s < n && d.err == nil; s++ {
+	for s := 0; s < n && d.err() == nil; s++ {
 		y := d.int()
 		if y != 1 && y != -1 {
 			d.fail("stored label")
 		}
 		ys = append(ys, y)
-		xs = append(xs, d.vec(l.dim))
+		if d.version < 3 {
+			xs = append(xs, d.vecV2(l.dim))
+		} else {
+			xs = append(xs, d.vecV3(l.dim))
+		}
 	}
 	if err := d.end(); err != nil {
 		return err

@@ -178,7 +178,7 @@ func (w *scaledVec) encode(e *encoder) {
 
 func (w *scaledVec) decode(d *decoder, dim int) scaledVec {
 	out := scaledVec{s: d.f64(), v: d.f64s(dim), norm: w.norm, sqn: d.f64(), rescale: d.int()}
-	if w.lazy && d.err == nil {
+	if w.lazy && d.err() == nil {
 		out.lazyReset()
 		for i, v := range out.v {
 			if v != 0 {

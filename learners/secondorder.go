@@ -185,14 +185,14 @@ func (r *rls) decode(d *decoder) rls {
 	out := rls{d: r.d, invC: r.invC, k: d.int(), w: d.f64s(r.d)}
 	if r.diagonal() {
 		out.base, out.stamp = d.f64s(r.d), d.ints(out.k)
-		if d.err == nil && len(out.stamp) != r.d {
+		if d.err() == nil && len(out.stamp) != r.d {
 			d.fail("diagonal stamps")
 		}
 		return out
 	}
 	if d.version == 1 {
 		full := d.f64s(r.d * r.d)
-		if d.err != nil {
+		if d.err() != nil {
 			return out
 		}
 		out.p = make([]float64, packedLen(r.d))

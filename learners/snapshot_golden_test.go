@@ -3,9 +3,13 @@
 package learners
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
 	"testing"
 )
 
@@ -25,8 +29,11 @@ func TestSnapshotBytesAreStable(t *testing.T) {
 		{"modified-perceptron{\"renormalize_every\":0}", "c2db61ee4eca49c2ea8d3d71813e68c6db12f57d2a51eaa03b6213e81dc297ec"},
 		{"shifting-perceptron{\"lambda\":0.05}", "5e3a3cd56f5d310c812bd9e1a5ceed26ab359f49696940958e3d2991fe522805"},
 		{"shifting-perceptron", "5cdf14a9bda9c47385f15cff224bc03dd312d297708448b197a20c3ca22002bb"},
-		{"budget-perceptron{\"budget\":7}", "5b0b0f5d3cc52498039e5085ec3463867830e80030f9589f62c345d9f47ab017"},
-		{"budget-perceptron{\"budget\":5,\"evict_among_all\":true,\"recompute_every\":3}", "47199f31eb971a7ef98f3b32458a3a10dcc599f749546602f34d3a2ea3dc9a5e"},
+		// Format version 3 (stored inputs in the vector codec); their version-2
+		// bytes are testdata/snapshots/budget-perceptron-v2-*.bin, which
+		// TestOlderSnapshotsRestore restores.
+		{"budget-perceptron{\"budget\":7}", "859ec8231b4af29e3c78433fff526e88617075751d4e7095c75c6bc882ed9b4c"},
+		{"budget-perceptron{\"budget\":5,\"evict_among_all\":true,\"recompute_every\":3}", "515b802bcbb606b84a20a74204458d260644e28dbb6196b4aa5a9774a2223837"},
 		{"threshold-tracker{\"gamma\":0.02}", "b1f09bd80ea445831c7fce1e6f5b1032bcbab472f4b1907b5e58c80d3f09a23f"},
 		{"winnow2", "43b1d27ecb2ec81cfa27b7ca2f794442e4120c23b5a0e60ee7e0aebb8e34ed77"},
 		{"winnow2{\"demote_to_zero\":true,\"theta\":3}", "316e6c61bf3d5e18878bf6a3ca1da990d9bf0737b3700545403dc460187299ed"},
@@ -70,5 +77,57 @@ func TestSnapshotBytesAreStable(t *testing.T) {
 		if got := fmt.Sprintf("%x", sha256.Sum256(snapshot(t, l))); c.String() != want[i].name || got != want[i].sha {
 			t.Errorf("case %d %s: snapshot SHA-256 %s, want %s (%s)", i, c, got, want[i].sha, want[i].name)
 		}
+	}
+}
+
+// Snapshots an older build wrote restore into the same learner: the budget
+// perceptron's version-2 snapshots (written before its stored inputs moved
+// to the vector codec) give, once restored, the learner that the same
+// stream gives this build — the same version-3 bytes — and predict alike.
+func TestOlderSnapshotsRestore(t *testing.T) {
+	files := map[string]string{
+		`{"budget":7}`: "budget-perceptron-v2-budget7-dim8.bin",
+		`{"budget":5,"evict_among_all":true,"recompute_every":3}`: "budget-perceptron-v2-budget5-evictall-recompute3-dim40.bin",
+	}
+	found := 0
+	for _, c := range allCases() {
+		file, ok := files[string(c.params)]
+		if c.name != "budget-perceptron" || !ok {
+			continue
+		}
+		found++
+		old, err := os.ReadFile(filepath.Join("testdata", "snapshots", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if old[0] != 2 {
+			t.Fatalf("%s: format version %d, want 2", file, old[0])
+		}
+		m, err := NewMaker(c.name, json.RawMessage(c.params), c.dim)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fresh, err := m.New(Config{Dim: c.dim, Seed: 3, Key: "k"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		play(t, fresh, c.stream(5, 300))
+		restored, err := m.New(Config{Dim: c.dim, Seed: 3, Key: "k"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := restored.UnmarshalBinary(old); err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		if a, b := snapshot(t, restored), snapshot(t, fresh); !bytes.Equal(a, b) || a[0] != FormatVersion {
+			t.Fatalf("%s restored, then snapshot again: %d bytes (version %d); the same stream now: %d bytes (version %d)", file, len(a), a[0], len(b), b[0])
+		}
+		next := c.stream(6, 200)
+		if a, b := play(t, restored, next), play(t, fresh, next); !reflect.DeepEqual(a, b) {
+			t.Fatalf("%s: the restored learner and this build's predict differently", file)
+		}
+	}
+	if found != len(files) {
+		t.Fatalf("%d of %d pinned older snapshots have a case", found, len(files))
 	}
 }

@@ -110,7 +110,7 @@ func (s *Standardizer) MarshalBinary() ([]byte, error) {
 
 // UnmarshalBinary restores statistics of the same dimension.
 func (s *Standardizer) UnmarshalBinary(b []byte) error {
-	d := &decoder{b: b}
+	d := newDecoder(b, 0)
 	n := d.int()
 	mean := d.f64s(len(s.mean))
 	m2 := d.f64s(len(s.m2))

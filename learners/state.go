@@ -9,13 +9,27 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+
+	"github.com/driftstream/driftstream/internal/wire"
 )
 
-// FormatVersion is the version byte that starts every learner snapshot. A
-// future format bumps it and keeps reading the older ones. Version 2 stores
-// the second-order learners' covariance as a packed upper triangle (version 1
-// held the full matrix); the other learners' snapshots are unchanged.
-const FormatVersion = 2
+// FormatVersion is the newest snapshot format, whose version byte starts
+// a snapshot; this build reads every version up to it. A learner's snapshot
+// carries the newest version that changed its own layout, never below 2, so
+// that a format change of one learner does not rewrite every other
+// learner's bytes in every changelog:
+//
+//   - 2: the second-order learners' covariance is a packed upper triangle
+//     (version 1 held the full matrix). Every other learner's layout is
+//     version 1's; they write 2.
+//   - 3: the budget perceptron's stored inputs are in the vector codec
+//     (vectorcodec.go), the one layout of a Vector; before, they had their
+//     own (decoder.vecV2).
+const FormatVersion = 3
+
+// baseVersion is the version byte of the snapshots whose layout did not
+// change after version 2.
+const baseVersion = 2
 
 // ErrSnapshot reports a snapshot that cannot be restored: truncated, of an
 // unknown version, or taken from a different learner configuration.
@@ -102,10 +116,14 @@ func (m *meta) Dim() int { return m.dim }
 // between the learners it builds.
 func (m *meta) sharedIdentity() *identity { return m.identity }
 
-// header starts a snapshot: version, name, dimension and parameters.
-func (m *meta) header() *encoder {
+// header starts a snapshot of a learner whose layout is version 2's:
+// version, name, dimension and parameters.
+func (m *meta) header() *encoder { return m.headerAt(baseVersion) }
+
+// headerAt starts a snapshot of format version v.
+func (m *meta) headerAt(v byte) *encoder {
 	e := &encoder{b: make([]byte, 0, 64+len(m.params))}
-	e.b = append(e.b, FormatVersion)
+	e.b = append(e.b, v)
 	e.str(m.name)
 	e.int(m.dim)
 	e.bytes(m.params)
@@ -130,9 +148,9 @@ func readHeader(data []byte) (snapshotHeader, decoder, error) {
 	if data[0] < 1 || data[0] > FormatVersion {
 		return snapshotHeader{}, decoder{}, fmt.Errorf("snapshot format version %d, this build reads 1 to %d: %w", data[0], FormatVersion, ErrSnapshot)
 	}
-	d := decoder{b: data[1:], version: data[0]}
+	d := newDecoder(data[1:], data[0])
 	h := snapshotHeader{name: d.view(), dim: d.int(), params: d.view()}
-	return h, d, d.err
+	return h, d, d.err()
 }
 
 // open checks that a snapshot belongs to a learner of this name, dimension and
@@ -185,70 +203,48 @@ func (e *encoder) ints(v []int) {
 	}
 }
 
-func (e *encoder) vec(x Vector) {
-	e.int(x.dim)
-	e.bool(x.idx != nil)
-	if x.idx != nil {
-		e.int(len(x.idx))
-		for _, i := range x.idx {
-			e.int(int(i))
-		}
-	}
-	e.f64s(x.val)
-}
-
 func (e *encoder) rng(r *rand.PCG) {
 	b, _ := r.MarshalBinary() // PCG marshaling cannot fail
 	e.bytes(b)
 }
 
-// decoder reads what encoder wrote. The first error sticks and every later
-// read returns a zero value, so callers check d.err once at the end.
+// decoder reads what encoder wrote, over package wire's Reader: the first
+// error sticks and every later read returns a zero value, so callers check
+// d.err() once at the end.
 type decoder struct {
-	b       []byte
-	err     error
+	r       wire.Reader
 	version byte // the snapshot's FormatVersion
 }
 
-func (d *decoder) fail(what string) {
-	if d.err == nil {
-		d.err = fmt.Errorf("truncated or corrupt %s: %w", what, ErrSnapshot)
+func newDecoder(b []byte, version byte) decoder {
+	return decoder{r: *wire.NewReader(b, ErrSnapshot), version: version}
+}
+
+// err is the first failure.
+func (d *decoder) err() error { return d.r.Err }
+
+func (d *decoder) fail(what string) { d.r.Fail("truncated or corrupt " + what) }
+
+// setErr records err as the failure unless there is one already.
+func (d *decoder) setErr(err error) {
+	if d.r.Err == nil {
+		d.r.Err = err
 	}
 }
 
-func (d *decoder) u64() uint64 {
-	if d.err != nil || len(d.b) < 8 {
-		d.fail("u64")
-		return 0
-	}
-	v := binary.LittleEndian.Uint64(d.b)
-	d.b = d.b[8:]
-	return v
-}
-
-func (d *decoder) f64() float64 { return math.Float64frombits(d.u64()) }
-
-func (d *decoder) int() int {
-	if d.err != nil {
-		return 0
-	}
-	v, n := binary.Varint(d.b)
-	if n <= 0 {
-		d.fail("integer")
-		return 0
-	}
-	d.b = d.b[n:]
-	return int(v)
-}
+func (d *decoder) u64() uint64  { return d.r.Uint64() }
+func (d *decoder) f64() float64 { return d.r.Float64() }
+func (d *decoder) int() int     { return int(d.r.Varint()) }
+func (d *decoder) left() int    { return len(d.r.B) }
 
 // length reads a length and checks it against [0, max] and against the bytes
 // left after it (every element takes at least one byte).
 func (d *decoder) length(max int) int {
 	n := d.int()
-	if d.err != nil {
+	if d.err() != nil {
 		return 0
 	}
-	if n < 0 || n > max || n > len(d.b) || n > maxSnapshotLen {
+	if n < 0 || n > max || n > d.left() || n > maxSnapshotLen {
 		d.fail(fmt.Sprintf("length %d (max %d)", n, max))
 		return 0
 	}
@@ -259,35 +255,33 @@ func (d *decoder) length(max int) int {
 // snapshot's memory, for what is read and dropped at once.
 func (d *decoder) view() []byte {
 	n := d.length(maxSnapshotLen)
-	if d.err != nil {
+	if d.err() != nil {
 		return nil
 	}
-	v := d.b[:n:n]
-	d.b = d.b[n:]
+	v := d.r.B[:n:n]
+	d.r.B = d.r.B[n:]
 	return v
 }
 
 func (d *decoder) bool() bool {
-	if d.err != nil || len(d.b) < 1 || d.b[0] > 1 {
+	v := d.r.Byte()
+	if v > 1 {
 		d.fail("bool")
-		return false
 	}
-	v := d.b[0] == 1
-	d.b = d.b[1:]
-	return v
+	return v == 1
 }
 
 // f64s reads a float slice whose length must be exactly n (n < 0: any length
 // that fits in the remaining bytes).
 func (d *decoder) f64s(n int) []float64 {
 	got := d.length(maxSnapshotLen)
-	if d.err == nil && got > len(d.b)/8 {
-		d.fail(fmt.Sprintf("vector of length %d in %d bytes", got, len(d.b)))
+	if d.err() == nil && got > d.left()/8 {
+		d.fail(fmt.Sprintf("vector of length %d in %d bytes", got, d.left()))
 	}
-	if d.err == nil && n >= 0 && got != n {
+	if d.err() == nil && n >= 0 && got != n {
 		d.fail(fmt.Sprintf("vector of length %d (want %d)", got, n))
 	}
-	if d.err != nil {
+	if d.err() != nil {
 		return nil
 	}
 	v := make([]float64, got)
@@ -299,7 +293,7 @@ func (d *decoder) f64s(n int) []float64 {
 
 func (d *decoder) ints(max int) []int {
 	n := d.length(maxSnapshotLen)
-	if d.err != nil {
+	if d.err() != nil {
 		return nil
 	}
 	v := make([]int, n)
@@ -313,9 +307,12 @@ func (d *decoder) ints(max int) []int {
 	return v
 }
 
-// vec reads a stored input and re-validates it.
-func (d *decoder) vec(dim int) Vector {
-	if got := d.int(); d.err == nil && got != dim {
+// vecV2 reads a stored input in the layout of format versions 1 and 2
+// (varint dimension, bool sparse, sparse: varint count and indices, then
+// the values as a float slice) and re-validates it. Version 3 snapshots
+// hold inputs in the vector codec instead (vecV3).
+func (d *decoder) vecV2(dim int) Vector {
+	if got := d.int(); d.err() == nil && got != dim {
 		d.fail("stored input dimension")
 	}
 	sparse := d.bool()
@@ -328,7 +325,7 @@ func (d *decoder) vec(dim int) Vector {
 		}
 	}
 	val := d.f64s(-1)
-	if d.err != nil {
+	if d.err() != nil {
 		return Vector{}
 	}
 	var x Vector
@@ -341,7 +338,23 @@ func (d *decoder) vec(dim int) Vector {
 		x, err = NewDense(val)
 	}
 	if err != nil {
-		d.err = fmt.Errorf("stored input: %v: %w", err, ErrSnapshot)
+		d.setErr(fmt.Errorf("stored input: %v: %w", err, ErrSnapshot))
+	}
+	return x
+}
+
+// vecV3 reads a stored input of dimension dim in the vector codec.
+func (d *decoder) vecV3(dim int) Vector {
+	if d.err() != nil {
+		return Vector{}
+	}
+	x, err := readVector(&d.r)
+	switch {
+	case d.err() != nil:
+	case err != nil:
+		d.setErr(fmt.Errorf("stored input: %w: %w", err, ErrSnapshot))
+	case x.Dim() != dim:
+		d.fail(fmt.Sprintf("stored input of dimension %d (want %d)", x.Dim(), dim))
 	}
 	return x
 }
@@ -350,19 +363,19 @@ func (d *decoder) vec(dim int) Vector {
 func (d *decoder) rng() rand.PCG {
 	var r rand.PCG
 	b := d.view()
-	if d.err != nil {
+	if d.err() != nil {
 		return r
 	}
 	if err := r.UnmarshalBinary(b); err != nil {
-		d.err = fmt.Errorf("rng state: %v: %w", err, ErrSnapshot)
+		d.setErr(fmt.Errorf("rng state: %v: %w", err, ErrSnapshot))
 	}
 	return r
 }
 
 // end fails unless the whole snapshot was consumed.
 func (d *decoder) end() error {
-	if d.err == nil && len(d.b) != 0 {
-		d.err = fmt.Errorf("%d trailing bytes: %w", len(d.b), ErrSnapshot)
+	if d.err() == nil && d.left() != 0 {
+		d.setErr(fmt.Errorf("%d trailing bytes: %w", d.left(), ErrSnapshot))
 	}
-	return d.err
+	return d.err()
 }

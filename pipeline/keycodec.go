@@ -40,8 +40,9 @@ package pipeline
 //	                          weight and float the key's learner's
 //	                          (population.go)
 //
-// A vector is uvarint dimension, byte sparse (0/1), uvarint entries, then
-// per entry (sparse: uvarint index) and float value.
+// A vector is in the vector codec's layout (learners.Vector's
+// AppendBinary): uvarint dimension, byte sparse (0/1), uvarint entries,
+// then per entry (sparse: uvarint index) and float value.
 //
 // Version 1 (written before) is version 2 without the header, and
 // each section from "decided" on may be missing, with every later one: a
@@ -78,24 +79,19 @@ func encodeState(ks *keyState) ([]byte, error) {
 	// snapshot is copied once.
 	b := make([]byte, 0, len(snap)+len(rng)+256)
 	b = append(b, 0, stateVersion)
-	b = binary.AppendUvarint(b, uint64(len(snap)))
-	b = append(b, snap...)
-	b = binary.AppendUvarint(b, uint64(len(rng)))
-	b = append(b, rng...)
+	b = wire.AppendBytes(b, snap)
+	b = wire.AppendBytes(b, rng)
 	pend, earl := ks.pending(), ks.early()
 	b = binary.AppendUvarint(b, uint64(len(pend)))
 	for _, p := range pend {
-		b = binary.AppendUvarint(b, uint64(len(p.id)))
-		b = append(b, p.id...)
+		b = wire.AppendString(b, p.id)
 		b = binary.AppendVarint(b, p.offset)
-		enc := encodeVector(p.x)
-		b = binary.AppendUvarint(b, uint64(len(enc)))
-		b = append(b, enc...)
+		enc, _ := p.x.AppendBinary(nil) // a Vector's encoding cannot fail
+		b = wire.AppendBytes(b, enc)
 	}
 	b = binary.AppendUvarint(b, uint64(len(earl)))
 	for _, e := range earl {
-		b = binary.AppendUvarint(b, uint64(len(e.id)))
-		b = append(b, e.id...)
+		b = wire.AppendString(b, e.id)
 		b = binary.AppendVarint(b, int64(e.label))
 		b = binary.AppendVarint(b, e.offset)
 	}
@@ -103,7 +99,7 @@ func encodeState(ks *keyState) ([]byte, error) {
 	// was asked for, and its event time.
 	for _, p := range pend {
 		b = binary.AppendVarint(b, int64(p.decided))
-		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(p.score))
+		b = wire.AppendFloat64(b, p.score)
 		flags := boolByte(p.queried) | boolByte(p.populationOnly)<<1
 		if p.population != 0 { // the experts' labels: bit 2 present, bits 3 and 4 +1
 			flags |= 1<<2 | boolByte(p.own > 0)<<3 | boolByte(p.population > 0)<<4
@@ -124,14 +120,13 @@ func encodeState(ks *keyState) ([]byte, error) {
 	if ks.std != nil {
 		std, _ = ks.std.MarshalBinary()
 	}
-	b = binary.AppendUvarint(b, uint64(len(std)))
-	b = append(b, std...)
+	b = wire.AppendBytes(b, std)
 	if ks.mix == nil {
 		return append(b, 0), nil
 	}
 	b = append(b, 1)
-	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(ks.mix.population))
-	return binary.LittleEndian.AppendUint64(b, math.Float64bits(ks.mix.own)), nil
+	b = wire.AppendFloat64(b, ks.mix.population)
+	return wire.AppendFloat64(b, ks.mix.own), nil
 }
 
 // sign8 is +1 for true, −1 for false.
@@ -176,9 +171,9 @@ func (w *Worker) decodeState(rec *checkpoint.KeyRecord) (*keyState, error) {
 	for i := uint64(0); i < n && r.Err == nil; i++ {
 		id := string(r.View())
 		off := r.Varint()
-		x, err := decodeVector(r.View())
-		if err != nil {
-			return nil, fmt.Errorf("pending %q: %w", id, err)
+		var x learners.Vector
+		if err := x.UnmarshalBinary(r.View()); err != nil && r.Err == nil {
+			return nil, fmt.Errorf("pending %q: %v: %w", id, err, errState)
 		}
 		ks.waiting().await(pending{id: id, offset: off, x: x}, math.MaxInt) // as checkpointed: within the bounds then
 	}
@@ -197,19 +192,16 @@ func (w *Worker) decodeState(rec *checkpoint.KeyRecord) (*keyState, error) {
 	pend := ks.pending()
 	if !legacy || len(r.B) > 0 && r.Err == nil { // the pending queries' decided predictions
 		for i := range pend {
-			d := int(r.Varint())
-			if d != 1 && d != -1 || len(r.B) < 9 || r.B[8] > 31 || legacy && r.B[8] > 1 {
+			d, score, flags := int(r.Varint()), r.Float64(), r.Byte()
+			if r.Err != nil || d != 1 && d != -1 || flags > 31 || legacy && flags > 1 {
 				r.Fail("pending prediction")
 				break
 			}
-			pend[i].decided = d
-			pend[i].score = math.Float64frombits(binary.LittleEndian.Uint64(r.B))
-			flags := r.B[8]
+			pend[i].decided, pend[i].score = d, score
 			pend[i].queried, pend[i].populationOnly = flags&1 == 1, flags&2 == 2
 			if flags&4 == 4 {
 				pend[i].own, pend[i].population = sign8(flags&8 == 8), sign8(flags&16 == 16)
 			}
-			r.B = r.B[9:]
 			if ts := r.Varint(); ts != 0 {
 				pend[i].ts = time.Unix(0, ts).UTC()
 			}
@@ -231,15 +223,12 @@ func (w *Worker) decodeState(rec *checkpoint.KeyRecord) (*keyState, error) {
 			}
 		}
 		if !legacy && r.Err == nil { // the mixture (version 2 only)
-			switch {
-			case len(r.B) < 1 || r.B[0] > 1 || r.B[0] == 1 && len(r.B) < 17:
+			switch flag := r.Byte(); {
+			case r.Err != nil || flag > 1:
 				r.Fail("mixture")
-			case r.B[0] == 0:
-				r.B = r.B[1:]
-			default:
-				m := &mixture{population: math.Float64frombits(binary.LittleEndian.Uint64(r.B[1:])), own: math.Float64frombits(binary.LittleEndian.Uint64(r.B[9:]))}
-				r.B = r.B[17:]
-				if !(m.population >= 0 && m.own >= 0 && m.population+m.own > 0.99 && m.population+m.own < 1.01) {
+			case flag == 1:
+				m := &mixture{population: r.Float64(), own: r.Float64()}
+				if r.Err == nil && !(m.population >= 0 && m.own >= 0 && m.population+m.own > 0.99 && m.population+m.own < 1.01) {
 					r.Fail("mixture weights")
 				}
 				ks.mix = m
@@ -257,60 +246,6 @@ func (w *Worker) decodeState(rec *checkpoint.KeyRecord) (*keyState, error) {
 	return ks, nil
 }
 
-// encodeVector writes a pending input: dimension, sparse flag, entries.
-func encodeVector(x learners.Vector) []byte {
-	var b []byte
-	b = binary.AppendUvarint(b, uint64(x.Dim()))
-	if x.Sparse() {
-		b = append(b, 1)
-	} else {
-		b = append(b, 0)
-	}
-	b = binary.AppendUvarint(b, uint64(x.NNZ()))
-	x.Entries(func(i int, v float64) {
-		if x.Sparse() {
-			b = binary.AppendUvarint(b, uint64(i))
-		}
-		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v))
-	})
-	return b
-}
-
-func decodeVector(b []byte) (learners.Vector, error) {
-	r := wire.NewReader(b, errState)
-	dim := int(r.Uvarint())
-	if r.Err != nil || len(r.B) < 1 {
-		return learners.Vector{}, fmt.Errorf("vector header: %w", errState)
-	}
-	sparse := r.B[0] == 1
-	r.B = r.B[1:]
-	n := int(r.Uvarint())
-	if r.Err != nil || n > dim {
-		return learners.Vector{}, fmt.Errorf("vector of %d entries in dimension %d: %w", n, dim, errState)
-	}
-	idx, val := make([]int32, 0, n), make([]float64, 0, n)
-	for k := 0; k < n; k++ {
-		if sparse {
-			idx = append(idx, int32(r.Uvarint()))
-		}
-		if len(r.B) < 8 {
-			return learners.Vector{}, fmt.Errorf("vector values: %w", errState)
-		}
-		val = append(val, math.Float64frombits(binary.LittleEndian.Uint64(r.B)))
-		r.B = r.B[8:]
-	}
-	if r.Err != nil {
-		return learners.Vector{}, r.Err
-	}
-	if sparse {
-		return learners.NewSparse(dim, idx, val)
-	}
-	if n != dim {
-		return learners.Vector{}, fmt.Errorf("dense vector of %d entries in dimension %d: %w", n, dim, errState)
-	}
-	return learners.NewDense(val)
-}
-
 // encodeWatch appends the watch to a key state.
 func encodeWatch(b []byte, wt *watch) ([]byte, error) {
 	if wt == nil {
@@ -322,8 +257,7 @@ func encodeWatch(b []byte, wt *watch) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		b = binary.AppendUvarint(b, uint64(len(snap)))
-		b = append(b, snap...)
+		b = wire.AppendBytes(b, snap)
 	}
 	for i := range wt.detectors {
 		b = binary.AppendVarint(b, wt.since[i])
@@ -357,14 +291,8 @@ func decodeWatch(r *wire.Reader, wt *watch) {
 		_ = wt.detectors[i].UnmarshalBinary(snap)
 	}
 	for i := uint64(0); i < n && r.Err == nil; i++ {
-		since := r.Varint()
-		if r.Err != nil || len(r.B) < 1 {
-			r.Fail("drift watch")
-			return
-		}
-		flags := r.B[0]
-		r.B = r.B[1:]
-		if flags > 3 {
+		since, flags := r.Varint(), r.Byte()
+		if r.Err != nil || flags > 3 {
 			r.Fail("drift watch")
 			return
 		}
@@ -374,12 +302,10 @@ func decodeWatch(r *wire.Reader, wt *watch) {
 	}
 	wt.labeled, wt.mistakes = r.Varint(), r.Varint()
 	wt.recentN = int(r.Varint())
-	if r.Err != nil || len(r.B) < 8 || wt.recentN < 0 || wt.recentN > recentOutcomes {
+	wt.recent = r.Uint64()
+	if r.Err != nil || wt.recentN < 0 || wt.recentN > recentOutcomes {
 		r.Fail("drift watch")
-		return
 	}
-	wt.recent = binary.LittleEndian.Uint64(r.B)
-	r.B = r.B[8:]
 }
 
 // encodeStats appends a key's counters to its state.

@@ -185,8 +185,7 @@ func (m *parkManifest) encode() []byte {
 	b = binary.AppendVarint(b, m.through[1])
 	b = binary.AppendUvarint(b, uint64(m.keys))
 	b = append(b, m.fingerprint[:]...)
-	b = binary.AppendUvarint(b, uint64(len(m.scope)))
-	b = append(b, m.scope...)
+	b = wire.AppendString(b, m.scope)
 	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, crcTable))
 }
 

@@ -1,12 +1,33 @@
-// Package wire reads the varint-framed binary layouts of driftstream's
-// checkpoint records and key states, with a sticky error so that callers
-// check once at the end.
+// Package wire is driftstream's one binary idiom: the layouts of checkpoint
+// records, key states, learner and detector snapshots, parked manifests and
+// vectors are written with encoding/binary's Append functions (uvarint
+// counts and lengths, zig-zag varints for signed values, "bytes" as a
+// uvarint length then the bytes, floats as 8 bytes IEEE 754 little endian,
+// AppendFloat64) and read back with a Reader, whose first failure sticks so
+// that a decoder checks once, at the end.
 package wire
 
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 )
+
+// AppendFloat64 appends v's IEEE 754 bits, little endian: the exact float,
+// NaN payloads and signed zeros included.
+func AppendFloat64(b []byte, v float64) []byte {
+	return binary.LittleEndian.AppendUint64(b, math.Float64bits(v))
+}
+
+// AppendBytes appends p as "bytes": its length as a uvarint, then p.
+func AppendBytes(b, p []byte) []byte {
+	return append(binary.AppendUvarint(b, uint64(len(p))), p...)
+}
+
+// AppendString appends s as "bytes", as AppendBytes does.
+func AppendString(b []byte, s string) []byte {
+	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
+}
 
 // Reader consumes B. The first failure sets Err, wrapping the sentinel given
 // to NewReader; later reads return zero values.
@@ -28,6 +49,9 @@ func (r *Reader) Fail(what string) {
 
 // Uvarint reads an unsigned varint.
 func (r *Reader) Uvarint() uint64 {
+	if r.Err != nil {
+		return 0
+	}
 	v, n := binary.Uvarint(r.B)
 	if n <= 0 {
 		r.Fail("truncated")
@@ -39,12 +63,40 @@ func (r *Reader) Uvarint() uint64 {
 
 // Varint reads a signed varint.
 func (r *Reader) Varint() int64 {
+	if r.Err != nil {
+		return 0
+	}
 	v, n := binary.Varint(r.B)
 	if n <= 0 {
 		r.Fail("truncated")
 		return 0
 	}
 	r.B = r.B[n:]
+	return v
+}
+
+// Uint64 reads 8 bytes, little endian.
+func (r *Reader) Uint64() uint64 {
+	if r.Err != nil || len(r.B) < 8 {
+		r.Fail("truncated")
+		return 0
+	}
+	v := binary.LittleEndian.Uint64(r.B)
+	r.B = r.B[8:]
+	return v
+}
+
+// Float64 reads a float that AppendFloat64 wrote.
+func (r *Reader) Float64() float64 { return math.Float64frombits(r.Uint64()) }
+
+// Byte reads one byte.
+func (r *Reader) Byte() byte {
+	if r.Err != nil || len(r.B) < 1 {
+		r.Fail("truncated")
+		return 0
+	}
+	v := r.B[0]
+	r.B = r.B[1:]
 	return v
 }
 
