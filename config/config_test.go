@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/driftstream/driftstream/pipeline"
+	"github.com/driftstream/driftstream/service"
 )
 
 func load(t *testing.T, env map[string]string, args ...string) (Config, error) {
@@ -167,14 +168,41 @@ func TestFlagName(t *testing.T) {
 	}
 }
 
-// The configuration's defaults are the pipeline's: a service and a
-// backtest given no settings behave alike.
+// The configuration's defaults are the pipeline's and the service's: a
+// service run from the environment, a service built in Go and a backtest
+// given no settings behave alike. Every setting with a default in those
+// packages' tables is compared.
 func TestDefaultsAreThePipelines(t *testing.T) {
 	c, err := Load(flag.NewFlagSet("t", flag.ContinueOnError), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.MaxPending != pipeline.DefaultMaxPending || c.PendingTTL != pipeline.DefaultPendingTTL {
-		t.Fatalf("config: max pending %d, pending TTL %d; pipeline: %d, %d", c.MaxPending, c.PendingTTL, pipeline.DefaultMaxPending, pipeline.DefaultPendingTTL)
+	p := pipeline.Config{}.WithDefaults()
+	cases := []struct {
+		name      string
+		env, code any
+	}{
+		{"MaxPending", c.MaxPending, p.MaxPending},
+		{"PendingTTL", c.PendingTTL, p.PendingTTL},
+		{"MaxPendingBytes", c.MaxPendingBytes, p.MaxPendingBytes},
+		{"MaxKeyBytes", c.MaxKeyBytes, p.MaxKeyBytes},
+		{"MaxKeyMemory", c.MaxKeyMemory, p.MaxKeyMemory},
+		{"MaxAbsValue", c.MaxAbsValue, p.MaxAbsValue},
+		{"MaxKeyLength", c.MaxKeyLength, p.MaxKeyLength},
+		{"AlertCooldown", c.AlertCooldown, p.AlertCooldown},
+		{"OnDrift", c.OnDrift, p.OnDrift},
+		{"Population", c.Population, p.Population},
+		{"RetryTimeout", c.RetryTimeout, pipeline.DefaultBackoff.Timeout},
+		{"CheckpointEvery", c.CheckpointEvery, service.DefaultCheckpointEvery},
+		{"CheckpointPeriod", c.CheckpointPeriod, service.DefaultCheckpointInterval},
+		{"FailExitAfter", c.FailExitAfter, service.DefaultFailExitAfter},
+		{"ShutdownTimeout", c.ShutdownTimeout, service.DefaultFinalTimeout},
+		{"SessionTimeout", c.SessionTimeout, service.DefaultSessionTimeout},
+		{"OnOutputError", c.OnOutputError, service.OnOutputErrorDeadLetter},
+	}
+	for _, k := range cases {
+		if fmt.Sprint(k.env) != fmt.Sprint(k.code) {
+			t.Errorf("%s: the environment's default is %v, the code's %v", k.name, k.env, k.code)
+		}
 	}
 }

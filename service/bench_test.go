@@ -166,7 +166,7 @@ func benchCheckpointEvery() int {
 	if n, err := strconv.Atoi(os.Getenv("DRIFTSTREAM_BENCH_EVERY")); err == nil && n > 0 {
 		return n
 	}
-	return defaultCheckpointEvery
+	return DefaultCheckpointEvery
 }
 
 // benchService starts the service on the broker at addr (group and output

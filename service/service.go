@@ -45,8 +45,15 @@ type Topics struct {
 	Changelog string
 }
 
-// defaultCheckpointEvery is CheckpointEvery's default.
-const defaultCheckpointEvery = 10_000
+// The defaults of Config's unset fields: the one table (package config's
+// environment defaults are checked against it).
+const (
+	DefaultCheckpointEvery    = 10_000
+	DefaultCheckpointInterval = 5 * time.Second
+	DefaultFailExitAfter      = 30 * time.Second
+	DefaultFinalTimeout       = 30 * time.Second
+	DefaultSessionTimeout     = 10 * time.Second
+)
 
 // Config configures a service.
 type Config struct {
@@ -74,7 +81,7 @@ type Config struct {
 	// the partition. Errors of the broker or the partition are retried.
 	OnOutputError string
 	// CheckpointEvery checkpoints a partition after this many records
-	// (default defaultCheckpointEvery), or after CheckpointInterval,
+	// (default DefaultCheckpointEvery), or after CheckpointInterval,
 	// whichever comes first.
 	CheckpointEvery    int
 	CheckpointInterval time.Duration
@@ -220,22 +227,22 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.CheckpointEvery <= 0 {
-		cfg.CheckpointEvery = defaultCheckpointEvery
+		cfg.CheckpointEvery = DefaultCheckpointEvery
 	}
 	if cfg.CheckpointInterval <= 0 {
-		cfg.CheckpointInterval = 5 * time.Second
+		cfg.CheckpointInterval = DefaultCheckpointInterval
 	}
 	if cfg.Retry == (pipeline.Backoff{}) {
 		cfg.Retry = pipeline.DefaultBackoff
 	}
 	if cfg.FailExitAfter <= 0 {
-		cfg.FailExitAfter = 30 * time.Second
+		cfg.FailExitAfter = DefaultFailExitAfter
 	}
 	if cfg.FinalTimeout <= 0 {
-		cfg.FinalTimeout = 30 * time.Second
+		cfg.FinalTimeout = DefaultFinalTimeout
 	}
 	if cfg.SessionTimeout <= 0 {
-		cfg.SessionTimeout = 10 * time.Second
+		cfg.SessionTimeout = DefaultSessionTimeout
 	}
 	if cfg.Owner == "" {
 		host, _ := os.Hostname()
