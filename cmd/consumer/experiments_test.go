@@ -18,7 +18,10 @@ var updateExperiments = flag.Bool("update-experiments", false, "rewrite testdata
 // replaced by OUT and DATA), so any change to the pipeline pass that moves
 // a reproduction's figure fails here. The others are checked the same way
 // by hand (docs/STATUS.md, issue 32). Rewriting a golden file is a reviewed
-// decision: -update-experiments.
+// decision: -update-experiments. Every table row a golden file holds is
+// also in the experiment's section of docs/REPRODUCTION.md
+// (TestReproductionDocHasTheTables), so the docs show what the command
+// prints.
 func TestExperimentsPrintTheirTables(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the reproductions take about 10 s: the full suite runs them")
@@ -70,4 +73,51 @@ func firstDifference(got, want string) string {
 		}
 	}
 	return "(equal)"
+}
+
+// Each golden experiment.md's table rows are in docs/REPRODUCTION.md, in the
+// section of that experiment: the figures a reader sees there are the ones
+// the command prints.
+func TestReproductionDocHasTheTables(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "REPRODUCTION.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sections := map[string]string{}
+	for _, s := range strings.Split(string(doc), "\n### ")[1:] {
+		name, body, _ := strings.Cut(s, "\n")
+		sections[strings.TrimSpace(name)] = body
+	}
+	goldens, err := filepath.Glob(filepath.Join("testdata", "experiments", "*.md"))
+	if err != nil || len(goldens) == 0 {
+		t.Fatalf("no golden experiment tables: %v", err)
+	}
+	for _, g := range goldens {
+		name := strings.TrimSuffix(filepath.Base(g), ".md")
+		b, err := os.ReadFile(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		section, ok := sections[name]
+		if !ok {
+			t.Errorf("%s: no section in docs/REPRODUCTION.md", name)
+			continue
+		}
+		rows, missing := 0, 0
+		for _, line := range strings.Split(string(b), "\n") {
+			if !strings.HasPrefix(line, "|") {
+				continue
+			}
+			rows++
+			if !strings.Contains(section, line+"\n") {
+				missing++
+				if missing == 1 {
+					t.Errorf("%s: docs/REPRODUCTION.md lacks the row %q", name, line)
+				}
+			}
+		}
+		if rows == 0 || missing > 0 {
+			t.Errorf("%s: %d of %d table rows missing from docs/REPRODUCTION.md", name, missing, rows)
+		}
+	}
 }
