@@ -329,7 +329,13 @@ const demoDim = 10
 // label, the others are answered when the service asks for the label (read
 // from the label-queries topic) by a label record sent 50 ms later.
 func demoProducer(ctx context.Context, cfg service.Config, keys, total int, rate float64, named bool, seed uint64) error {
-	w := &kafka.Writer{Addr: kafka.TCP(cfg.Brokers...), Topic: cfg.Topics.Events, Balancer: kafka.Murmur2Balancer{}, BatchTimeout: 2 * time.Millisecond} // contract.DefaultPartitioner, cmd/producer's
+	bal, err := contract.Balancer(contract.DefaultPartitioner) // cmd/producer's too
+	if err != nil {
+		return err
+	}
+	// Acks from every in-sync replica, as cmd/producer: kafka-go's default
+	// (none) can lose and reorder records without an error.
+	w := &kafka.Writer{Addr: kafka.TCP(cfg.Brokers...), Topic: cfg.Topics.Events, Balancer: bal, BatchTimeout: 2 * time.Millisecond, RequiredAcks: kafka.RequireAll}
 	defer w.Close()
 	start := time.Now()
 	r := rand.New(rand.NewPCG(seed, 0xde30))
