@@ -65,14 +65,7 @@ func TestSnapshotBytesAreStable(t *testing.T) {
 		t.Fatalf("%d cases, %d pinned hashes: pin the new case's hash", len(cases), len(want))
 	}
 	for i, c := range cases {
-		m, err := NewMaker(c.name, json.RawMessage(c.params), c.dim)
-		if err != nil {
-			t.Fatal(err)
-		}
-		l, err := m.New(Config{Dim: c.dim, Seed: 3, Key: "k"})
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := caseLearner(t, c)
 		play(t, l, c.stream(5, 300))
 		if got := fmt.Sprintf("%x", sha256.Sum256(snapshot(t, l))); c.String() != want[i].name || got != want[i].sha {
 			t.Errorf("case %d %s: snapshot SHA-256 %s, want %s (%s)", i, c, got, want[i].sha, want[i].name)
@@ -103,19 +96,8 @@ func TestOlderSnapshotsRestore(t *testing.T) {
 		if old[0] != 2 {
 			t.Fatalf("%s: format version %d, want 2", file, old[0])
 		}
-		m, err := NewMaker(c.name, json.RawMessage(c.params), c.dim)
-		if err != nil {
-			t.Fatal(err)
-		}
-		fresh, err := m.New(Config{Dim: c.dim, Seed: 3, Key: "k"})
-		if err != nil {
-			t.Fatal(err)
-		}
+		fresh, restored := caseLearner(t, c), caseLearner(t, c)
 		play(t, fresh, c.stream(5, 300))
-		restored, err := m.New(Config{Dim: c.dim, Seed: 3, Key: "k"})
-		if err != nil {
-			t.Fatal(err)
-		}
 		if err := restored.UnmarshalBinary(old); err != nil {
 			t.Fatalf("%s: %v", file, err)
 		}
@@ -130,4 +112,19 @@ func TestOlderSnapshotsRestore(t *testing.T) {
 	if found != len(files) {
 		t.Fatalf("%d of %d pinned older snapshots have a case", found, len(files))
 	}
+}
+
+// caseLearner is c's learner, as the pinned snapshots were taken from:
+// built by c's Maker, seed 3, key "k".
+func caseLearner(t *testing.T, c learnerCase) Learner {
+	t.Helper()
+	m, err := NewMaker(c.name, json.RawMessage(c.params), c.dim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := m.New(Config{Dim: c.dim, Seed: 3, Key: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
 }
