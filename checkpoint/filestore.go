@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+
+	"github.com/driftstream/driftstream/internal/wire"
 )
 
 // FileStore keeps one append-only log per partition in a directory. Each
@@ -42,11 +44,11 @@ func (s *FileStore) path(p int) string {
 	return filepath.Join(s.dir, fmt.Sprintf("partition-%d.log", p))
 }
 
+// appendEntry appends one log entry: key and record, each as "bytes"
+// (package wire). readEntry reads it back from the file as a stream, so
+// that a torn last entry is told from a corrupt one.
 func appendEntry(b []byte, key string, rec []byte) []byte {
-	b = binary.AppendUvarint(b, uint64(len(key)))
-	b = append(b, key...)
-	b = binary.AppendUvarint(b, uint64(len(rec)))
-	return append(b, rec...)
+	return wire.AppendBytes(wire.AppendString(b, key), rec)
 }
 
 // Claim appends an ownership record and syncs the file.
