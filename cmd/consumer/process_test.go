@@ -178,8 +178,31 @@ func (p *proc) logText() string {
 func (p *proc) signal(t *testing.T, s syscall.Signal) {
 	t.Helper()
 	if err := p.cmd.Process.Signal(s); err != nil {
-		t.Fatalf("signal %v: %v", s, err)
+		t.Fatalf("signal %v: %v; %s", s, err, p.exited())
 	}
+}
+
+// exited says how p ended, for a process found gone before the test
+// stopped it: its exit status and its log's ERROR lines (its tail when it
+// has none), so that a failure shows its cause where CI prints it.
+func (p *proc) exited() string {
+	status := "still exiting"
+	select {
+	case err := <-p.done:
+		p.done <- err // for whoever waits next
+		status = fmt.Sprintf("exit: %v", err)
+	case <-time.After(2 * time.Second):
+	}
+	var errs []string
+	for _, line := range strings.Split(p.logText(), "\n") {
+		if strings.Contains(line, `"level":"ERROR"`) || strings.HasPrefix(line, "panic") {
+			errs = append(errs, line)
+		}
+	}
+	if len(errs) == 0 {
+		return fmt.Sprintf("%s; the log's tail:\n%s", status, tail(p.logText(), 3000))
+	}
+	return fmt.Sprintf("%s; the log's errors:\n%s", status, tail(strings.Join(errs, "\n"), 3000))
 }
 
 func (p *proc) kill(t *testing.T) {
@@ -631,4 +654,22 @@ func TestBlackBoxKill9(t *testing.T) {
 	ids := prod.finish(t)
 	b.finishWith(ids)
 	b.verify(ids)
+}
+
+// A process found gone is reported with its exit status and its log's
+// errors.
+func TestExitedReportsTheCause(t *testing.T) {
+	p := &proc{log: filepath.Join(t.TempDir(), "log"), done: make(chan error, 1)}
+	if err := os.WriteFile(p.log, []byte("{\"level\":\"INFO\",\"msg\":\"fine\"}\n{\"level\":\"ERROR\",\"msg\":\"partition failed\"}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p.cmd = exec.Command("sh", "-c", "exit 3")
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.done <- p.cmd.Wait() }()
+	got := p.exited()
+	if !strings.Contains(got, "exit status 3") || !strings.Contains(got, "partition failed") || strings.Contains(got, "fine") {
+		t.Fatalf("exited() = %q", got)
+	}
 }
