@@ -359,6 +359,21 @@ func readTopic(t *testing.T, addr, topic string) map[int][]kafka.Message {
 	return out
 }
 
+// markedBy is how many partitions of the changelog hold a marker of epoch
+// sequence owner.
+func (b *blackBox) markedBy(owner uint64) int {
+	n := 0
+	for _, msgs := range readTopic(b.t, b.addr, b.topic("changelog")) {
+		for _, m := range msgs {
+			if rec, err := checkpoint.Decode(m.Value); err == nil && rec.Marker != nil && uint64(rec.Marker.Epoch)>>32 == owner {
+				n++
+				break
+			}
+		}
+	}
+	return n
+}
+
 // markerAfterStale reports whether, in every changelog partition holding
 // records of epoch sequence stale written after an ownership claim of
 // sequence owner, a marker of sequence owner follows the last of them.
@@ -608,7 +623,7 @@ func TestBlackBoxZombieWriter(t *testing.T) {
 	a.signal(t, syscall.SIGSTOP)
 	bb := b.start()
 	waitFor(t, 60*time.Second, "B takes over every partition", func() bool { return bb.count(`"partition restored"`) >= blackBoxPartitions })
-	time.Sleep(500 * time.Millisecond) // B works and checkpoints
+	waitFor(t, 30*time.Second, "B's first checkpoint of every partition", func() bool { return b.markedBy(2) == blackBoxPartitions })
 	a.signal(t, syscall.SIGCONT)
 	waitFor(t, 30*time.Second, "A's stale checkpoint and refused commit", func() bool { return a.count("partition ownership lost") > 0 })
 	// B checkpoints once more — its marker follows A's stale records, which
