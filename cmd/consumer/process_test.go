@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -370,19 +371,28 @@ func readTopic(t *testing.T, addr, topic string) map[int][]kafka.Message {
 	return out
 }
 
-// checkpointedToEnd reports whether, in every events partition, the
-// changelog's last marker is through the partition's last offset.
-func (b *blackBox) checkpointedToEnd() bool {
-	through := map[int]int64{}
+// markers are the changelog's markers per partition, in log order.
+func (b *blackBox) markers() map[int][]checkpoint.Marker {
+	out := map[int][]checkpoint.Marker{}
 	for _, msgs := range readTopic(b.t, b.addr, b.topic(b.changelog)) {
 		for _, m := range msgs {
 			if rec, err := checkpoint.Decode(m.Value); err == nil && rec.Marker != nil {
-				through[rec.Marker.Partition] = rec.Marker.Through[0]
+				out[rec.Marker.Partition] = append(out[rec.Marker.Partition], *rec.Marker)
 			}
 		}
 	}
+	return out
+}
+
+// checkpointedToEnd reports whether, in every events partition, the
+// changelog's last marker is through the partition's last offset.
+func (b *blackBox) checkpointedToEnd() bool {
+	ms := b.markers()
 	for p, msgs := range readTopic(b.t, b.addr, b.topic("events")) {
-		if t, ok := through[p]; len(msgs) > 0 && (!ok || t < msgs[len(msgs)-1].Offset) {
+		if len(msgs) == 0 {
+			continue
+		}
+		if len(ms[p]) == 0 || ms[p][len(ms[p])-1].Through[0] < msgs[len(msgs)-1].Offset {
 			return false
 		}
 	}
@@ -393,12 +403,9 @@ func (b *blackBox) checkpointedToEnd() bool {
 // sequence owner.
 func (b *blackBox) markedBy(owner uint64) int {
 	n := 0
-	for _, msgs := range readTopic(b.t, b.addr, b.topic(b.changelog)) {
-		for _, m := range msgs {
-			if rec, err := checkpoint.Decode(m.Value); err == nil && rec.Marker != nil && uint64(rec.Marker.Epoch)>>32 == owner {
-				n++
-				break
-			}
+	for _, ms := range b.markers() {
+		if slices.ContainsFunc(ms, func(m checkpoint.Marker) bool { return uint64(m.Epoch)>>32 == owner }) {
+			n++
 		}
 	}
 	return n
