@@ -613,7 +613,8 @@ func (s blockingStore) Load(ctx context.Context, _ int, _ checkpoint.KeySink) (c
 }
 
 // A partition revoked while it restores stops quietly, whatever error the
-// interrupted step reports: it is the stop, not a failure.
+// interrupted step reports: it is the stop, not a failure, and the Runner
+// ends stopped.
 func TestRevokedDuringRestoreIsNoFailure(t *testing.T) {
 	h := newHarness(t, 100, 3, true)
 	store := blockingStore{MemoryStore: checkpoint.NewMemoryStore(), loading: make(chan struct{}), once: new(sync.Once)}
@@ -626,9 +627,15 @@ func TestRevokedDuringRestoreIsNoFailure(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- r.Run(ctx) }()
 	<-store.loading // the restore has begun: revoke it now, during the restore
+	if got := r.Snapshot().Phase; got != PhaseRestoring {
+		t.Fatalf("while loading: phase %v, want restoring", got)
+	}
 	close(ctx.done)
 	if err := <-done; err != nil {
 		t.Fatalf("a revoked restore failed the partition: %v", err)
+	}
+	if got := r.Snapshot().Phase; got != PhaseStopped {
+		t.Fatalf("after a revoked restore: phase %v, want stopped", got)
 	}
 }
 
