@@ -209,25 +209,25 @@ func (d *adwin) MarshalBinary() ([]byte, error) {
 
 func (d *adwin) UnmarshalBinary(b []byte) error {
 	r := newReader(d.Name(), b)
-	width, ticks, total, variance := r.int(), r.int(), r.f64(), r.f64()
-	nrows := r.int()
+	width, ticks, total, variance := r.Varint(), r.Varint(), r.Float64(), r.Float64()
+	nrows := r.Varint()
 	if nrows < 0 || nrows > maxADWINRows {
 		r.Fail(fmt.Sprintf("%d rows", nrows))
 	}
 	var rows [][]bucket
 	for i := int64(0); i < nrows && r.Err == nil; i++ {
-		k := r.int()
+		k := r.Varint()
 		if k < 0 || k > int64(d.p.MaxBuckets) {
 			r.Fail(fmt.Sprintf("%d buckets in a row", k))
 			break
 		}
 		row := make([]bucket, 0, k)
 		for j := int64(0); j < k; j++ {
-			row = append(row, bucket{total: r.f64(), variance: r.f64()})
+			row = append(row, bucket{total: r.Float64(), variance: r.Float64()})
 		}
 		rows = append(rows, row)
 	}
-	if err := r.done(); err != nil {
+	if err := r.Done(); err != nil {
 		return err
 	}
 	d.width, d.ticks, d.total, d.variance, d.rows = width, ticks, total, variance, rows

@@ -177,12 +177,6 @@ func newReader(name string, b []byte) *reader {
 	return r
 }
 
-func (r *reader) f64() float64 { return r.Float64() }
-func (r *reader) int() int64   { return r.Varint() }
-
-// done reports the first error, or trailing bytes.
-func (r *reader) done() error { return r.Done() }
-
 // fixed is a detector whose state is a fixed list of numbers.
 type fixed interface {
 	Name() string
@@ -209,12 +203,12 @@ func unmarshalFixed(d fixed, b []byte) error {
 	ints, floats := d.state()
 	iv, fv := make([]int64, len(ints)), make([]float64, len(floats))
 	for i := range iv {
-		iv[i] = r.int()
+		iv[i] = r.Varint()
 	}
 	for i := range fv {
-		fv[i] = r.f64()
+		fv[i] = r.Float64()
 	}
-	if err := r.done(); err != nil {
+	if err := r.Done(); err != nil {
 		return err
 	}
 	for i, p := range ints {

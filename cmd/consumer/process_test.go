@@ -183,15 +183,16 @@ func (p *proc) signal(t *testing.T, s syscall.Signal) {
 	}
 }
 
-// warnings are p's log lines at WARN or ERROR (the last 4,000 bytes).
-func (p *proc) warnings() string {
+// logLines are p's log lines that contain any of frags, joined (the last
+// n bytes).
+func (p *proc) logLines(n int, frags ...string) string {
 	var out []string
 	for _, line := range strings.Split(p.logText(), "\n") {
-		if strings.Contains(line, `"level":"WARN"`) || strings.Contains(line, `"level":"ERROR"`) {
+		if slices.ContainsFunc(frags, func(f string) bool { return strings.Contains(line, f) }) {
 			out = append(out, line)
 		}
 	}
-	return tail(strings.Join(out, "\n"), 4000)
+	return tail(strings.Join(out, "\n"), n)
 }
 
 // exited says how p ended, for a process found gone before the test
@@ -205,16 +206,10 @@ func (p *proc) exited() string {
 		status = fmt.Sprintf("exit: %v", err)
 	case <-time.After(2 * time.Second):
 	}
-	var errs []string
-	for _, line := range strings.Split(p.logText(), "\n") {
-		if strings.Contains(line, `"level":"ERROR"`) || strings.HasPrefix(line, "panic") {
-			errs = append(errs, line)
-		}
+	if errs := p.logLines(3000, `"level":"ERROR"`, "panic:"); errs != "" {
+		return fmt.Sprintf("%s; the log's errors:\n%s", status, errs)
 	}
-	if len(errs) == 0 {
-		return fmt.Sprintf("%s; the log's tail:\n%s", status, tail(p.logText(), 3000))
-	}
-	return fmt.Sprintf("%s; the log's errors:\n%s", status, tail(strings.Join(errs, "\n"), 3000))
+	return fmt.Sprintf("%s; the log's tail:\n%s", status, tail(p.logText(), 3000))
 }
 
 func (p *proc) kill(t *testing.T) {
@@ -571,7 +566,7 @@ func (b *blackBox) verify(ids []string) (dups, fenced int) {
 	}
 	if wrong > 0 {
 		for i, p := range b.finishers {
-			t.Logf("the finishing member %d's log, warnings and errors:\n%s", i, p.warnings())
+			t.Logf("the finishing member %d's log, warnings and errors:\n%s", i, p.logLines(4000, `"level":"WARN"`, `"level":"ERROR"`))
 		}
 	}
 	t.Logf("%d events: %d missing, %d differing predictions, %d duplicates (identical); %d keys, %d final states differ; %d fenced records",
