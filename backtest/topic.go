@@ -48,6 +48,11 @@ func ParseBound(s string) (Bound, error) {
 type TopicRange struct {
 	Brokers []string
 	Dialer  *kafka.Dialer
+	// Transport carries the fetches (nil: a plain one); Isolation is what
+	// is read of transactional records (default read_committed, as the
+	// service: the range ends at each partition's last stable offset).
+	Transport *kafka.Transport
+	Isolation kafkaread.Isolation
 	// Topic is the events topic; LabelsTopic an optional co-partitioned
 	// labels topic.
 	Topic, LabelsTopic string
@@ -78,6 +83,9 @@ func FromTopic(ctx context.Context, rng TopicRange) (Input, error) {
 	}
 	if rng.Dialer == nil {
 		rng.Dialer = &kafka.Dialer{Timeout: 10 * time.Second}
+	}
+	if rng.Transport == nil {
+		rng.Transport = &kafka.Transport{}
 	}
 	in := &topicInput{rng: rng, spans: map[int][2]span{}}
 	evParts, err := in.resolve(ctx, rng.Topic, rng.From, rng.To)
@@ -131,6 +139,12 @@ func (in *topicInput) resolve(ctx context.Context, topic string, from, to Bound)
 			return nil, fmt.Errorf("topic %s partition %d: %w", topic, pt.ID, err)
 		}
 		first, last, err := lc.ReadOffsets()
+		if err == nil && in.rng.Isolation == kafkaread.ReadCommitted {
+			var stable int64 // records past an open transaction are not part of the range
+			if stable, err = kafkaread.StableOffset(ctx, in.rng.Transport, kafka.TCP(in.rng.Brokers...), topic, pt.ID); err == nil {
+				last = min(last, stable)
+			}
+		}
 		if err != nil {
 			lc.Close()
 			return nil, fmt.Errorf("topic %s partition %d: %w", topic, pt.ID, err)
@@ -202,11 +216,6 @@ func (in *topicInput) Open(ctx context.Context, p int, from [2]int64) (pipeline.
 // batches its fetches return. Records deleted (retention) before they were
 // read are an error: a backtest does not skip part of its range.
 func (in *topicInput) read(ctx context.Context, ch chan<- []pipeline.Fetched, topicIdx int, topic string, p int, start, end int64) error {
-	conn, err := kafkaread.Leader(ctx, in.rng.Dialer, in.rng.Brokers, topic, p)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
 	// A deletion is found before anything is read: stop there.
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -215,7 +224,8 @@ func (in *topicInput) read(ctx context.Context, ch chan<- []pipeline.Fetched, to
 		gone = fmt.Errorf("offsets %d to %d of the range were deleted (retention) before the replay read them", from, first-1)
 		cancel()
 	}
-	err = kafkasource.Feed(rctx, conn, kafkaread.FollowConfig{From: start, End: end, Deleted: deleted}, topicIdx, p, end, ch)
+	cfg := kafkaread.FollowConfig{Topic: topic, Partition: p, From: start, End: end, Isolation: in.rng.Isolation, Deleted: deleted}
+	err := kafkasource.Feed(rctx, in.rng.Transport, kafka.TCP(in.rng.Brokers...), cfg, topicIdx, end, ch)
 	if gone != nil {
 		return gone
 	}

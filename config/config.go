@@ -42,7 +42,7 @@ type Config struct {
 	Detectors        string        `default:"[{\"detector\":\"adwin\",\"signal\":\"mistakes\",\"params\":{\"delta\":0.00002}},{\"detector\":\"adwin\",\"signal\":\"queries\"}]" desc:"drift detectors run per key, a JSON list of {detector, signal, params}: detectors adwin, ddm, eddm, page-hinkley, hddm-a; signals mistakes, queries, score; [] for none"`
 	OnDrift          string        `split_words:"true" default:"alert" desc:"on a confirmed drift: alert, or reset (also restart the key's learner)"`
 	AlertCooldown    int64         `split_words:"true" default:"500" desc:"a key's events after an alert during which it raises no other"`
-	Partitions       int           `default:"4" desc:"partitions of topics the service creates"`
+	Partitions       int           `default:"0" desc:"partitions of the topics the service creates; 0: the events topic's count (4 when the service creates it too); a count other than an existing events topic's is refused"`
 	Replication      int           `default:"1" desc:"replication factor of topics the service creates"`
 	Learner          string        `default:"lasec-ss" desc:"learner of every key (see consumer learners)"`
 	LearnerParams    string        `split_words:"true" desc:"learner parameters, a JSON object"`
@@ -70,7 +70,9 @@ type Config struct {
 	MaxKeyMemory     int64         `split_words:"true" default:"268435456" desc:"largest learner state of one key in memory, in bytes; checked at start"`
 	MaxPendingBytes  int           `split_words:"true" default:"131072" desc:"bytes of awaited events and early labels kept per key (oldest dropped)"`
 	MaxAbsValue      float64       `split_words:"true" default:"1e12" desc:"largest magnitude of an input value; larger ones are dead-lettered"`
+	MaxEventBytes    int           `split_words:"true" default:"0" desc:"largest input record value in bytes (events and label records); a larger one is dead-lettered (too_large); 0: the input topic's max.message.bytes (the broker's message.max.bytes where the topic does not set it), the largest record it can hold"`
 	MaxKeyLength     int           `split_words:"true" default:"4096" desc:"longest record key in bytes; a longer one is dead-lettered (key_too_long) and gets no key state"`
+	Isolation        string        `default:"read_committed" desc:"what is read of transactional input records: read_committed (records of committed transactions and those written without one, up to the last stable offset; aborted ones never) or read_uncommitted (every record up to the high watermark, aborted ones too; an open transaction holds nothing back)"`
 	OnOutputError    string        `split_words:"true" default:"dead-letter" desc:"an output the broker refuses for itself (too large, invalid): dead-letter (replace it with a dead letter and go on) or fail (fail the partition)"`
 	Population       string        `default:"off" desc:"the population model: one learner per partition that learns every label and seeds each new key's learner with a copy of itself; the keys' learner (DRIFTSTREAM_LEARNER) or off"`
 	Standardize      bool          `default:"false" desc:"z-score each key's inputs by the running statistics of its earlier inputs before its learner sees them (dense inputs; checkpointed with the key)"`
@@ -209,8 +211,8 @@ func (c *Config) Validate() error {
 	if c.LearnerParams != "" && !json.Valid([]byte(c.LearnerParams)) {
 		bad("DRIFTSTREAM_LEARNER_PARAMS is not valid JSON: write an object such as {\"c\": 50}")
 	}
-	if c.Partitions < 1 || c.Replication < 1 {
-		bad("DRIFTSTREAM_PARTITIONS and DRIFTSTREAM_REPLICATION must be ≥ 1")
+	if c.Partitions < 0 || c.Replication < 1 {
+		bad("DRIFTSTREAM_PARTITIONS must be ≥ 0 (0: the events topic's count) and DRIFTSTREAM_REPLICATION ≥ 1")
 	}
 	switch c.CheckpointStore {
 	case "kafka":
@@ -239,8 +241,14 @@ func (c *Config) Validate() error {
 	if c.RetryTimeout <= 0 || c.FailExitAfter <= 0 || c.SessionTimeout <= 0 {
 		bad("DRIFTSTREAM_RETRY_TIMEOUT, DRIFTSTREAM_FAIL_EXIT_AFTER and DRIFTSTREAM_SESSION_TIMEOUT must be positive")
 	}
+	if c.MaxEventBytes < 0 {
+		bad("DRIFTSTREAM_MAX_EVENT_BYTES=%d: must be ≥ 0 (0: the input topic's max.message.bytes)", c.MaxEventBytes)
+	}
 	if c.MaxKeyLength <= 0 {
 		bad("DRIFTSTREAM_MAX_KEY_LENGTH=%d: must be positive", c.MaxKeyLength)
+	}
+	if c.Isolation != "read_committed" && c.Isolation != "read_uncommitted" {
+		bad("DRIFTSTREAM_ISOLATION=%q: use read_committed or read_uncommitted", c.Isolation)
 	}
 	if c.OnOutputError != "dead-letter" && c.OnOutputError != "fail" {
 		bad("DRIFTSTREAM_ON_OUTPUT_ERROR=%q: use dead-letter or fail", c.OnOutputError)

@@ -1,9 +1,22 @@
 package contract
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"strconv"
+	"unicode/utf8"
 )
+
+// KeyB64 is the key_b64 field of the outputs of a record whose key is
+// not valid UTF-8: the key's bytes in standard base64, so that no two keys
+// read alike ("key" is a JSON string, which replaces each invalid byte
+// with U+FFFD). It is "" (the field absent) for a valid UTF-8 key.
+func KeyB64(key string) string {
+	if utf8.ValidString(key) {
+		return ""
+	}
+	return base64.StdEncoding.EncodeToString([]byte(key))
+}
 
 // The output records of DESIGN §2, as the service writes them to the
 // predictions, label-queries and alerts topics (dead letters are the input
@@ -14,8 +27,11 @@ import (
 
 // Prediction is the output of every event: the label the key's model made.
 type Prediction struct {
-	ID        string  `json:"id"`
-	Key       string  `json:"key"`
+	ID  string `json:"id"`
+	Key string `json:"key"`
+	// KeyB64 is the record key in base64 when it is not valid UTF-8
+	// (KeyB64), else absent.
+	KeyB64    string  `json:"key_b64,omitempty"`
 	Label     int     `json:"label"`
 	Score     float64 `json:"score"`
 	Learner   string  `json:"learner"`
@@ -30,6 +46,7 @@ type Prediction struct {
 type LabelQuery struct {
 	ID        string  `json:"id"`
 	Key       string  `json:"key"`
+	KeyB64    string  `json:"key_b64,omitempty"`
 	Score     float64 `json:"score"`
 	QueryProb float64 `json:"query_prob"`
 	Partition int     `json:"partition"`
@@ -40,6 +57,7 @@ type LabelQuery struct {
 // action taken.
 type DriftAlert struct {
 	Key       string  `json:"key"`
+	KeyB64    string  `json:"key_b64,omitempty"`
 	Partition int     `json:"partition"`
 	Offset    int64   `json:"offset"`
 	ID        string  `json:"id"`
@@ -61,6 +79,10 @@ func (m Prediction) AppendJSON(b []byte) []byte {
 	b = appendString(b, m.ID)
 	b = append(b, `,"key":`...)
 	b = appendString(b, m.Key)
+	if m.KeyB64 != "" {
+		b = append(b, `,"key_b64":`...)
+		b = appendString(b, m.KeyB64)
+	}
 	b = append(b, `,"label":`...)
 	b = strconv.AppendInt(b, int64(m.Label), 10)
 	b = append(b, `,"score":`...)
@@ -84,6 +106,10 @@ func (m LabelQuery) AppendJSON(b []byte) []byte {
 	b = appendString(b, m.ID)
 	b = append(b, `,"key":`...)
 	b = appendString(b, m.Key)
+	if m.KeyB64 != "" {
+		b = append(b, `,"key_b64":`...)
+		b = appendString(b, m.KeyB64)
+	}
 	b = append(b, `,"score":`...)
 	b = appendFloat(b, m.Score)
 	b = append(b, `,"query_prob":`...)

@@ -2,9 +2,11 @@ package contract
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
@@ -22,11 +24,12 @@ func TestOutputEncodingMatchesJSON(t *testing.T) {
 	}
 	for i := 0; i < 20000; i++ {
 		q := pick()
+		key := strs[r.IntN(len(strs))]
 		msgs := []interface{ AppendJSON([]byte) []byte }{
-			Prediction{ID: strs[r.IntN(len(strs))], Key: strs[r.IntN(len(strs))], Label: 1 - 2*r.IntN(2), Score: pick(), Learner: "lasec-ss",
+			Prediction{ID: strs[r.IntN(len(strs))], Key: key, KeyB64: KeyB64(key), Label: 1 - 2*r.IntN(2), Score: pick(), Learner: "lasec-ss",
 				Partition: r.IntN(100), Offset: r.Int64()},
 			Prediction{ID: "x", Key: "y", Label: -1, Score: pick(), Learner: "perceptron", Partition: 3, Offset: 7, QueryProb: &q},
-			LabelQuery{ID: strs[r.IntN(len(strs))], Key: "k", Score: pick(), QueryProb: pick(), Partition: 1, Offset: int64(i)},
+			LabelQuery{ID: strs[r.IntN(len(strs))], Key: key, KeyB64: KeyB64(key), Score: pick(), QueryProb: pick(), Partition: 1, Offset: int64(i)},
 		}
 		for _, m := range msgs {
 			want, _ := json.Marshal(m)
@@ -55,4 +58,27 @@ func BenchmarkEncodePrediction(b *testing.B) {
 			json.Marshal(m)
 		}
 	})
+}
+
+// Keys that are not valid UTF-8 read alike in "key" (U+FFFD for each bad
+// byte) and apart, losslessly, in "key_b64"; a valid key has no key_b64.
+func TestKeyB64KeepsKeysApart(t *testing.T) {
+	for _, tc := range []struct {
+		a, b string
+	}{{"dev-\xff", "dev-\xfe"}, {"\xc3", "\xc3\x28"}} {
+		var pa, pb Prediction
+		json.Unmarshal(Prediction{Key: tc.a, KeyB64: KeyB64(tc.a)}.AppendJSON(nil), &pa)
+		json.Unmarshal(Prediction{Key: tc.b, KeyB64: KeyB64(tc.b)}.AppendJSON(nil), &pb)
+		if pa.Key != pb.Key && !strings.Contains(pa.Key, "\ufffd") {
+			t.Fatalf("%q and %q: keys %q and %q; the test expects them to read alike", tc.a, tc.b, pa.Key, pb.Key)
+		}
+		ka, _ := base64.StdEncoding.DecodeString(pa.KeyB64)
+		kb, _ := base64.StdEncoding.DecodeString(pb.KeyB64)
+		if string(ka) != tc.a || string(kb) != tc.b {
+			t.Fatalf("key_b64 gives %q and %q, want %q and %q", ka, kb, tc.a, tc.b)
+		}
+	}
+	if b := (Prediction{Key: "héllo", KeyB64: KeyB64("héllo")}).AppendJSON(nil); strings.Contains(string(b), "key_b64") {
+		t.Fatalf("a valid UTF-8 key has key_b64: %s", b)
+	}
 }

@@ -87,11 +87,14 @@ func helm(t *testing.T) string {
 
 func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
 
-// render runs helm template with extra --set values.
+// dataValues are the values the chart requires (they depend on the data).
+var dataValues = []string{"config.DRIFTSTREAM_BROKERS=kafka:9092", "config.DRIFTSTREAM_DIM=10"}
+
+// render runs helm template with the data values and extra --set values.
 func render(t *testing.T, sets ...string) []byte {
 	t.Helper()
 	args := []string{"template", "rel", filepath.Join("..", "helm", "driftstream")}
-	for _, s := range sets {
+	for _, s := range append(dataValues, sets...) {
 		args = append(args, "--set", s)
 	}
 	cmd := exec.Command(helm(t), args...)
@@ -213,10 +216,25 @@ func TestHelmChartRendersValidManifests(t *testing.T) {
 		})
 	}
 	// Required values fail rendering with a clear message.
-	cmd := exec.Command(helm(t), "template", "rel", filepath.Join("..", "helm", "driftstream"), "--set", "sasl.mechanism=plain")
-	out, err := cmd.CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "sasl.username is required") {
-		t.Fatalf("missing SASL username was accepted: %s", out)
+	for _, tc := range []struct {
+		sets []string
+		says string
+	}{
+		{append(slices.Clone(dataValues), "sasl.mechanism=plain"), "sasl.username is required"},
+		{[]string{"config.DRIFTSTREAM_DIM=10"}, "config.DRIFTSTREAM_BROKERS is required"},
+		{[]string{"config.DRIFTSTREAM_BROKERS=k:9092"}, "config.DRIFTSTREAM_DIM (the length of your events"},
+	} {
+		args := []string{"template", "rel", filepath.Join("..", "helm", "driftstream")}
+		for _, s := range tc.sets {
+			args = append(args, "--set", s)
+		}
+		out, err := exec.Command(helm(t), args...).CombinedOutput()
+		if err == nil || !strings.Contains(string(out), tc.says) {
+			t.Fatalf("%v was accepted, or refused without saying %q: %s", tc.sets, tc.says, out)
+		}
+	}
+	if out := render(t, "config.DRIFTSTREAM_DIM=null", "config.DRIFTSTREAM_HASH_BITS=18"); !bytes.Contains(out, []byte("DRIFTSTREAM_HASH_BITS")) {
+		t.Fatal("DRIFTSTREAM_HASH_BITS alone is refused")
 	}
 }
 
@@ -249,7 +267,8 @@ func TestHelmChartSetsGoMemLimit(t *testing.T) {
 			}
 		})
 	}
-	cmd := exec.Command(helm(t), "template", "rel", filepath.Join("..", "helm", "driftstream"), "--set", "resources.limits.memory=1.5Gi")
+	cmd := exec.Command(helm(t), "template", "rel", filepath.Join("..", "helm", "driftstream"), "--set", "resources.limits.memory=1.5Gi",
+		"--set", strings.Join(dataValues, ","))
 	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), `resources.limits.memory "1.5Gi": write a whole number with a unit`) {
 		t.Fatalf("a memory limit the chart cannot read was accepted: %s", out)
 	}

@@ -17,7 +17,8 @@ type Config struct {
 	Params  json.RawMessage
 	Seed    uint64
 	Vector  contract.Vectorizer
-	// MaxBytes bounds an input message (0: contract.DefaultMaxBytes).
+	// MaxBytes bounds an input message's value (0: contract.DefaultMaxBytes;
+	// the service sets the input topics' max.message.bytes).
 	MaxBytes int
 	// QueryScale is b of the margin rule b/(b+|score|) that asks for labels of
 	// unlabeled events for learners without a native query rule; 0 never asks.

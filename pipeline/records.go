@@ -22,6 +22,38 @@ type Record struct {
 	// validated (contract.Event.Validate: what Decode enforces) and then
 	// checked as a decoded one is.
 	Decoded *contract.Event
+	// Trace is the record's W3C trace context (its traceparent and
+	// tracestate headers, when it has them), passed on to every output the
+	// record makes, so that a trace follows an event through the service.
+	Trace Trace
+}
+
+// Trace is a W3C trace context, as Kafka record headers carry it.
+type Trace struct {
+	Parent, State string
+}
+
+// The trace context's record headers.
+const (
+	HeaderTraceParent = "traceparent"
+	HeaderTraceState  = "tracestate"
+)
+
+// set adds the trace context's headers to h, making it when nil.
+func (t Trace) set(h map[string]string) map[string]string {
+	if t.Parent == "" && t.State == "" {
+		return h
+	}
+	if h == nil {
+		h = make(map[string]string, 2)
+	}
+	if t.Parent != "" {
+		h[HeaderTraceParent] = t.Parent
+	}
+	if t.State != "" {
+		h[HeaderTraceState] = t.State
+	}
+	return h
 }
 
 // Output kinds.
@@ -36,7 +68,8 @@ type Output struct {
 	Kind  string
 	Key   []byte
 	Value []byte
-	// Headers are set on dead letters (DeadLetter.Output).
+	// Headers are set on dead letters (DeadLetter.Output), and on every
+	// output of a record with a trace context (Record.Trace).
 	Headers map[string]string
 	// Source is the input record the output came from: the original of a
 	// dead letter that replaces an output the broker refuses.

@@ -112,7 +112,8 @@ func (w *Worker) deadLetter(r Record, class string, err error) {
 	if r.Offset < w.suppress[r.Topic] {
 		return
 	}
-	d := DeadLetter{Reason: class, Err: err, SourceTopic: w.cfg.TopicNames[r.Topic], Partition: r.Partition, Offset: r.Offset, Key: r.Key, Value: r.Value}
+	d := DeadLetter{Reason: class, Err: err, SourceTopic: w.cfg.TopicNames[r.Topic], Partition: r.Partition, Offset: r.Offset, Key: r.Key, Value: r.Value,
+		Extra: r.Trace.set(nil)} // sized with the rest
 	o := d.Output(w.cfg.Outputs.Of(OutDeadLetter), w.cfg.MaxKeyLength)
 	o.Source = Position{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}
 	w.out = append(w.out, o)
@@ -140,7 +141,7 @@ func emit[T jsonAppender](w *Worker, r Record, kind string, v T) { // generic: v
 	start := len(w.outBytes)
 	w.outBytes = v.AppendJSON(w.outBytes)
 	w.out = append(w.out, Output{Kind: kind, Key: r.Key, Value: w.outBytes[start:len(w.outBytes):len(w.outBytes)],
-		Source: Position{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}})
+		Source: Position{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}, Headers: r.Trace.set(nil)})
 }
 
 // Process handles one record. Bad records become dead letters; only a
@@ -348,7 +349,7 @@ func (w *Worker) event(r Record, key string, ks *keyState, ev contract.Event) er
 			query = rand.New(&ks.query).Float64() < qprob
 		}
 	}
-	msg := contract.Prediction{ID: ev.ID, Key: key, Label: label, Score: score, Learner: w.cfg.Learner, Partition: r.Partition, Offset: r.Offset}
+	msg := contract.Prediction{ID: ev.ID, Key: key, KeyB64: contract.KeyB64(key), Label: label, Score: score, Learner: w.cfg.Learner, Partition: r.Partition, Offset: r.Offset}
 	if w.sampling {
 		w.qprob = qprob // encoded at once: a field, not a fresh allocation per event
 		msg.QueryProb = &w.qprob
@@ -403,7 +404,7 @@ func (w *Worker) event(r Record, key string, ks *keyState, ev contract.Event) er
 	}
 	if query {
 		w.stats.Queries++
-		emit(w, r, OutQuery, contract.LabelQuery{ID: ev.ID, Key: key, Score: score, QueryProb: qprob, Partition: r.Partition, Offset: r.Offset})
+		emit(w, r, OutQuery, contract.LabelQuery{ID: ev.ID, Key: key, KeyB64: contract.KeyB64(key), Score: score, QueryProb: qprob, Partition: r.Partition, Offset: r.Offset})
 	}
 	// Every unlabeled event awaits its label, asked for or not: the label,
 	// when it comes, scores this prediction, and is learned unless the

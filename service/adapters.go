@@ -62,16 +62,23 @@ func (s *Service) openSource(ctx context.Context, p int, from [2]int64) (pipelin
 // fails; every send gives way to cancellation, so a stopped partition never
 // leaves a reader blocked.
 func (s *Service) follow(ctx context.Context, ch chan<- []pipeline.Fetched, topicIdx int, topic string, p int, from int64) error {
-	conn, err := kafkaread.Leader(ctx, s.cfg.Dialer, s.cfg.Brokers, topic, p)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
 	deleted := func(from, first int64) {
 		s.log.Warn("records were deleted by retention before they were processed; reading from the first one kept",
 			"topic", topic, "partition", p, "from", from, "first", first, "lost", first-from)
 	}
-	return kafkasource.Feed(ctx, conn, kafkaread.FollowConfig{From: from, Deleted: deleted}, topicIdx, p, 0, ch)
+	cfg := kafkaread.FollowConfig{Topic: topic, Partition: p, From: from, Isolation: s.cfg.Isolation, Deleted: deleted}
+	return kafkasource.Feed(ctx, s.fetchTransport, kafka.TCP(s.cfg.Brokers...), cfg, topicIdx, 0, ch)
+}
+
+// readerTransport is a transport for the input topics' fetches with t's
+// settings (TLS, SASL, timeouts) and connections of its own, so that a
+// fetch the broker holds never waits behind an output's produce request.
+func readerTransport(t *kafka.Transport) *kafka.Transport {
+	if t == nil {
+		return &kafka.Transport{}
+	}
+	return &kafka.Transport{Dial: t.Dial, DialTimeout: t.DialTimeout, IdleTimeout: t.IdleTimeout, MetadataTTL: t.MetadataTTL,
+		ClientID: t.ClientID, TLS: t.TLS, SASL: t.SASL, Resolver: t.Resolver, Context: t.Context}
 }
 
 func (src *kafkaSource) Records() <-chan []pipeline.Fetched { return src.ch }
@@ -92,8 +99,9 @@ const (
 	OnOutputErrorFail = "fail"
 )
 
-// kafkaSink writes outputs to the output topics, keyed by entity so that a
-// key's outputs stay in order on one partition.
+// kafkaSink writes outputs to the output topics, each on its input record's
+// partition number and keyed by entity, so that a key's outputs stay in
+// order on the partition of its inputs.
 type kafkaSink struct {
 	producers map[string]*OutputProducer
 	transport *kafka.Transport
@@ -127,7 +135,9 @@ func newKafkaSink(cfg Config, refused func(kind, reason string)) *kafkaSink {
 		if topic == "" {
 			continue
 		}
-		s.producers[kind] = NewOutputProducer(cfg.Brokers, topic, transport, cfg.Pipeline.Outputs.Of(kind))
+		p := NewOutputProducer(cfg.Brokers, topic, transport, cfg.Pipeline.Outputs.Of(kind))
+		p.SetByPartition() // on the input record's partition number
+		s.producers[kind] = p
 	}
 	return s
 }
@@ -183,12 +193,12 @@ func (s *kafkaSink) replacement(o pipeline.Output, topic string, err error) pipe
 	return dl
 }
 
-// messages are outputs as kafka-go messages, their headers in key order (a
-// replay writes the same record).
+// messages are outputs as kafka-go messages on their input record's
+// partition, their headers in key order (a replay writes the same record).
 func messages(outs []pipeline.Output) []kafka.Message {
 	msgs := make([]kafka.Message, len(outs))
 	for i, o := range outs {
-		msgs[i] = kafka.Message{Key: o.Key, Value: o.Value}
+		msgs[i] = kafka.Message{Key: o.Key, Value: o.Value, Partition: o.Source.Partition}
 		if len(o.Headers) > 0 {
 			msgs[i].Headers = make([]kafka.Header, 0, len(o.Headers))
 			for _, k := range slices.Sorted(maps.Keys(o.Headers)) {

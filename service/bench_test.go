@@ -627,9 +627,10 @@ func BenchmarkLatency(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		conn.Close()
 		readers.Go(func() {
-			defer conn.Close()
-			kafkaread.Follow(rctx, conn, kafkaread.FollowConfig{From: end, MaxWait: 5 * time.Millisecond}, func(msgs []kafka.Message, _ int64) error {
+			cfg := kafkaread.FollowConfig{Topic: "predictions-latency", Partition: p, From: end, MaxWait: 5 * time.Millisecond}
+			kafkaread.Follow(rctx, &kafka.Transport{}, kafka.TCP(addr), cfg, func(msgs []kafka.Message, _ int64) error {
 				now := time.Now().UnixNano()
 				for _, m := range msgs {
 					v := m.Value

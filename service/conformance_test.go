@@ -36,7 +36,7 @@ func TestSourceConformance(t *testing.T) {
 				w.Close()
 			}
 			s := &Service{cfg: Config{Brokers: []string{addr}, Dialer: &kafka.Dialer{Timeout: 5 * time.Second},
-				Topics: Topics{Events: "events", Labels: "labels"}}, log: slog.New(slog.DiscardHandler)}
+				Topics: Topics{Events: "events", Labels: "labels"}}, log: slog.New(slog.DiscardHandler), fetchTransport: &kafka.Transport{}}
 			return written, func(from [2]int64) pipeline.Source {
 				src, err := s.openSource(context.Background(), 0, from)
 				if err != nil {

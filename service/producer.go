@@ -26,6 +26,10 @@ const (
 	outputWriteTimeout = 10 * time.Second
 )
 
+// ErrNotCoPartitioned reports an output topic with fewer partitions than
+// the input partition an output belongs to.
+var ErrNotCoPartitioned = errors.New("the topics are not co-partitioned")
+
 // OutputProducer writes records to the partitions of one topic, keyed by
 // contract.DefaultPartitioner (murmur2, the Java client's and cmd/producer's
 // default: a key's outputs land in the partition number of its inputs when
@@ -43,7 +47,19 @@ type OutputProducer struct {
 	balancer kafka.Murmur2Balancer // contract.DefaultPartitioner
 	parts    []int                 // 0..n-1 for the last partition count seen
 	mu       sync.Mutex
+	// byPartition writes each message to the partition its Partition field
+	// names instead of by its key (SetByPartition).
+	byPartition bool
 }
+
+// SetByPartition makes Write put each message on the partition its
+// Partition field names, whatever its key: the service writes a record's
+// outputs to its input's partition number (docs/CONTRACTS.md), so that
+// they are co-partitioned with the input whichever partitioner its
+// producer used (librdkafka's default, crc32, puts most keys elsewhere
+// than murmur2). A message naming a partition the topic lacks fails the
+// call.
+func (p *OutputProducer) SetByPartition() { p.byPartition = true }
 
 // NewOutputProducer returns a producer for topic on brokers over transport
 // (nil: a transport of its own, never kafka-go's shared DefaultTransport,
@@ -112,7 +128,16 @@ func (p *OutputProducer) Write(ctx context.Context, msgs []kafka.Message) error 
 	for i := range idx {
 		idx[i] = i
 	}
-	byPart := grouped(idx, func(i int) int { return p.balancer.Balance(msgs[i], parts...) })
+	place := func(i int) int { return p.balancer.Balance(msgs[i], parts...) }
+	if p.byPartition {
+		for _, m := range msgs {
+			if m.Partition < 0 || m.Partition >= len(parts) {
+				return fmt.Errorf("an output of input partition %d: topic %s has %d partitions: %w", m.Partition, p.topic, len(parts), ErrNotCoPartitioned)
+			}
+		}
+		place = func(i int) int { return msgs[i].Partition }
+	}
+	byPart := grouped(idx, place)
 	errs := make([]error, len(parts))
 	refused := make([][]Refusal, len(parts))
 	var wg sync.WaitGroup

@@ -25,6 +25,7 @@ type scraped struct {
 	deadLetters, outputsRefused, driftAlerts, followed      *prometheus.Desc
 	windowAccuracy, lag, keys, keysResident, keysInWarning  *prometheus.Desc
 	populationShare, populationWeight                       *prometheus.Desc
+	unreadPartitions                                        *prometheus.Desc
 }
 
 func newScraped() *scraped {
@@ -56,6 +57,7 @@ func newScraped() *scraped {
 		keysResident:     d("keys_in_memory", "Keys of the partition held in memory after its last checkpoint or restore: driftstream_keys without a key store (DRIFTSTREAM_STATE_DIR), at most DRIFTSTREAM_CACHE_KEYS with one.", "partition"),
 		keysInWarning:    d("keys_in_warning", "Keys whose drift detectors last said warning, since the partition was assigned.", "partition"),
 		populationShare:  d("population_share", "Share of the partition's last 1000 predictions that made the population model's label (DRIFTSTREAM_POPULATION) rather than the key's own learner's; absent before the first.", "partition"),
+		unreadPartitions: d("unread_input_partitions", "Partitions added to an input topic while the service runs, which it does not read (it is unready meanwhile): see docs/OPERATIONS.md, \"When an input topic grows\"."),
 		populationWeight: d("population_weight", "Mean weight the mixtures of the keys behind the partition's last 1000 predictions gave the population model (DRIFTSTREAM_POPULATION); the keys' own learners had the rest. Absent before the first prediction.", "partition"),
 	}
 }
@@ -77,7 +79,7 @@ func (m *Metrics) watchDetectors(specs []pipeline.DetectorSpec) {
 func (c *scraped) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.events, c.predictions, c.labeled, c.mistakes, c.queries, c.labelsJoined, c.labelsUnknown,
 		c.labelsExpired, c.labelsNoKey, c.resets, c.resumed, c.unparked, c.caughtUp, c.parkedRefused, c.deadLetters, c.outputsRefused,
-		c.driftAlerts, c.followed, c.windowAccuracy, c.lag, c.keys, c.keysResident, c.keysInWarning, c.populationShare, c.populationWeight} {
+		c.driftAlerts, c.followed, c.windowAccuracy, c.lag, c.keys, c.keysResident, c.keysInWarning, c.populationShare, c.populationWeight, c.unreadPartitions} {
 		ch <- d
 	}
 }
@@ -119,6 +121,11 @@ func (c *scraped) Collect(ch chan<- prometheus.Metric) {
 	counter(c.unparked, cnt.unparked.Load())
 	counter(c.caughtUp, cnt.caughtUp.Load())
 	counter(c.parkedRefused, cnt.parkedRefused.Load())
+	unread := int64(0)
+	if s := c.svc.Load(); s != nil {
+		unread = s.unreadPartitions.Load()
+	}
+	ch <- prometheus.MustNewConstMetric(c.unreadPartitions, prometheus.GaugeValue, float64(unread))
 
 	refused, byReason := cnt.refusals(), map[string]int64{}
 	for r, n := range refused {

@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/driftstream/driftstream/checkpoint"
+	"github.com/driftstream/driftstream/internal/kafkaread"
 	"github.com/driftstream/driftstream/keystore"
 	"github.com/driftstream/driftstream/pipeline"
 	"github.com/segmentio/kafka-go"
@@ -60,11 +61,19 @@ type Config struct {
 	Brokers []string
 	// Dialer carries TLS and SASL settings; nil dials plainly.
 	Dialer *kafka.Dialer
-	// Transport is the writers' transport (TLS, SASL); nil is plain.
+	// Transport is the writers' transport (TLS, SASL); nil is plain. The
+	// readers of the input topics get one of their own with its settings.
 	Transport *kafka.Transport
+	// Isolation is what is read of the input topics' transactional records
+	// (default kafkaread.ReadCommitted: aborted records are never read).
+	Isolation kafkaread.Isolation
 	Group     string
 	Topics    Topics
-	// Partitions and Replication are used when topics must be created.
+	// Partitions is the partition count of the topics the service creates
+	// when the events topic does not exist (0: DefaultPartitions); an
+	// existing events topic's count is used otherwise, and a Partitions
+	// that differs from it is refused. Replication is the replication
+	// factor of the topics it creates.
 	Partitions, Replication int
 	// StreamTopicConfig are topic settings (such as retention.ms) for the
 	// input and output topics the service creates; the changelog is always
@@ -98,6 +107,10 @@ type Config struct {
 	// FinalTimeout bounds a partition's last checkpoint on revocation or
 	// shutdown (default 30 s).
 	FinalTimeout time.Duration
+	// TopicCheckInterval is how often the input topics' partition counts
+	// are read while running (default DefaultTopicCheckInterval): a topic
+	// that grew is reported, never silently unread (watchTopics).
+	TopicCheckInterval time.Duration
 	// SessionTimeout is the consumer-group session timeout (default 10 s):
 	// a member silent for longer loses its partitions.
 	SessionTimeout time.Duration
@@ -167,6 +180,13 @@ type Service struct {
 	// stateDirMeasured is when StateDir's size was last read (Unix ns).
 	stateDirMeasured atomic.Int64
 
+	// fetchTransport carries the input topics' fetches (Config.Transport's
+	// settings, its own connections).
+	fetchTransport *kafka.Transport
+	// unreadPartitions counts input partitions added while running, which
+	// the service does not serve; grown says so (watchTopics).
+	unreadPartitions atomic.Int64
+	grown            atomic.Pointer[string]
 	// eventPartitions is the events topic's partition count, as checked
 	// at start.
 	eventPartitions int
@@ -244,14 +264,18 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	if cfg.SessionTimeout <= 0 {
 		cfg.SessionTimeout = DefaultSessionTimeout
 	}
+	if cfg.TopicCheckInterval <= 0 {
+		cfg.TopicCheckInterval = DefaultTopicCheckInterval
+	}
 	if cfg.Owner == "" {
 		host, _ := os.Hostname()
 		cfg.Owner = fmt.Sprintf("%s/%d", host, os.Getpid())
 	}
-	cfg.Partitions = max(cfg.Partitions, 1)
+	cfg.Partitions = max(cfg.Partitions, 0)
 	cfg.Replication = max(cfg.Replication, 1)
 	s := &Service{cfg: cfg, log: cfg.Logger, count: newCounters(), failed: map[int]error{}, failedCh: make(chan struct{}), kept: map[int]*pipeline.Kept{}}
 	s.assigned.Store(-1)
+	s.fetchTransport = readerTransport(cfg.Transport)
 	cfg.Metrics.attach(s)
 	if err := s.prepareStateDir(); err != nil {
 		return nil, err
@@ -302,6 +326,9 @@ func (s *Service) Ready() (ok bool, reason string) {
 		return false, fmt.Sprintf("%d partition(s) failed %v: %v; the process exits within %s", len(ps), ps, err, s.cfg.FailExitAfter)
 	}
 	s.mu.Unlock()
+	if g := s.grown.Load(); g != nil {
+		return false, *g
+	}
 	assigned := s.assigned.Load()
 	if assigned < 0 {
 		return false, fmt.Sprintf("joining consumer group %s (a rebalance is in progress, or the group has not answered yet)", s.cfg.Group)
@@ -374,6 +401,7 @@ func (s *Service) Run(ctx context.Context) error {
 	runCtx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	defer context.AfterFunc(runCtx, func() { s.shuttingDown.Store(true) })()
+	go s.watchTopics(runCtx)
 	go func() { // a failed partition ends the run after the grace period
 		select {
 		case <-s.failedCh:

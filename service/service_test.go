@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -258,6 +261,8 @@ func TestServiceOverTCP(t *testing.T) {
 	}
 }
 
+// A labels topic of another partition count than the events topic is
+// refused before the service creates any topic.
 func TestServiceRefusesUnequalPartitions(t *testing.T) {
 	addr := cluster(t)
 	conn, _ := kafka.Dial("tcp", addr)
@@ -266,8 +271,75 @@ func TestServiceRefusesUnequalPartitions(t *testing.T) {
 	cfg := testConfig(t, addr, "g2")
 	cfg.Topics.Labels = "labels"
 	_, err := New(context.Background(), cfg)
-	if err == nil || !bytes.Contains([]byte(err.Error()), []byte("co-partitioned")) {
+	if err == nil || !errors.Is(err, ErrNotCoPartitioned) || !strings.Contains(err.Error(), "recreate the labels topic with") {
 		t.Fatalf("err = %v", err)
+	}
+	for _, topic := range []string{cfg.Topics.Predictions, cfg.Topics.Changelog} {
+		if kafkatest.TopicExists(t, addr, topic) {
+			t.Errorf("topic %s was created by a start that was refused", topic)
+		}
+	}
+}
+
+// The topics the service creates take an existing events topic's count
+// (8 here, where the configuration says nothing).
+func TestServiceTakesTheEventsTopicsPartitionCount(t *testing.T) {
+	addr := cluster(t)
+	kafkatest.CreateTopic(t, addr, kafka.TopicConfig{Topic: "ev8", NumPartitions: 8, ReplicationFactor: 1})
+	cfg := testConfig(t, addr, "g8")
+	cfg.Topics.Events, cfg.Partitions = "ev8", 0
+	s, err := New(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts, err := s.partitionCounts(context.Background(), cfg.Topics.all())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, topic := range cfg.Topics.all() {
+		if counts[topic] != 8 {
+			t.Errorf("topic %s has %d partitions, want the events topic's 8", topic, counts[topic])
+		}
+	}
+}
+
+func TestPlanTopics(t *testing.T) {
+	topics := Topics{Events: "ev", Labels: "lb", Predictions: "pred", Queries: "q", DeadLetters: "dl", Alerts: "al", Changelog: "cl"}
+	for _, tc := range []struct {
+		name       string
+		configured int
+		existing   map[string]int
+		want       int
+		errHas     []string // fragments of the refusal, "" for none
+	}{
+		{"nothing exists, nothing configured", 0, nil, DefaultPartitions, nil},
+		{"nothing exists, 6 configured", 6, nil, 6, nil},
+		{"events exist", 0, map[string]int{"ev": 8}, 8, nil},
+		{"events exist, same count configured", 8, map[string]int{"ev": 8}, 8, nil},
+		{"events exist, another count configured", 4, map[string]int{"ev": 8}, 0, []string{"DRIFTSTREAM_PARTITIONS=4", "already has 8", "unset DRIFTSTREAM_PARTITIONS"}},
+		{"labels differ", 0, map[string]int{"ev": 8, "lb": 4}, 0, []string{"labels topic lb has 4", "recreate the labels topic with 8"}},
+		{"changelog left by a 4-partition start", 0, map[string]int{"ev": 8, "cl": 4, "pred": 4}, 0,
+			[]string{"changelog topic cl has 4", "--delete --topic cl", "--alter --topic pred --partitions 8"}},
+		{"outputs with more partitions", 0, map[string]int{"ev": 4, "pred": 12, "cl": 4}, 4, nil},
+		{"outputs with fewer partitions", 0, map[string]int{"ev": 4, "al": 2}, 0, []string{"output topic al has 2", "--alter --topic al --partitions 4"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n, err := planTopics(topics, tc.configured, tc.existing, "b:9092")
+			if tc.errHas == nil {
+				if err != nil || n != tc.want {
+					t.Fatalf("planTopics = %d, %v; want %d", n, err, tc.want)
+				}
+				return
+			}
+			if err == nil || !errors.Is(err, ErrNotCoPartitioned) {
+				t.Fatalf("planTopics = %d, %v; want a refusal", n, err)
+			}
+			for _, frag := range tc.errHas {
+				if !strings.Contains(err.Error(), frag) {
+					t.Errorf("the refusal does not say %q:\n%v", frag, err)
+				}
+			}
+		})
 	}
 }
 
@@ -708,6 +780,112 @@ func TestStreamTopicConfig(t *testing.T) {
 		}
 		if want != "" && got["retention.ms"] != want || want == "" && (got["retention.ms"] == "12345" || got["cleanup.policy"] != "compact") {
 			t.Fatalf("%s: %v", topic, got)
+		}
+	}
+}
+
+// An input record is bounded by its topic's max.message.bytes unless
+// DRIFTSTREAM_MAX_EVENT_BYTES says otherwise: on a topic that holds records
+// of up to 3 MiB, a valid 2 MiB event is predicted; with a 64 KiB setting
+// it is dead-lettered as too large.
+func TestServiceBoundsInputsByTheirTopic(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		setting  int
+		predicts bool
+	}{{"topic limit", 0, true}, {"setting", 64 << 10, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			addr := kafkatest.Cluster(t, kfake.SeedTopics(-1), kfake.BrokerConfigs(map[string]string{"message.max.bytes": strconv.Itoa(4 << 20)})).ListenAddrs()[0]
+			kafkatest.CreateTopic(t, addr, kafka.TopicConfig{Topic: "events", NumPartitions: partitions, ReplicationFactor: 1,
+				ConfigEntries: []kafka.ConfigEntry{{ConfigName: "max.message.bytes", ConfigValue: strconv.Itoa(3 << 20)}}})
+			big := fmt.Sprintf(`{"id":"big","x":[1,2,3],"label":1%s}`, strings.Repeat(" ", 2<<20))
+			w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "events", Balancer: kafka.Murmur2Balancer{}, BatchBytes: 4 << 20, RequiredAcks: kafka.RequireAll}
+			if err := w.WriteMessages(context.Background(), kafka.Message{Key: []byte("k"), Value: []byte(big)},
+				kafka.Message{Key: []byte("k"), Value: []byte(`{"id":"small","x":[1,2,3],"label":1}`)}); err != nil {
+				t.Fatal(err)
+			}
+			w.Close()
+			cfg := testConfig(t, addr, "gbig")
+			cfg.Partitions = 0
+			cfg.Pipeline.MaxBytes = tc.setting
+			s, stop := started(t, cfg)
+			eventually(t, 60*time.Second, func() bool { return s.Totals().Events+s.Totals().DeadLetters >= 2 }, func() string { return fmt.Sprintf("%+v", s.Totals()) })
+			stop()
+			tot := s.Totals()
+			wantEvents, wantDead := int64(1), int64(1)
+			if tc.predicts {
+				wantEvents, wantDead = 2, 0
+			}
+			if tot.Events != wantEvents || tot.Predictions != wantEvents || tot.DeadLetters != wantDead {
+				t.Fatalf("%d events, %d predictions, %d dead letters; want %d, %d, %d", tot.Events, tot.Predictions, tot.DeadLetters, wantEvents, wantEvents, wantDead)
+			}
+		})
+	}
+}
+
+// Partitions added to the events topic while the service runs are
+// reported, never silently unread: the service turns unready, saying why,
+// and counts them in driftstream_unread_input_partitions, while the
+// partitions it holds keep running.
+func TestServiceReportsAGrownInputTopic(t *testing.T) {
+	addr := cluster(t)
+	cfg := testConfig(t, addr, "g-grow")
+	cfg.TopicCheckInterval = 50 * time.Millisecond
+	s, stop := started(t, cfg)
+	defer stop()
+	produce(t, addr, 1, 60)
+	eventually(t, 30*time.Second, func() bool { ok, _ := s.Ready(); return ok && s.Totals().Events >= 60 },
+		func() string { _, why := s.Ready(); return why })
+	client := &kafka.Client{Addr: kafka.TCP(addr)}
+	res, err := client.CreatePartitions(context.Background(), &kafka.CreatePartitionsRequest{
+		Topics: []kafka.TopicPartitionsConfig{{Name: "events", Count: partitions + 2}}})
+	if err != nil || res.Errors["events"] != nil {
+		t.Fatalf("grow the events topic: %v %v", err, res)
+	}
+	eventually(t, 30*time.Second, func() bool { ok, _ := s.Ready(); return !ok }, func() string { return "still ready" })
+	if _, why := s.Ready(); !strings.Contains(why, "events has 5 partitions, the service started with 3") || !strings.Contains(why, "When an input topic grows") {
+		t.Fatalf("unready for: %s", why)
+	}
+	if n := s.unreadPartitions.Load(); n != 2 {
+		t.Fatalf("%d unread partitions, want 2", n)
+	}
+	produce(t, addr, 2, 30) // the partitions held keep running
+	eventually(t, 30*time.Second, func() bool { return s.Totals().Events > 60 }, func() string { return fmt.Sprintf("%+v", s.Totals()) })
+}
+
+// A record's W3C trace context (traceparent, tracestate) is passed on to
+// each of its outputs: its prediction, and the dead letter of a bad one.
+func TestServicePassesTheTraceContextOn(t *testing.T) {
+	addr := cluster(t)
+	cfg := testConfig(t, addr, "g-trace")
+	s, stop := started(t, cfg)
+	defer stop()
+	const parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "events", Balancer: kafka.Murmur2Balancer{}, RequiredAcks: kafka.RequireAll}
+	trace := []kafka.Header{{Key: "traceparent", Value: []byte(parent)}, {Key: "tracestate", Value: []byte("vendor=x")}}
+	if err := w.WriteMessages(context.Background(),
+		kafka.Message{Key: []byte("k"), Value: []byte(`{"id":"t1","x":[1,2,3],"label":1}`), Headers: trace},
+		kafka.Message{Key: []byte("k"), Value: []byte(`{"id":"t2","x":[1,2`), Headers: trace},
+		kafka.Message{Key: []byte("k"), Value: []byte(`{"id":"t3","x":[1,2,3]}`)}); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	eventually(t, 30*time.Second, func() bool {
+		return len(readAll(t, addr, "predictions")) == 2 && len(readAll(t, addr, "dead-letters")) == 1
+	},
+		func() string { return fmt.Sprintf("%+v", s.Totals()) })
+	header := func(m kafka.Message, k string) string {
+		for _, h := range m.Headers {
+			if h.Key == k {
+				return string(h.Value)
+			}
+		}
+		return ""
+	}
+	for _, m := range append(readAll(t, addr, "predictions"), readAll(t, addr, "dead-letters")...) {
+		traced := !bytes.Contains(m.Value, []byte(`"t3"`))
+		if got := header(m, "traceparent"); (got == parent) != traced || (header(m, "tracestate") == "vendor=x") != traced {
+			t.Errorf("output %s: traceparent %q, tracestate %q (the input traced: %v)", m.Value, got, header(m, "tracestate"), traced)
 		}
 	}
 }

@@ -245,7 +245,9 @@ func startProducer(t *testing.T, addr, topic string, keys, total, rate int) *pro
 func startProducerFrom(t *testing.T, addr, topic string, keys, total, rate, first int) *producer {
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &producer{cancel: cancel}
-	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: topic, Balancer: kafka.Murmur2Balancer{}, BatchTimeout: time.Millisecond, RequiredAcks: kafka.RequireAll}
+	// librdkafka's default partitioner (crc32), not the service's murmur2:
+	// outputs must land on their input's partition whatever put it there.
+	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: topic, Balancer: kafka.CRC32Balancer{}, BatchTimeout: time.Millisecond, RequiredAcks: kafka.RequireAll}
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
@@ -329,7 +331,8 @@ func (p *producer) finish(t *testing.T) []string {
 	return p.ids
 }
 
-// readTopic reads every message of every partition of a topic; nothing
+// readTopic reads every committed message of every partition of a topic
+// (read_committed, as the service reads its input); nothing
 // when the topic does not exist yet (asked in a way that never creates it:
 // a real broker creates a topic that a metadata request names, with its
 // default partition count).
@@ -345,14 +348,18 @@ func readTopic(t *testing.T, addr, topic string) map[int][]kafka.Message {
 		deadline := time.Now().Add(30 * time.Second)
 		for {
 			var msgs []kafka.Message
-			conn, err := kafka.DialLeader(context.Background(), "tcp", addr, topic, p)
-			if err == nil {
-				err = kafkaread.Partition(context.Background(), conn, 0, func(m kafka.Message) error {
-					msgs = append(msgs, m)
+			// What a read_committed consumer sees, as the service does: up to
+			// the last stable offset, no record of an aborted transaction.
+			tr := &kafka.Transport{}
+			end, err := kafkaread.StableOffset(context.Background(), tr, kafka.TCP(addr), topic, p)
+			if err == nil && end > 0 { // (End 0 is no end)
+				cfg := kafkaread.FollowConfig{Topic: topic, Partition: p, End: end}
+				err = kafkaread.Follow(context.Background(), tr, kafka.TCP(addr), cfg, func(batch []kafka.Message, _ int64) error {
+					msgs = append(msgs, batch...)
 					return nil
 				})
-				conn.Close()
 			}
+			tr.CloseIdleConnections()
 			if err == nil {
 				out[p] = msgs
 				break
@@ -489,14 +496,17 @@ func (b *blackBox) verify(ids []string) (dups, fenced int) {
 		}
 	}
 	got, gotIDs := map[at]int{}, map[string]bool{}
-	differing := 0
-	for _, msgs := range readTopic(t, b.addr, b.topic("predictions")) {
+	differing, misplaced := 0, 0
+	for p, msgs := range readTopic(t, b.addr, b.topic("predictions")) {
 		for _, m := range msgs {
 			var e struct {
 				ID string
 				at
 			}
 			json.Unmarshal(m.Value, &e)
+			if e.Partition != p { // outputs land on their input's partition number, whatever the producer's partitioner
+				misplaced++
+			}
 			got[e.at]++
 			gotIDs[e.ID] = true
 			if !bytes.Equal(m.Value, want[e.at]) {
@@ -569,10 +579,10 @@ func (b *blackBox) verify(ids []string) (dups, fenced int) {
 			t.Logf("the finishing member %d's log, warnings and errors:\n%s", i, p.logLines(4000, `"level":"WARN"`, `"level":"ERROR"`))
 		}
 	}
-	t.Logf("%d events: %d missing, %d differing predictions, %d duplicates (identical); %d keys, %d final states differ; %d fenced records",
-		len(ids), missing, differing, dups, keys, wrong, fenced)
-	if missing != 0 || differing != 0 || wrong != 0 {
-		t.Fatalf("%d missing, %d differing predictions, %d wrong final states", missing, differing, wrong)
+	t.Logf("%d events: %d missing, %d differing predictions, %d duplicates (identical), %d on another partition than their input; %d keys, %d final states differ; %d fenced records",
+		len(ids), missing, differing, dups, misplaced, keys, wrong, fenced)
+	if missing != 0 || differing != 0 || wrong != 0 || misplaced != 0 {
+		t.Fatalf("%d missing, %d differing predictions, %d wrong final states, %d predictions on another partition than their input", missing, differing, wrong, misplaced)
 	}
 	return dups, fenced
 }

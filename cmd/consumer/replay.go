@@ -20,8 +20,8 @@ import (
 	"github.com/driftstream/driftstream/backtest"
 	"github.com/driftstream/driftstream/config"
 	"github.com/driftstream/driftstream/contract"
+	"github.com/driftstream/driftstream/internal/kafkaread"
 	"github.com/driftstream/driftstream/pipeline"
-	"github.com/segmentio/kafka-go"
 )
 
 // keyedRun is a backtest through the service's own pipeline (backtest.Run):
@@ -189,23 +189,23 @@ func topicInput(ctx context.Context, brokers, topic, labelsTopic, from, to strin
 			bs = append(bs, b)
 		}
 	}
-	dialer, err := kafkaDialer()
+	cfg, err := config.Load(flag.NewFlagSet("kafka", flag.ContinueOnError), nil)
 	if err != nil {
 		return nil, usageError{err}
 	}
-	return backtest.FromTopic(ctx, backtest.TopicRange{Brokers: bs, Dialer: dialer, Topic: topic, LabelsTopic: labelsTopic, From: fb, To: tb})
-}
-
-// kafkaDialer is the service's Kafka connection settings (TLS, SASL) from
-// the DRIFTSTREAM_* environment, so that a topic backtest reaches any
-// cluster the service reaches.
-func kafkaDialer() (*kafka.Dialer, error) {
-	cfg, err := config.Load(flag.NewFlagSet("kafka", flag.ContinueOnError), nil)
+	// The service's Kafka connection settings (TLS, SASL) and isolation
+	// from the DRIFTSTREAM_* environment: a topic backtest reaches any
+	// cluster the service reaches and reads what it reads.
+	dialer, transport, err := cfg.Kafka()
 	if err != nil {
-		return nil, err
+		return nil, usageError{err}
 	}
-	dialer, _, err := cfg.Kafka()
-	return dialer, err
+	iso, ok := kafkaread.ParseIsolation(cfg.Isolation)
+	if !ok {
+		return nil, usageError{fmt.Errorf("DRIFTSTREAM_ISOLATION=%q: use read_committed or read_uncommitted", cfg.Isolation)}
+	}
+	return backtest.FromTopic(ctx, backtest.TopicRange{Brokers: bs, Dialer: dialer, Transport: transport, Isolation: iso,
+		Topic: topic, LabelsTopic: labelsTopic, From: fb, To: tb})
 }
 
 // synthKeys takes a keys=N parameter out of a synth: spec (how many keys a

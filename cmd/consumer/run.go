@@ -24,6 +24,7 @@ import (
 	"github.com/driftstream/driftstream/checkpoint"
 	"github.com/driftstream/driftstream/config"
 	"github.com/driftstream/driftstream/contract"
+	"github.com/driftstream/driftstream/internal/kafkaread"
 	"github.com/driftstream/driftstream/pipeline"
 	"github.com/driftstream/driftstream/service"
 	"github.com/prometheus/client_golang/prometheus"
@@ -120,7 +121,8 @@ func runService(args []string, stdout, stderr io.Writer) int {
 		Retry:         pipeline.Backoff{Initial: pipeline.DefaultBackoff.Initial, Max: pipeline.DefaultBackoff.Max, Timeout: cfg.RetryTimeout},
 		FailExitAfter: cfg.FailExitAfter, FinalTimeout: cfg.ShutdownTimeout, SessionTimeout: cfg.SessionTimeout,
 		StateDir: cfg.StateDir, CacheKeys: cfg.CacheKeys, ParkState: cfg.ParkState, OnOutputError: cfg.OnOutputError}
-	if *embedded { // the service creates the demo's topics keeping only embeddedRetention
+	scfg.Isolation, _ = kafkaread.ParseIsolation(cfg.Isolation) // checked by cfg.Validate
+	if *embedded {                                              // the service creates the demo's topics keeping only embeddedRetention
 		scfg.StreamTopicConfig = map[string]string{"retention.ms": strconv.FormatInt(embeddedRetention.Milliseconds(), 10)}
 	}
 	if cfg.CheckpointStore == "file" {
@@ -256,7 +258,8 @@ func pipelineConfig(cfg config.Config) (pipeline.Config, error) {
 	}
 	p := pipeline.Config{Learner: cfg.Learner, Seed: cfg.Seed, Vector: vec, QueryScale: cfg.QueryScale,
 		MaxPending: cfg.MaxPending, PendingTTL: cfg.PendingTTL, TopicNames: [2]string{cfg.EventsTopic, cfg.LabelsTopic},
-		MaxKeyBytes: cfg.MaxKeyBytes, MaxKeyMemory: cfg.MaxKeyMemory, MaxPendingBytes: cfg.MaxPendingBytes, MaxAbsValue: cfg.MaxAbsValue, MaxKeyLength: cfg.MaxKeyLength}
+		MaxKeyBytes: cfg.MaxKeyBytes, MaxKeyMemory: cfg.MaxKeyMemory, MaxPendingBytes: cfg.MaxPendingBytes, MaxAbsValue: cfg.MaxAbsValue, MaxKeyLength: cfg.MaxKeyLength,
+		MaxBytes: cfg.MaxEventBytes}
 	if cfg.LearnerParams != "" {
 		p.Params = json.RawMessage(cfg.LearnerParams)
 	}

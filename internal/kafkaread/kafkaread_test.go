@@ -30,20 +30,20 @@ func topicOf(t *testing.T, n int) string {
 	return addr
 }
 
-func leader(t *testing.T, addr string) *kafka.Conn {
+// followT is Follow of topic t's partition 0 at addr, through a transport
+// of the test's.
+func followT(t *testing.T, ctx context.Context, addr string, cfg FollowConfig, fn func([]kafka.Message, int64) error) error {
 	t.Helper()
-	conn, err := Leader(context.Background(), &kafka.Dialer{Timeout: 5 * time.Second}, []string{addr}, "t", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	return conn
+	cfg.Topic, cfg.Partition = "t", 0
+	tr := &kafka.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	return Follow(ctx, tr, kafka.TCP(addr), cfg, fn)
 }
 
 // follow collects what Follow hands over, checking order and batch sizes.
 func follow(t *testing.T, ctx context.Context, addr string, cfg FollowConfig) (offsets []int64, err error) {
 	t.Helper()
-	err = Follow(ctx, leader(t, addr), cfg, func(batch []kafka.Message, hwm int64) error {
+	err = followT(t, ctx, addr, cfg, func(batch []kafka.Message, hwm int64) error {
 		if len(batch) == 0 || (cfg.MaxBatch > 0 && len(batch) > cfg.MaxBatch) {
 			t.Errorf("batch of %d records (max %d)", len(batch), cfg.MaxBatch)
 		}
@@ -125,7 +125,7 @@ func TestFollowWaitsAtTheEnd(t *testing.T) {
 	got := make(chan int64, 100)
 	done := make(chan error, 1)
 	go func() {
-		done <- Follow(ctx, leader(t, addr), FollowConfig{From: 0, MaxWait: 10 * time.Millisecond}, func(batch []kafka.Message, _ int64) error {
+		done <- followT(t, ctx, addr, FollowConfig{From: 0, MaxWait: 10 * time.Millisecond}, func(batch []kafka.Message, _ int64) error {
 			for _, m := range batch {
 				got <- m.Offset
 			}
@@ -176,7 +176,7 @@ func TestFollowStopsAtTheCallersError(t *testing.T) {
 	addr := topicOf(t, 100)
 	stop := errors.New("enough")
 	calls := 0
-	err := Follow(context.Background(), leader(t, addr), FollowConfig{MaxBatch: 10}, func([]kafka.Message, int64) error {
+	err := followT(t, context.Background(), addr, FollowConfig{MaxBatch: 10}, func([]kafka.Message, int64) error {
 		calls++
 		if calls == 3 {
 			return stop

@@ -6,27 +6,30 @@ package kafkasource
 
 import (
 	"context"
+	"net"
 
 	"github.com/driftstream/driftstream/internal/kafkaread"
 	"github.com/driftstream/driftstream/pipeline"
 	"github.com/segmentio/kafka-go"
 )
 
-// Feed follows the partition behind conn (its leader) as cfg says, and sends
-// each fetch's records to ch as one batch, as records of input topic
-// topicIdx and partition p. They carry hwm as their high watermark when it
-// is positive (a range's end), else the fetch's. Every send gives way to
-// ctx, so a stopped partition never leaves Feed blocked. It returns what
-// kafkaread.Follow returns.
-func Feed(ctx context.Context, conn *kafka.Conn, cfg kafkaread.FollowConfig, topicIdx, p int, hwm int64, ch chan<- []pipeline.Fetched) error {
-	return kafkaread.Follow(ctx, conn, cfg, func(msgs []kafka.Message, fetched int64) error {
+// Feed follows the partition cfg names, fetching through rt from the
+// cluster at addr, and sends each fetch's records to ch as one batch, as
+// records of input topic topicIdx. They carry hwm as their high watermark
+// when it is positive (a range's end), else the end the fetch reported
+// (the last stable offset when reading committed records). Every send
+// gives way to ctx, so a stopped partition never leaves Feed blocked. It
+// returns what kafkaread.Follow returns.
+func Feed(ctx context.Context, rt kafka.RoundTripper, addr net.Addr, cfg kafkaread.FollowConfig, topicIdx int, hwm int64, ch chan<- []pipeline.Fetched) error {
+	p := cfg.Partition
+	return kafkaread.Follow(ctx, rt, addr, cfg, func(msgs []kafka.Message, fetched int64) error {
 		if hwm > 0 {
 			fetched = hwm
 		}
 		batch := make([]pipeline.Fetched, len(msgs))
 		for j, m := range msgs {
-			batch[j] = pipeline.Fetched{Record: pipeline.Record{Topic: topicIdx, Partition: p, Offset: m.Offset, Key: m.Key, Value: m.Value},
-				HighWatermark: fetched}
+			batch[j] = pipeline.Fetched{Record: pipeline.Record{Topic: topicIdx, Partition: p, Offset: m.Offset, Key: m.Key, Value: m.Value,
+				Trace: trace(m.Headers)}, HighWatermark: fetched}
 		}
 		select {
 		case ch <- batch:
@@ -35,4 +38,18 @@ func Feed(ctx context.Context, conn *kafka.Conn, cfg kafkaread.FollowConfig, top
 			return ctx.Err()
 		}
 	})
+}
+
+// trace is the W3C trace context among a record's headers.
+func trace(headers []kafka.Header) pipeline.Trace {
+	var t pipeline.Trace
+	for _, h := range headers {
+		switch h.Key {
+		case pipeline.HeaderTraceParent:
+			t.Parent = string(h.Value)
+		case pipeline.HeaderTraceState:
+			t.State = string(h.Value)
+		}
+	}
+	return t
 }

@@ -1,0 +1,288 @@
+package kafkaread
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go/protocol"
+	fetchapi "github.com/segmentio/kafka-go/protocol/fetch"
+)
+
+// FollowConfig configures Follow.
+type FollowConfig struct {
+	// Topic and Partition name the partition read.
+	Topic     string
+	Partition int
+	// From is the first offset to read.
+	From int64
+	// End, when positive, is the offset to stop before (a range); otherwise
+	// Follow reads what arrives until ctx ends.
+	End int64
+	// Isolation is what Follow hands over of transactional records
+	// (default ReadCommitted).
+	Isolation Isolation
+	// MaxWait bounds how long the broker holds a fetch that has nothing to
+	// return (default 50 ms): the longest a new record waits to be read.
+	MaxWait time.Duration
+	// MaxBatch bounds the records handed to fn at once (default 512).
+	MaxBatch int
+	// MaxBytes bounds a fetch response (default 16 MiB); a broker returns a
+	// first record batch larger than it whole (KIP-74).
+	MaxBytes int
+	// Deleted, when set, is told when records from From on were deleted
+	// (retention) before they could be read: reading starts at first.
+	Deleted func(from, first int64)
+}
+
+// fetchTimeout bounds one fetch beyond the time the broker may hold it.
+const fetchTimeout = 30 * time.Second
+
+// Follow reads a partition from cfg.From on, handing fn each fetch's
+// records in order, in batches of at most cfg.MaxBatch, with the offset the
+// partition's lag is measured to: the high watermark, or with ReadCommitted
+// the last stable offset (records past an open transaction are not
+// readable yet). That end is lowered by records skipped at the tail of a
+// fetch (control records, aborted transactions), so a partition read to
+// its end shows no lag.
+//
+// Fetches go through rt (a kafka.Transport with the service's TLS and SASL)
+// to the partition's leader in the cluster at addr, as kafka-go's protocol
+// package encodes them: kafka-go's Conn and Reader drop the fetch
+// response's aborted-transaction list and hand over the records of aborted
+// transactions even at ReadCommitted (segmentio/kafka-go issue 1332), so
+// Follow reads the response's record batches itself and filters them
+// (abortFilter). It returns nil at cfg.End, ctx's error when ctx ends, and
+// otherwise the first error of a fetch or of fn; the caller decides whether
+// to read again. fn owns the batch it is given.
+func Follow(ctx context.Context, rt kafka.RoundTripper, addr net.Addr, cfg FollowConfig, fn func(batch []kafka.Message, end int64) error) error {
+	if cfg.MaxWait <= 0 {
+		cfg.MaxWait = 50 * time.Millisecond
+	}
+	if cfg.MaxBatch <= 0 {
+		cfg.MaxBatch = 512
+	}
+	if cfg.MaxBytes <= 0 {
+		cfg.MaxBytes = 16 << 20
+	}
+	f := &follower{rt: rt, addr: addr, cfg: cfg, next: cfg.From}
+	for cfg.End <= 0 || f.next < cfg.End {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		msgs, end, err := f.fetch(ctx)
+		if err != nil {
+			return orCtx(ctx, err)
+		}
+		for len(msgs) > 0 {
+			n := min(len(msgs), cfg.MaxBatch)
+			if err := fn(msgs[:n:n], end); err != nil {
+				return err
+			}
+			msgs = msgs[n:]
+		}
+	}
+	return nil
+}
+
+// follower is one Follow's position and connection.
+type follower struct {
+	rt   kafka.RoundTripper
+	addr net.Addr
+	cfg  FollowConfig
+	next int64
+}
+
+// fetch sends one fetch at f.next and returns the records it hands over,
+// moving f.next past every offset the response held (skipped ones too).
+func (f *follower) fetch(ctx context.Context) ([]kafka.Message, int64, error) {
+	rctx, cancel := context.WithTimeout(ctx, f.cfg.MaxWait+fetchTimeout)
+	defer cancel()
+	m, err := f.rt.RoundTrip(rctx, f.addr, &fetchapi.Request{
+		ReplicaID:      -1,
+		MaxWaitTime:    int32(f.cfg.MaxWait / time.Millisecond),
+		MinBytes:       1,
+		MaxBytes:       int32(f.cfg.MaxBytes),
+		IsolationLevel: f.cfg.Isolation.level(),
+		SessionID:      0, // no fetch session: a full fetch each time
+		SessionEpoch:   -1,
+		Topics: []fetchapi.RequestTopic{{Topic: f.cfg.Topic, Partitions: []fetchapi.RequestPartition{{
+			Partition: int32(f.cfg.Partition), CurrentLeaderEpoch: -1, FetchOffset: f.next, LogStartOffset: -1,
+			PartitionMaxBytes: int32(f.cfg.MaxBytes)}}}},
+	})
+	if err != nil {
+		return nil, 0, transient(fmt.Errorf("fetch %s/%d at offset %d: %w", f.cfg.Topic, f.cfg.Partition, f.next, err))
+	}
+	res := m.(*fetchapi.Response)
+	if res.ErrorCode != 0 {
+		return nil, 0, fmt.Errorf("fetch %s/%d at offset %d: %w", f.cfg.Topic, f.cfg.Partition, f.next, kafka.Error(res.ErrorCode))
+	}
+	var part *fetchapi.ResponsePartition
+	for i := range res.Topics {
+		for j := range res.Topics[i].Partitions {
+			if p := &res.Topics[i].Partitions[j]; res.Topics[i].Topic == f.cfg.Topic && int(p.Partition) == f.cfg.Partition {
+				part = p
+			}
+		}
+	}
+	if part == nil {
+		return nil, 0, transient(fmt.Errorf("fetch %s/%d: the response holds no such partition", f.cfg.Topic, f.cfg.Partition))
+	}
+	if part.ErrorCode != 0 {
+		kerr := kafka.Error(part.ErrorCode)
+		if errors.Is(kerr, kafka.OffsetOutOfRange) && part.LogStartOffset > f.next { // deleted (retention) before we read it
+			if f.cfg.Deleted != nil {
+				f.cfg.Deleted(f.next, part.LogStartOffset)
+			}
+			f.next = part.LogStartOffset
+			return nil, part.HighWatermark, nil
+		}
+		return nil, 0, fmt.Errorf("read %s/%d at offset %d: %w", f.cfg.Topic, f.cfg.Partition, f.next, kerr)
+	}
+	end := part.HighWatermark
+	var filter *abortFilter
+	if f.cfg.Isolation == ReadCommitted {
+		if part.LastStableOffset >= 0 {
+			end = part.LastStableOffset
+		}
+		aborted := make([]AbortedTxn, len(part.AbortedTransactions))
+		for i, a := range part.AbortedTransactions {
+			aborted[i] = AbortedTxn{ProducerID: a.ProducerID, FirstOffset: a.FirstOffset}
+		}
+		filter = newAbortFilter(aborted)
+	}
+	msgs, err := f.records(part.RecordSet.Records, filter)
+	if len(msgs) > 0 && f.next >= end {
+		// Everything after the last record handed over was skipped.
+		end -= f.next - (msgs[len(msgs)-1].Offset + 1)
+	}
+	return msgs, end, err
+}
+
+// records reads a fetch's record batches from f.next on (a batch may start
+// before it), moving f.next past each record, handed over or skipped.
+func (f *follower) records(rr protocol.RecordReader, filter *abortFilter) ([]kafka.Message, error) {
+	if rr == nil {
+		return nil, nil
+	}
+	batches := []protocol.RecordReader{rr}
+	if s, ok := rr.(*protocol.RecordStream); ok {
+		batches = s.Records
+	}
+	var out []kafka.Message
+	for _, b := range batches {
+		keep := true
+		switch b := b.(type) {
+		case *protocol.ControlBatch:
+			for {
+				r, err := b.ReadRecord()
+				if err != nil {
+					break
+				}
+				if r.Offset >= f.next && (f.cfg.End <= 0 || r.Offset < f.cfg.End) {
+					f.next = r.Offset + 1
+				}
+				if filter != nil {
+					filter.control(b.BaseOffset, b.ProducerID, controlType(r) == 0)
+				}
+			}
+			continue
+		case *protocol.RecordBatch:
+			if filter != nil {
+				keep = filter.keep(b.BaseOffset, b.ProducerID, b.Attributes.Transactional())
+			}
+		}
+		for {
+			r, err := b.ReadRecord()
+			if err != nil {
+				break // the batch's end, or a batch cut short at the response's end: fetched again from f.next
+			}
+			if r.Offset < f.next {
+				closeRecord(r)
+				continue
+			}
+			if f.cfg.End > 0 && r.Offset >= f.cfg.End { // past a gap (compaction) at the end of the range
+				closeRecord(r)
+				f.next = f.cfg.End
+				return out, nil
+			}
+			f.next = r.Offset + 1
+			if !keep {
+				closeRecord(r)
+				continue
+			}
+			m, err := message(f.cfg.Topic, f.cfg.Partition, r)
+			if err != nil {
+				return out, fmt.Errorf("read %s/%d at offset %d: %w", f.cfg.Topic, f.cfg.Partition, r.Offset, err)
+			}
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}
+
+// message copies a record out of the response's buffers.
+func message(topic string, partition int, r *protocol.Record) (kafka.Message, error) {
+	defer closeRecord(r)
+	key, err := protocol.ReadAll(r.Key)
+	if err != nil {
+		return kafka.Message{}, fmt.Errorf("key: %w", err)
+	}
+	value, err := protocol.ReadAll(r.Value)
+	if err != nil {
+		return kafka.Message{}, fmt.Errorf("value: %w", err)
+	}
+	return kafka.Message{Topic: topic, Partition: partition, Offset: r.Offset, Key: key, Value: value, Headers: r.Headers, Time: r.Time}, nil
+}
+
+func closeRecord(r *protocol.Record) {
+	if r.Key != nil {
+		r.Key.Close()
+	}
+	if r.Value != nil {
+		r.Value.Close()
+	}
+}
+
+// transientError is a fetch that failed on the way (connection, metadata,
+// a leader being elected): reading again may succeed, as for kafka-go's
+// temporary broker errors.
+type transientError struct{ err error }
+
+func (e transientError) Error() string   { return e.err.Error() }
+func (e transientError) Unwrap() error   { return e.err }
+func (e transientError) Temporary() bool { return true }
+
+// transient marks err retriable unless it is a context's end or a broker
+// error code, which say for themselves.
+func transient(err error) error {
+	var kerr kafka.Error
+	if errors.Is(err, context.Canceled) || errors.As(err, &kerr) {
+		return err
+	}
+	return transientError{err}
+}
+
+// StableOffset is topic/partition's last stable offset: the first offset of
+// a transaction still open, else the high watermark (Kafka's ListOffsets
+// for the latest offset at read_committed).
+func StableOffset(ctx context.Context, rt kafka.RoundTripper, addr net.Addr, topic string, partition int) (int64, error) {
+	c := &kafka.Client{Addr: addr, Transport: rt, Timeout: fetchTimeout}
+	res, err := c.ListOffsets(ctx, &kafka.ListOffsetsRequest{IsolationLevel: kafka.ReadCommitted,
+		Topics: map[string][]kafka.OffsetRequest{topic: {kafka.LastOffsetOf(partition)}}})
+	if err != nil {
+		return 0, fmt.Errorf("last stable offset of %s/%d: %w", topic, partition, err)
+	}
+	for _, p := range res.Topics[topic] {
+		if p.Partition == partition {
+			if p.Error != nil {
+				return 0, fmt.Errorf("last stable offset of %s/%d: %w", topic, partition, p.Error)
+			}
+			return p.LastOffset, nil
+		}
+	}
+	return 0, fmt.Errorf("last stable offset of %s/%d: not in the broker's answer", topic, partition)
+}
