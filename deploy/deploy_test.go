@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"sigs.k8s.io/yaml"
 )
@@ -133,6 +134,8 @@ func decodeStrict(t *testing.T, manifests []byte) map[string]any {
 			obj = &corev1.Service{}
 		case "v1/ServiceAccount":
 			obj = &corev1.ServiceAccount{}
+		case "networking.k8s.io/v1/NetworkPolicy":
+			obj = &networkingv1.NetworkPolicy{}
 		case "policy/v1/PodDisruptionBudget":
 			obj = &policyv1.PodDisruptionBudget{}
 		case "monitoring.coreos.com/v1/ServiceMonitor":
@@ -165,8 +168,9 @@ func TestHelmChartRendersValidManifests(t *testing.T) {
 		{"defaults", nil, []string{"Deployment", "ConfigMap", "Service", "ServiceAccount", "PodDisruptionBudget"}},
 		{"everything on", []string{"metrics.serviceMonitor.enabled=true", "metrics.prometheusRule.enabled=true", "grafanaDashboard.enabled=true",
 			"sasl.mechanism=scram-sha-512", "sasl.username=svc", "sasl.passwordSecret.name=kafka-pass",
-			"tls.enabled=true", "tls.secretName=kafka-tls", "tls.mutual=true", "api.adminTokenSecret.name=driftstream-admin"},
-			[]string{"Deployment", "ConfigMap", "Service", "ServiceAccount", "PodDisruptionBudget", "ServiceMonitor", "PrometheusRule", "Dashboard"}},
+			"tls.enabled=true", "tls.secretName=kafka-tls", "tls.mutual=true", "api.adminTokenSecret.name=driftstream-admin",
+			"networkPolicy.enabled=true", "networkPolicy.from[0].namespaceSelector.matchLabels.team=monitoring"},
+			[]string{"Deployment", "ConfigMap", "Service", "ServiceAccount", "PodDisruptionBudget", "ServiceMonitor", "PrometheusRule", "Dashboard", "NetworkPolicy"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -195,6 +199,11 @@ func TestHelmChartRendersValidManifests(t *testing.T) {
 				}
 			}
 			if tc.name == "everything on" {
+				np := objs["NetworkPolicy"].(*networkingv1.NetworkPolicy)
+				if in := np.Spec.Ingress; len(in) != 1 || len(in[0].Ports) != 1 || in[0].Ports[0].Port.IntValue() != 9090 ||
+					len(in[0].From) != 1 || in[0].From[0].NamespaceSelector.MatchLabels["team"] != "monitoring" || np.Spec.PodSelector.MatchLabels["app.kubernetes.io/name"] == "" {
+					t.Errorf("the network policy does not admit exactly the given sources to the metrics port: %+v", np.Spec)
+				}
 				if cm.Data["DRIFTSTREAM_SASL_PASSWORD_FILE"] == "" || cm.Data["DRIFTSTREAM_TLS_CERT_FILE"] == "" {
 					t.Errorf("security settings missing from the ConfigMap: %v", cm.Data)
 				}
@@ -223,6 +232,7 @@ func TestHelmChartRendersValidManifests(t *testing.T) {
 		{append(slices.Clone(dataValues), "sasl.mechanism=plain"), "sasl.username is required"},
 		{[]string{"config.DRIFTSTREAM_DIM=10"}, "config.DRIFTSTREAM_BROKERS is required"},
 		{[]string{"config.DRIFTSTREAM_BROKERS=k:9092"}, "config.DRIFTSTREAM_DIM (the length of your events"},
+		{append(slices.Clone(dataValues), "networkPolicy.enabled=true"), "networkPolicy.from is required"},
 	} {
 		args := []string{"template", "rel", filepath.Join("..", "helm", "driftstream")}
 		for _, s := range tc.sets {

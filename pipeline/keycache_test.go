@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/driftstream/driftstream/checkpoint"
 	"github.com/driftstream/driftstream/keystore"
@@ -28,6 +29,8 @@ type testKeys struct {
 	gets   int
 	fail   map[string]int // operation → fail its n-th next call
 	closed bool
+	// hang, when set, blocks Close until it is closed: a store on a hung disk.
+	hang chan struct{}
 }
 
 // newTestKeys opens a Pebble key store in a directory of its own.
@@ -127,7 +130,11 @@ func (s *testKeys) Reset() error {
 func (s *testKeys) Close() error {
 	s.mu.Lock()
 	s.closed = true
+	hang := s.hang
 	s.mu.Unlock()
+	if hang != nil {
+		<-hang
+	}
 	return s.KeyStore.Close()
 }
 
@@ -473,4 +480,32 @@ func (s *testKeys) Park(dir string, manifest []byte) error {
 	s.closed = true
 	s.mu.Unlock()
 	return s.KeyStore.(*keystore.Store).Park(dir, manifest)
+}
+
+// A key store on a hung disk: its flush fails the partition, and closing it
+// then never returns. Run still returns the failure (so that the service
+// publishes it), after CloseTimeout, not when the disk wakes.
+func TestRunnerFailsWithAHungKeyStore(t *testing.T) {
+	h := newHarness(t, 400, 30, true)
+	h.cacheKeys = 5
+	r := h.runner(1, newGate(1<<62), nil, nil)
+	ks := h.keyStores[0]
+	hang := make(chan struct{})
+	defer close(hang)
+	ks.mu.Lock()
+	ks.hang = hang
+	ks.mu.Unlock()
+	ks.arm("flush", 1)
+	r.cfg.CloseTimeout = 200 * time.Millisecond
+	done := make(chan error, 1)
+	go func() { done <- r.Run(context.Background()) }()
+	select {
+	case err := <-done:
+		var pe *PartitionError
+		if !errors.As(err, &pe) || !errors.Is(err, errInjected) {
+			t.Fatalf("Run returned %v, want the key store's failure", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run waits for a key store that never closes")
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/driftstream/driftstream/contract"
 )
@@ -46,5 +47,23 @@ func TestIsRetriable(t *testing.T) {
 		if got := IsRetriable(tc.err); got != tc.want {
 			t.Errorf("%s: IsRetriable(%v) = %v, want %v", tc.name, tc.err, got, tc.want)
 		}
+	}
+}
+
+// An outage's retries are logged at most once per retryLogEvery, each
+// warning counting the attempts not logged since the last.
+func TestRetryWarningsAreRateLimited(t *testing.T) {
+	var l retryLog
+	t0 := time.Unix(1000, 0)
+	logged := 0
+	var skipped []int
+	for i := range 100 { // 5 attempts a second for 20 s
+		if n, ok := l.allow(t0.Add(time.Duration(i) * 200 * time.Millisecond)); ok {
+			logged++
+			skipped = append(skipped, n)
+		}
+	}
+	if logged != 2 || skipped[0] != 0 || skipped[1] != 49 {
+		t.Fatalf("%d warnings for 100 retries over 20 s (skipped %v), want 2 (0 and 49 skipped)", logged, skipped)
 	}
 }

@@ -5,8 +5,35 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"time"
 )
+
+// retryLogEvery is the least time between two "retrying" warnings of one
+// partition: an outage makes every step retry several times a second, and
+// the hooks and metrics count every attempt.
+const retryLogEvery = 10 * time.Second
+
+// retryLog rate-limits a partition's "retrying" warnings (its steps retry
+// on the partition goroutine and the write-behind's).
+type retryLog struct {
+	mu      sync.Mutex
+	last    time.Time
+	skipped int
+}
+
+// allow reports whether a warning may be logged at now, and how many were
+// skipped since the last one.
+func (l *retryLog) allow(now time.Time) (skipped int, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.last.IsZero() && now.Sub(l.last) < retryLogEvery {
+		l.skipped++
+		return 0, false
+	}
+	skipped, l.skipped, l.last = l.skipped, 0, now
+	return skipped, true
+}
 
 // Backoff is the retry policy of the Runner: capped exponential backoff with
 // full jitter, for at most Timeout per failing step.
@@ -59,7 +86,9 @@ func (r *Runner) backoff(ctx context.Context, step Step, err error, attempt *int
 	for _, h := range r.hooks.retrying {
 		h.Retrying(step, err, *attempt, wait)
 	}
-	r.log.Warn("retrying", "step", string(step), "attempt", *attempt, "wait", wait.String(), "error", err)
+	if n, ok := r.retries.allow(time.Now()); ok {
+		r.log.Warn("retrying", "step", string(step), "attempt", *attempt, "wait", wait.String(), "error", err, "retries_not_logged", n)
+	}
 	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {

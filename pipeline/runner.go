@@ -58,7 +58,17 @@ type RunnerConfig struct {
 	// whose own store it uses instead.
 	KeyStore  KeyStore
 	CacheKeys int
+	// CloseTimeout bounds the closing of the partition's key store when
+	// Run returns (default DefaultCloseTimeout): on a hung disk, closing
+	// and removing a store blocks for as long as the disk does, and Run
+	// returns its result (a failure published, a stop within the shutdown
+	// timeout) without waiting for it; the store is left to the process's
+	// end.
+	CloseTimeout time.Duration
 }
+
+// DefaultCloseTimeout is RunnerConfig.CloseTimeout's default.
+const DefaultCloseTimeout = 5 * time.Second
 
 // Runner is the partition loop of DESIGN §4, the one that the service, the
 // backtest and the demo all run: restore the partition's keys, claim the
@@ -97,6 +107,7 @@ type Runner struct {
 	stopped chan struct{} // closed when Run returns
 	hooks   hooks
 	pub     *published
+	retries retryLog
 }
 
 // request is work for the partition's goroutine (Runner.Do).
@@ -144,6 +155,9 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 	}
 	if cfg.FinalTimeout <= 0 {
 		cfg.FinalTimeout = 30 * time.Second
+	}
+	if cfg.CloseTimeout <= 0 {
+		cfg.CloseTimeout = DefaultCloseTimeout
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -199,9 +213,7 @@ func (r *Runner) Run(ctx context.Context) error {
 // stop (ctx ended, ownership lost), a *PartitionError for a failure.
 func (r *Runner) stop(ctx context.Context, err error) error {
 	if r.kept == nil {
-		if cerr := r.w.Close(); cerr != nil {
-			r.log.Warn("closing the partition's key store", "err", cerr)
-		}
+		r.closeKeys()
 	}
 	switch {
 	case err == nil:
@@ -225,6 +237,25 @@ func (r *Runner) stop(ctx context.Context, err error) error {
 		err = r.stepError(StepProcess, err)
 	}
 	return err
+}
+
+// closeKeys closes the worker's key store, waiting at most CloseTimeout:
+// a store on a hung disk blocks in its close or in removing its files for
+// as long as the disk does, and the partition's result must not wait for it.
+func (r *Runner) closeKeys() {
+	done := make(chan error, 1)
+	go func() { done <- r.w.Close() }()
+	t := time.NewTimer(r.cfg.CloseTimeout)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		if err != nil {
+			r.log.Warn("closing the partition's key store", "err", err)
+		}
+	case <-t.C:
+		r.log.Error("the partition's key store did not close in time (a hung disk?); it is left open to the process's end",
+			"timeout", r.cfg.CloseTimeout.String(), "dir_note", "stores left in DRIFTSTREAM_STATE_DIR are removed at the next start")
+	}
 }
 
 // claim writes the ownership record of epoch e.

@@ -417,6 +417,7 @@ func (s *Service) Run(ctx context.Context) error {
 		}
 	}()
 	var failingSince time.Time
+	joined := false // a first generation was had
 	for {
 		gen, err := group.Next(runCtx)
 		if err != nil {
@@ -436,16 +437,30 @@ func (s *Service) Run(ctx context.Context) error {
 			if time.Since(failingSince) > s.cfg.Retry.Timeout {
 				return fmt.Errorf("consumer group %s: still failing after %s: %w", s.cfg.Group, s.cfg.Retry.Timeout, err)
 			}
+			if !joined && forming(err) {
+				// A fresh cluster creates __consumer_offsets and elects the
+				// group's coordinator at the first join: these answers are
+				// the wait, not a fault (docs/OPERATIONS.md).
+				s.log.Debug("consumer group forming: the coordinator is not ready yet; kafka-go rejoins", "group", s.cfg.Group, "error", err)
+				continue
+			}
 			s.log.Warn("consumer group error; kafka-go rejoins", "group", s.cfg.Group, "error", err)
 			continue
 		}
-		failingSince = time.Time{}
+		failingSince, joined = time.Time{}, true
 		s.runGeneration(runCtx, gen)
 	}
 	if s.isFailedAny() { // after the grace period, or stopped during it
 		return s.failure()
 	}
 	return nil
+}
+
+// forming reports whether err is a group coordinator's answer while the
+// group (or the cluster's offsets topic) is still being set up.
+func forming(err error) bool {
+	return errors.Is(err, kafka.GroupCoordinatorNotAvailable) || errors.Is(err, kafka.GroupLoadInProgress) ||
+		errors.Is(err, kafka.NotCoordinatorForGroup) || errors.Is(err, kafka.RebalanceInProgress)
 }
 
 // failure is the error Run returns after a partition failed.

@@ -770,7 +770,7 @@ func TestStreamTopicConfig(t *testing.T) {
 	cl := &kafka.Client{Addr: kafka.TCP(addr)}
 	for topic, want := range map[string]string{"events": "12345", "predictions": "12345", "dead-letters": "12345", "changelog": ""} {
 		resp, err := cl.DescribeConfigs(context.Background(), &kafka.DescribeConfigsRequest{Resources: []kafka.DescribeConfigRequestResource{{
-			ResourceType: kafka.ResourceTypeTopic, ResourceName: topic, ConfigNames: []string{"retention.ms", "cleanup.policy"}}}})
+			ResourceType: kafka.ResourceTypeTopic, ResourceName: topic, ConfigNames: []string{"retention.ms", "cleanup.policy", "segment.bytes", "segment.ms", "min.cleanable.dirty.ratio"}}}})
 		if err != nil || len(resp.Resources) != 1 {
 			t.Fatalf("%s: %v", topic, err)
 		}
@@ -780,6 +780,39 @@ func TestStreamTopicConfig(t *testing.T) {
 		}
 		if want != "" && got["retention.ms"] != want || want == "" && (got["retention.ms"] == "12345" || got["cleanup.policy"] != "compact") {
 			t.Fatalf("%s: %v", topic, got)
+		}
+		// The changelog's segments close often enough for compaction to
+		// keep restores near the live state.
+		if want == "" && (got["segment.bytes"] != "67108864" || got["segment.ms"] != "600000" || got["min.cleanable.dirty.ratio"] != "0.25") {
+			t.Fatalf("changelog: %v", got)
+		}
+	}
+}
+
+// An existing changelog whose segments the broker seldom closes is named
+// at start, with the command that sets the service's values.
+func TestServiceWarnsOfAChangelogThatSeldomCompacts(t *testing.T) {
+	addr := cluster(t)
+	kafkatest.CreateTopic(t, addr, kafka.TopicConfig{Topic: "changelog", NumPartitions: partitions, ReplicationFactor: 1,
+		ConfigEntries: []kafka.ConfigEntry{{ConfigName: "cleanup.policy", ConfigValue: "compact"},
+			{ConfigName: "segment.bytes", ConfigValue: "1073741824"}, {ConfigName: "segment.ms", ConfigValue: "604800000"}}})
+	for _, big := range []bool{true, false} {
+		var log bytes.Buffer
+		cfg := testConfig(t, addr, "g-seg")
+		cfg.Logger = slog.New(slog.NewTextHandler(&log, nil))
+		if _, err := New(context.Background(), cfg); err != nil {
+			t.Fatal(err)
+		}
+		warned := strings.Contains(log.String(), "segment.bytes=67108864,segment.ms=600000,min.cleanable.dirty.ratio=0.25")
+		if warned != big {
+			t.Fatalf("segments of 1 GiB: %v; warned: %v\n%s", big, warned, log.String())
+		}
+		cl := &kafka.Client{Addr: kafka.TCP(addr)}
+		if _, err := cl.IncrementalAlterConfigs(context.Background(), &kafka.IncrementalAlterConfigsRequest{Resources: []kafka.IncrementalAlterConfigsRequestResource{{
+			ResourceType: kafka.ResourceTypeTopic, ResourceName: "changelog", Configs: []kafka.IncrementalAlterConfigsRequestConfig{
+				{Name: "segment.bytes", Value: "67108864", ConfigOperation: kafka.ConfigOperationSet},
+				{Name: "segment.ms", Value: "600000", ConfigOperation: kafka.ConfigOperationSet}}}}}); err != nil {
+			t.Fatal(err)
 		}
 	}
 }
