@@ -587,19 +587,24 @@ func (b *blackBox) verify(ids []string) (dups, fenced int) {
 	return dups, fenced
 }
 
+// predicted counts the predictions on the predictions topic by event id.
+func (b *blackBox) predicted() map[string]int {
+	seen := map[string]int{}
+	for _, msgs := range readTopic(b.t, b.addr, b.topic("predictions")) {
+		for _, m := range msgs {
+			var e struct{ ID string }
+			json.Unmarshal(m.Value, &e)
+			seen[e.ID]++
+		}
+	}
+	return seen
+}
+
 // waitPredicted waits until every event of ids has a prediction.
 func (b *blackBox) waitPredicted(ids []string) {
 	b.t.Helper()
 	waitFor(b.t, 90*time.Second, "every event predicted", func() bool {
-		seen := map[string]bool{}
-		for _, msgs := range readTopic(b.t, b.addr, b.topic("predictions")) {
-			for _, m := range msgs {
-				var id struct{ ID string }
-				json.Unmarshal(m.Value, &id)
-				seen[id.ID] = true
-			}
-		}
-		return len(seen) >= len(ids)
+		return len(b.predicted()) >= len(ids)
 	})
 }
 

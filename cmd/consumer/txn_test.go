@@ -144,10 +144,10 @@ func TestBlackBoxTransactionalInput(t *testing.T) {
 	}
 	first := b.start()
 	waitFor(t, 60*time.Second, "the events before the open transaction predicted", func() bool {
-		return predictedIDs(b) >= len(in.kept)-60
+		return len(b.predicted()) >= len(in.kept)-60
 	})
 	time.Sleep(300 * time.Millisecond) // more fetches stop at the open transaction
-	if got := predictedIDs(b); got != len(in.kept)-60 {
+	if got := len(b.predicted()); got != len(in.kept)-60 {
 		t.Fatalf("%d events predicted while a transaction is open, want the %d before it", got, len(in.kept)-60)
 	}
 	first.kill(t)
@@ -173,14 +173,7 @@ func TestBlackBoxTransactionalInput(t *testing.T) {
 
 	b.finishWith(in.kept)
 	dups, _ := b.verify(in.kept)
-	predicted := map[string]int{}
-	for _, msgs := range readTopic(t, b.addr, b.topic("predictions")) {
-		for _, m := range msgs {
-			var e struct{ ID string }
-			json.Unmarshal(m.Value, &e)
-			predicted[e.ID]++
-		}
-	}
+	predicted := b.predicted()
 	abortedSeen := 0
 	for _, id := range in.aborted {
 		if predicted[id] > 0 && !strings.HasPrefix(id, "retry-") {
@@ -196,17 +189,4 @@ func TestBlackBoxTransactionalInput(t *testing.T) {
 	if len(predicted) != len(in.kept) || abortedSeen != 0 || deadLetters != 0 {
 		t.Fatalf("%d ids predicted, want %d; %d aborted events predicted, %d dead letters, want 0 and 0", len(predicted), len(in.kept), abortedSeen, deadLetters)
 	}
-}
-
-// predictedIDs is the number of distinct event ids on the predictions topic.
-func predictedIDs(b *blackBox) int {
-	seen := map[string]bool{}
-	for _, msgs := range readTopic(b.t, b.addr, b.topic("predictions")) {
-		for _, m := range msgs {
-			var e struct{ ID string }
-			json.Unmarshal(m.Value, &e)
-			seen[e.ID] = true
-		}
-	}
-	return len(seen)
 }

@@ -325,7 +325,7 @@ func copyTopic(ctx context.Context, brokers []string, from, to string, offset in
 			}
 		}
 		var msgs []kafka.Message
-		err = kafkaread.Partition(ctx, leader, begin, func(m kafka.Message) error {
+		pace := func(m kafka.Message) error {
 			if first.IsZero() {
 				first = m.Time
 			}
@@ -340,7 +340,23 @@ func copyTopic(ctx context.Context, brokers []string, from, to string, offset in
 			}
 			msgs = append(msgs, kafka.Message{Key: m.Key, Value: m.Value, Headers: m.Headers})
 			return nil
-		})
+		}
+		// Committed records only (read_committed, as the service reads),
+		// up to the last stable offset of the copy's start.
+		tr := &kafka.Transport{}
+		end, err := kafkaread.StableOffset(ctx, tr, kafka.TCP(brokers...), from, p.ID)
+		if err == nil && end > begin {
+			cfg := kafkaread.FollowConfig{Topic: from, Partition: p.ID, From: begin, End: end}
+			err = kafkaread.Follow(ctx, tr, kafka.TCP(brokers...), cfg, func(batch []kafka.Message, _ int64) error {
+				for _, m := range batch {
+					if err := pace(m); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+		}
+		tr.CloseIdleConnections()
 		if err != nil {
 			leader.Close()
 			return n, fmt.Errorf("topic %s partition %d: %w", from, p.ID, err)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"hash/crc32"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"github.com/driftstream/driftstream/internal/kafkaread"
 	"github.com/driftstream/driftstream/internal/kafkatest"
 	"github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 func broker(t *testing.T, topics ...string) string {
@@ -178,5 +180,43 @@ func TestPartitionerAgreesWithOtherClients(t *testing.T) {
 	var out bytes.Buffer
 	if code := run(context.Background(), []string{"-h"}, &out, &bytes.Buffer{}); code != exitOK || !strings.Contains(out.String(), "synth|replay") {
 		t.Fatalf("producer -h: exit %d, %q", code, out.String())
+	}
+}
+
+// A topic copied with -from-topic holds its committed records only: those
+// of an aborted transaction are not replayed.
+func TestReplayTopicCopiesCommittedRecordsOnly(t *testing.T) {
+	addr := broker(t, "events", "copy")
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic("events"), kgo.TransactionalID("upstream"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for i, commit := range []bool{true, false, true} {
+		if err := cl.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		for j := range 5 {
+			v := fmt.Sprintf(`{"id":"t%d-%d","x":[1,2],"label":1}`, i, j)
+			if err := cl.ProduceSync(context.Background(), &kgo.Record{Key: []byte("k"), Value: []byte(v)}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := cl.EndTransaction(context.Background(), kgo.TransactionEndTry(commit)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var errb bytes.Buffer
+	if code := run(context.Background(), []string{"replay", "-from-topic", "events", "-to-topic", "copy", "-speed", "0", "-brokers", addr}, &bytes.Buffer{}, &errb); code != exitOK {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	got := readTopic(t, addr, "copy")
+	for _, m := range got {
+		if strings.Contains(string(m.Value), `"t1-`) {
+			t.Fatalf("an aborted record was copied: %s", m.Value)
+		}
+	}
+	if len(got) != 10 {
+		t.Fatalf("copied %d records, want the 10 committed", len(got))
 	}
 }
