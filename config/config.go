@@ -62,6 +62,7 @@ type Config struct {
 	CacheKeys        int           `split_words:"true" default:"100000" desc:"with StateDir: keys per partition held in memory after each checkpoint (plus those changed since)"`
 	ParkState        bool          `split_words:"true" default:"false" desc:"with StateDir on a persistent volume: at shutdown, and when a rebalance moves a partition away, park its key store there; when the partition comes back, resume it from there, reading only what other members wrote to the changelog since (restore as usual only when that is gone)"`
 	MetricsAddr      string        `split_words:"true" default:":9090" desc:"address of /metrics, /healthz and /readyz"`
+	APIAddr          string        `envconfig:"API_ADDR" desc:"address of the /v1/ key API (reads; a key's reset needs DRIFTSTREAM_ADMIN_TOKEN); empty: on DRIFTSTREAM_METRICS_ADDR; off: not served"`
 	Pprof            bool          `default:"false" desc:"serve /debug/pprof on the metrics address"`
 	LogLevel         string        `split_words:"true" default:"info" desc:"debug, info, warn or error"`
 	LogFormat        string        `split_words:"true" default:"json" desc:"json or text"`

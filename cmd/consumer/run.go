@@ -145,12 +145,30 @@ func runService(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "consumer: %v\n", err)
 		return exitError
 	}
-	ops, opsAddr, err := serveOps(cfg.MetricsAddr, reg, svc.Ready, service.API(svc, cfg.AdminToken), cfg.Pprof)
+	api := service.API(svc, cfg.AdminToken)
+	opsAPI := api // on the metrics address unless DRIFTSTREAM_API_ADDR says otherwise
+	if cfg.APIAddr != "" {
+		opsAPI = nil
+	}
+	ops, opsAddr, err := serveOps(cfg.MetricsAddr, reg, svc.Ready, opsAPI, cfg.Pprof)
 	if err != nil {
 		return usage("metrics address %s: %v", cfg.MetricsAddr, err)
 	}
 	defer ops.Close()
-	log.Info("serving /metrics, /healthz, /readyz and the /v1/ API", "addr", opsAddr, "api_writes", cfg.AdminToken != "")
+	switch cfg.APIAddr {
+	case "":
+		log.Info("serving /metrics, /healthz, /readyz and the /v1/ API", "addr", opsAddr, "api_writes", cfg.AdminToken != "")
+	case "off":
+		log.Info("serving /metrics, /healthz and /readyz; the /v1/ API is off", "addr", opsAddr)
+	default:
+		apiSrv, apiAddr, err := serveAPI(cfg.APIAddr, api)
+		if err != nil {
+			return usage("API address %s: %v", cfg.APIAddr, err)
+		}
+		defer apiSrv.Close()
+		log.Info("serving /metrics, /healthz and /readyz", "addr", opsAddr)
+		log.Info("serving the /v1/ API", "addr", apiAddr, "api_writes", cfg.AdminToken != "")
+	}
 
 	runCtx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -307,11 +325,26 @@ func serveOps(addr string, reg *prometheus.Registry, ready func() (bool, string)
 		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
+	return listenAndServe(addr, mux)
+}
+
+// serveAPI serves the key API (service.API) alone under /v1/ on addr
+// (DRIFTSTREAM_API_ADDR): a port of its own, for a NetworkPolicy or a
+// Service apart from the metrics.
+func serveAPI(addr string, api http.Handler) (*http.Server, string, error) {
+	mux := http.NewServeMux()
+	mux.Handle("/v1/", api)
+	return listenAndServe(addr, mux)
+}
+
+// listenAndServe serves h on addr in the background, returning the server
+// and the address it listens on (":0" picks a free port).
+func listenAndServe(addr string, h http.Handler) (*http.Server, string, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, "", err
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
 	go srv.Serve(ln)
 	return srv, ln.Addr().String(), nil
 }

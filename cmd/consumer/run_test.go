@@ -300,3 +300,36 @@ func TestSignalWhileStartingExitsCleanly(t *testing.T) {
 		t.Fatal("still running 30 s after SIGTERM")
 	}
 }
+
+// With DRIFTSTREAM_API_ADDR the key API is served on its own address, and
+// the metrics address no longer serves it.
+func TestTheKeyAPIOnItsOwnAddress(t *testing.T) {
+	api := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "api\n") })
+	apiSrv, apiAddr, err := serveAPI("127.0.0.1:0", api)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer apiSrv.Close()
+	ops, opsAddr, err := serveOps("127.0.0.1:0", prometheus.NewRegistry(), func() (bool, string) { return true, "" }, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ops.Close()
+	status := func(url string) int {
+		resp, err := http.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if got := status("http://" + apiAddr + "/v1/partitions"); got != http.StatusOK {
+		t.Fatalf("the API address answers %d", got)
+	}
+	if got := status("http://" + opsAddr + "/v1/partitions"); got != http.StatusNotFound {
+		t.Fatalf("the metrics address answers %d for the API", got)
+	}
+	if got := status("http://" + apiAddr + "/metrics"); got != http.StatusNotFound {
+		t.Fatalf("the API address serves /metrics: %d", got)
+	}
+}
