@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -152,4 +153,74 @@ func TestBlackBoxDeletedChangelogIsNeverRecreated(t *testing.T) {
 	b.finishWith(ids)
 	dups, _ := b.verify(ids)
 	t.Logf("deleted changelog: A exited non-zero, the topic stayed absent, the empty recreated one was refused (C wrote 0 predictions); the rebuild repeated %d predictions of A's", dups)
+}
+
+// frozenFS mounts a small ext4 file system (a loop device) for a test and
+// returns its directory and a function that freezes it (fsfreeze): every
+// write to it then blocks, as on a hung disk. It is thawed and unmounted
+// at the test's end. It needs root and loop devices: CI has both.
+func frozenFS(t *testing.T) (dir string, freeze func()) {
+	t.Helper()
+	for _, tool := range []string{"mkfs.ext4", "fsfreeze", "mount", "umount"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s is needed to hang a disk (util-linux, e2fsprogs): %v", tool, err)
+		}
+	}
+	img, dir := filepath.Join(t.TempDir(), "disk.img"), t.TempDir()
+	for _, cmd := range [][]string{{"truncate", "-s", "256M", img}, {"mkfs.ext4", "-q", img}, {"mount", "-o", "loop", img, dir}} {
+		if out, err := exec.Command(cmd[0], cmd[1:]...).CombinedOutput(); err != nil {
+			t.Fatalf("%v: %v\n%s (a hung-disk test needs root and loop devices)", cmd, err, out)
+		}
+	}
+	frozen := false
+	t.Cleanup(func() {
+		if frozen {
+			exec.Command("fsfreeze", "-u", dir).Run()
+		}
+		exec.Command("umount", "-l", dir).Run()
+	})
+	return dir, func() {
+		if out, err := exec.Command("fsfreeze", "-f", dir).CombinedOutput(); err != nil {
+			t.Fatalf("fsfreeze: %v\n%s", err, out)
+		}
+		frozen = true
+	}
+}
+
+// The key stores' file system freezes under a running consumer (a hung
+// disk, not a failing one: every write blocks). Once the key stores'
+// memtables are full, their commits stall; past the stall bound (30 s)
+// every partition fails loudly, as the key store's failure (published
+// before the stores are closed, which waits at most 5 s), and the process
+// exits non-zero after DRIFTSTREAM_FAIL_EXIT_AFTER, however long the disk
+// stays frozen; it never stalls silently. (Before, each partition waited
+// in removing its store on the frozen disk, and nothing was published.)
+func TestBlackBoxFrozenKeyStoreDiskFailsLoudly(t *testing.T) {
+	b := newBlackBox(t)
+	dir, freeze := frozenFS(t)
+	b.args = append(b.args, "-state-dir", filepath.Join(dir, "state"), "-cache-keys", "20")
+	a := b.start()
+	// Enough keys and events that the key stores' memtables fill soon
+	// after the freeze: until then Pebble takes writes in memory.
+	prod := startProducer(t, b.addr, b.topic("events"), 5000, 1000000, 10000)
+	defer prod.cancel()
+	waitFor(t, 60*time.Second, "A's first 1,000 predictions", func() bool {
+		return countAll(readTopic(t, b.addr, b.topic("predictions"))) >= 1000
+	})
+	freeze()
+	frozenAt := time.Now()
+	// The process reaches its exit within the stall bound, the failure
+	// grace and the close bound. A thread blocked in a write to a frozen
+	// file system cannot be killed until it thaws (the kernel's
+	// uninterruptible wait), so the process's end is seen in its log: the
+	// failures it reports on its way out.
+	waitFor(t, 150*time.Second, "the consumer's exit after its key stores failed", func() bool {
+		return a.count("consumer: stopped because") > 0
+	})
+	took := time.Since(frozenAt)
+	failed, published := a.count(`"partition failed; it stays stopped`), a.count(`"step":"key_store"`)
+	t.Logf("the consumer failed %d partitions (%d at the key store) and exited %s after the freeze", failed, published, took.Round(time.Second))
+	if failed != blackBoxPartitions || published != blackBoxPartitions {
+		t.Fatalf("%d partitions failed, %d at the key store; want all %d:\n%s", failed, published, blackBoxPartitions, a.logLines(6000, `"level":"ERROR"`))
+	}
 }
