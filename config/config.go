@@ -30,66 +30,67 @@ const Prefix = "DRIFTSTREAM"
 // split_words), desc (the help text), flag:"-" for secrets that must not be
 // given on the command line (they would show in process listings).
 type Config struct {
-	Brokers          []string      `split_words:"true" desc:"Kafka bootstrap brokers, comma-separated host:port"`
-	Group            string        `default:"driftstream" desc:"consumer group id"`
-	EventsTopic      string        `split_words:"true" default:"events" desc:"input events and label records"`
-	LabelsTopic      string        `split_words:"true" desc:"optional separate labels topic, co-partitioned with the events topic"`
-	PredictionsTopic string        `split_words:"true" default:"predictions" desc:"predictions output topic"`
-	QueriesTopic     string        `split_words:"true" default:"label-queries" desc:"label-queries output topic"`
-	DeadLetterTopic  string        `split_words:"true" default:"dead-letters" desc:"dead-letter output topic"`
-	ChangelogTopic   string        `split_words:"true" default:"driftstream-changelog" desc:"compacted checkpoint topic"`
-	AlertsTopic      string        `split_words:"true" default:"drift-alerts" desc:"drift alerts output topic (keyed by entity key)"`
-	Detectors        string        `default:"[{\"detector\":\"adwin\",\"signal\":\"mistakes\",\"params\":{\"delta\":0.00002}},{\"detector\":\"adwin\",\"signal\":\"queries\"}]" desc:"drift detectors run per key, a JSON list of {detector, signal, params}: detectors adwin, ddm, eddm, page-hinkley, hddm-a; signals mistakes, queries, score; [] for none"`
-	OnDrift          string        `split_words:"true" default:"alert" desc:"on a confirmed drift: alert, or reset (also restart the key's learner)"`
-	AlertCooldown    int64         `split_words:"true" default:"500" desc:"a key's events after an alert during which it raises no other"`
-	Partitions       int           `default:"0" desc:"partitions of the topics the service creates; 0: the events topic's count (4 when the service creates it too); a count other than an existing events topic's is refused"`
-	Replication      int           `default:"1" desc:"replication factor of topics the service creates"`
-	Learner          string        `default:"lasec-ss" desc:"learner of every key (see consumer learners)"`
-	LearnerParams    string        `split_words:"true" desc:"learner parameters, a JSON object"`
-	Dim              int           `desc:"dimension of dense \"x\" inputs"`
-	HashBits         int           `split_words:"true" desc:"hash named \"features\" into 2^k buckets; with Dim too, dense \"x\" fills the first Dim of them"`
-	Bias             bool          `default:"false" desc:"append a constant feature 1 to every input (the learners' dimension is one more), so that linear learners can learn a threshold away from the origin; turning it on or off changes every key's learner, which a restart on the same changelog refuses (deploy it as a new group and changelog)"`
-	Seed             uint64        `default:"1" desc:"global seed; each key's learner draws from (seed, key)"`
-	QueryScale       float64       `split_words:"true" default:"1" desc:"margin rule b/(b+|score|) for learners without a query rule; 0 never queries"`
-	MaxPending       int           `split_words:"true" default:"1000" desc:"unlabeled events awaiting their label, kept per key (oldest dropped)"`
-	PendingTTL       int64         `split_words:"true" default:"1000000" desc:"an awaited label is given up after this many later records of its partition"`
-	CheckpointStore  string        `split_words:"true" default:"kafka" desc:"kafka (changelog topic) or file (CheckpointDir, single node)"`
-	CheckpointDir    string        `split_words:"true" desc:"directory of the file checkpoint store"`
-	CheckpointEvery  int           `split_words:"true" default:"10000" desc:"checkpoint a partition every this many records (or CheckpointPeriod, whichever first)"`
-	CheckpointPeriod time.Duration `split_words:"true" default:"5s" desc:"and at least this often"`
-	FlushInterval    time.Duration `split_words:"true" default:"5ms" desc:"write predictions, queries and alerts this often between checkpoints (0: at checkpoints only)"`
-	StateDir         string        `split_words:"true" desc:"local directory for the keys beyond CacheKeys per partition, in a Pebble store rebuilt from the changelog on a restore (an emptyDir will do; one member's alone: stores left there are removed at start, except those ParkState parked); empty: every key in memory"`
-	CacheKeys        int           `split_words:"true" default:"100000" desc:"with StateDir: keys per partition held in memory after each checkpoint (plus those changed since)"`
-	ParkState        bool          `split_words:"true" default:"false" desc:"with StateDir on a persistent volume: at shutdown, and when a rebalance moves a partition away, park its key store there; when the partition comes back, resume it from there, reading only what other members wrote to the changelog since (restore as usual only when that is gone)"`
-	MetricsAddr      string        `split_words:"true" default:":9090" desc:"address of /metrics, /healthz and /readyz"`
-	APIAddr          string        `envconfig:"API_ADDR" desc:"address of the /v1/ key API (reads; a key's reset needs DRIFTSTREAM_ADMIN_TOKEN); empty: on DRIFTSTREAM_METRICS_ADDR; off: not served"`
-	Pprof            bool          `default:"false" desc:"serve /debug/pprof on the metrics address"`
-	LogLevel         string        `split_words:"true" default:"info" desc:"debug, info, warn or error"`
-	LogFormat        string        `split_words:"true" default:"json" desc:"json or text"`
-	ShutdownTimeout  time.Duration `split_words:"true" default:"30s" desc:"on SIGTERM: finish, checkpoint and commit within this time"`
-	MaxKeyBytes      int64         `split_words:"true" default:"900000" desc:"largest key record in the changelog (keep below the broker's message.max.bytes); a learner that could exceed it is refused at start; -1: no limit (file store)"`
-	MaxKeyMemory     int64         `split_words:"true" default:"268435456" desc:"largest learner state of one key in memory, in bytes; checked at start"`
-	MaxPendingBytes  int           `split_words:"true" default:"131072" desc:"bytes of awaited events and early labels kept per key (oldest dropped)"`
-	MaxAbsValue      float64       `split_words:"true" default:"1e12" desc:"largest magnitude of an input value; larger ones are dead-lettered"`
-	MaxEventBytes    int           `split_words:"true" default:"0" desc:"largest input record value in bytes (events and label records); a larger one is dead-lettered (too_large); 0: the input topic's max.message.bytes (the broker's message.max.bytes where the topic does not set it), the largest record it can hold"`
-	MaxKeyLength     int           `split_words:"true" default:"4096" desc:"longest record key in bytes; a longer one is dead-lettered (key_too_long) and gets no key state"`
-	Isolation        string        `default:"read_committed" desc:"what is read of transactional input records: read_committed (records of committed transactions and those written without one, up to the last stable offset; aborted ones never) or read_uncommitted (every record up to the high watermark, aborted ones too; an open transaction holds nothing back)"`
-	OnOutputError    string        `split_words:"true" default:"dead-letter" desc:"an output the broker refuses for itself (too large, invalid): dead-letter (replace it with a dead letter and go on) or fail (fail the partition)"`
-	Population       string        `default:"off" desc:"the population model: one learner per partition that learns every label and seeds each new key's learner with a copy of itself; the keys' learner (DRIFTSTREAM_LEARNER) or off"`
-	Standardize      bool          `default:"false" desc:"z-score each key's inputs by the running statistics of its earlier inputs before its learner sees them (dense inputs; checkpointed with the key)"`
-	RetryTimeout     time.Duration `split_words:"true" default:"2m" desc:"how long a failing Kafka read, write or commit is retried before its partition fails"`
-	FailExitAfter    time.Duration `split_words:"true" default:"30s" desc:"after a partition fails: report it (/readyz 503, metrics) this long, then exit 1"`
-	SessionTimeout   time.Duration `split_words:"true" default:"10s" desc:"consumer-group session timeout: a member silent this long loses its partitions"`
-	TLS              bool          `default:"false" desc:"connect to Kafka with TLS"`
-	TLSCAFile        string        `envconfig:"TLS_CA_FILE" flag:"tls-ca-file" desc:"PEM CA bundle to verify the brokers (default: system roots)"`
-	TLSCertFile      string        `envconfig:"TLS_CERT_FILE" desc:"PEM client certificate (mutual TLS)"`
-	TLSKeyFile       string        `envconfig:"TLS_KEY_FILE" desc:"PEM client key (mutual TLS)"`
-	TLSServerName    string        `envconfig:"TLS_SERVER_NAME" desc:"expected broker certificate name (default: the host dialed)"`
-	SASLMechanism    string        `envconfig:"SASL_MECHANISM" default:"none" desc:"none, plain, scram-sha-256 or scram-sha-512"`
-	SASLUsername     string        `envconfig:"SASL_USERNAME" desc:"SASL user"`
-	SASLPassword     string        `envconfig:"SASL_PASSWORD" flag:"-" desc:"SASL password (environment only; never logged)"`
-	SASLPasswordFile string        `envconfig:"SASL_PASSWORD_FILE" desc:"file holding the SASL password (for mounted secrets)"`
-	AdminToken       string        `envconfig:"ADMIN_TOKEN" flag:"-" desc:"bearer token that enables the API's write calls (POST /v1/keys/{key}/reset); unset: read-only (environment only; never logged)"`
+	Brokers            []string      `split_words:"true" desc:"Kafka bootstrap brokers, comma-separated host:port"`
+	Group              string        `default:"driftstream" desc:"consumer group id"`
+	EventsTopic        string        `split_words:"true" default:"events" desc:"input events and label records"`
+	LabelsTopic        string        `split_words:"true" desc:"optional separate labels topic, co-partitioned with the events topic"`
+	PredictionsTopic   string        `split_words:"true" default:"predictions" desc:"predictions output topic"`
+	QueriesTopic       string        `split_words:"true" default:"label-queries" desc:"label-queries output topic"`
+	DeadLetterTopic    string        `split_words:"true" default:"dead-letters" desc:"dead-letter output topic"`
+	ChangelogTopic     string        `split_words:"true" default:"driftstream-changelog" desc:"compacted checkpoint topic"`
+	AlertsTopic        string        `split_words:"true" default:"drift-alerts" desc:"drift alerts output topic (keyed by entity key)"`
+	Detectors          string        `default:"[{\"detector\":\"adwin\",\"signal\":\"mistakes\",\"params\":{\"delta\":0.00002}},{\"detector\":\"adwin\",\"signal\":\"queries\"}]" desc:"drift detectors run per key, a JSON list of {detector, signal, params}: detectors adwin, ddm, eddm, page-hinkley, hddm-a; signals mistakes, queries, score; [] for none"`
+	OnDrift            string        `split_words:"true" default:"alert" desc:"on a confirmed drift: alert, or reset (also restart the key's learner)"`
+	AlertCooldown      int64         `split_words:"true" default:"500" desc:"a key's events after an alert during which it raises no other"`
+	Partitions         int           `default:"0" desc:"partitions of the topics the service creates; 0: the events topic's count (4 when the service creates it too); a count other than an existing events topic's is refused"`
+	Replication        int           `default:"1" desc:"replication factor of topics the service creates"`
+	Learner            string        `default:"lasec-ss" desc:"learner of every key (see consumer learners)"`
+	LearnerParams      string        `split_words:"true" desc:"learner parameters, a JSON object"`
+	Dim                int           `desc:"dimension of dense \"x\" inputs"`
+	HashBits           int           `split_words:"true" desc:"hash named \"features\" into 2^k buckets; with Dim too, dense \"x\" fills the first Dim of them"`
+	Bias               bool          `default:"false" desc:"append a constant feature 1 to every input (the learners' dimension is one more), so that linear learners can learn a threshold away from the origin; turning it on or off changes every key's learner, which a restart on the same changelog refuses (deploy it as a new group and changelog)"`
+	Seed               uint64        `default:"1" desc:"global seed; each key's learner draws from (seed, key)"`
+	QueryScale         float64       `split_words:"true" default:"1" desc:"margin rule b/(b+|score|) for learners without a query rule; 0 never queries"`
+	MaxPending         int           `split_words:"true" default:"1000" desc:"unlabeled events awaiting their label, kept per key (oldest dropped)"`
+	PendingTTL         int64         `split_words:"true" default:"1000000" desc:"an awaited label is given up after this many later records of its partition"`
+	CheckpointStore    string        `split_words:"true" default:"kafka" desc:"kafka (changelog topic) or file (CheckpointDir, single node)"`
+	CheckpointDir      string        `split_words:"true" desc:"directory of the file checkpoint store"`
+	CheckpointEvery    int           `split_words:"true" default:"10000" desc:"checkpoint a partition every this many records (or CheckpointPeriod, whichever first)"`
+	CheckpointPeriod   time.Duration `split_words:"true" default:"5s" desc:"and at least this often"`
+	FlushInterval      time.Duration `split_words:"true" default:"5ms" desc:"write predictions, queries and alerts this often between checkpoints (0: at checkpoints only)"`
+	StateDir           string        `split_words:"true" desc:"local directory for the keys beyond CacheKeys per partition, in a Pebble store rebuilt from the changelog on a restore (an emptyDir will do; one member's alone: stores left there are removed at start, except those ParkState parked); empty: every key in memory"`
+	CacheKeys          int           `split_words:"true" default:"100000" desc:"with StateDir: keys per partition held in memory after each checkpoint (plus those changed since)"`
+	ParkState          bool          `split_words:"true" default:"false" desc:"with StateDir on a persistent volume: at shutdown, and when a rebalance moves a partition away, park its key store there; when the partition comes back, resume it from there, reading only what other members wrote to the changelog since (restore as usual only when that is gone)"`
+	MetricsAddr        string        `split_words:"true" default:":9090" desc:"address of /metrics, /healthz and /readyz"`
+	APIAddr            string        `envconfig:"API_ADDR" desc:"address of the /v1/ key API (reads; a key's reset needs DRIFTSTREAM_ADMIN_TOKEN); empty: on DRIFTSTREAM_METRICS_ADDR; off: not served"`
+	Pprof              bool          `default:"false" desc:"serve /debug/pprof on the metrics address"`
+	LogLevel           string        `split_words:"true" default:"info" desc:"debug, info, warn or error"`
+	LogFormat          string        `split_words:"true" default:"json" desc:"json or text"`
+	ShutdownTimeout    time.Duration `split_words:"true" default:"30s" desc:"on SIGTERM: finish, checkpoint and commit within this time"`
+	MaxKeyBytes        int64         `split_words:"true" default:"900000" desc:"largest key record in the changelog (keep below the broker's message.max.bytes); a learner that could exceed it is refused at start; -1: no limit (file store)"`
+	MaxKeyMemory       int64         `split_words:"true" default:"268435456" desc:"largest learner state of one key in memory, in bytes; checked at start"`
+	MaxPendingBytes    int           `split_words:"true" default:"131072" desc:"bytes of awaited events and early labels kept per key (oldest dropped)"`
+	MaxAbsValue        float64       `split_words:"true" default:"1e12" desc:"largest magnitude of an input value; larger ones are dead-lettered"`
+	MaxEventBytes      int           `split_words:"true" default:"0" desc:"largest input record value in bytes (events and label records); a larger one is dead-lettered (too_large); 0: the input topic's max.message.bytes (the broker's message.max.bytes where the topic does not set it), the largest record it can hold"`
+	MaxKeyLength       int           `split_words:"true" default:"4096" desc:"longest record key in bytes; a longer one is dead-lettered (key_too_long) and gets no key state"`
+	Isolation          string        `default:"read_committed" desc:"what is read of transactional input records: read_committed (records of committed transactions and those written without one, up to the last stable offset; aborted ones never) or read_uncommitted (every record up to the high watermark, aborted ones too; an open transaction holds nothing back)"`
+	OnOutputError      string        `split_words:"true" default:"dead-letter" desc:"an output the broker refuses for itself (too large, invalid): dead-letter (replace it with a dead letter and go on) or fail (fail the partition)"`
+	Population         string        `default:"off" desc:"the population model: one learner per partition that learns every label and seeds each new key's learner with a copy of itself; the keys' learner (DRIFTSTREAM_LEARNER) or off"`
+	Standardize        bool          `default:"false" desc:"z-score each key's inputs by the running statistics of its earlier inputs before its learner sees them (dense inputs; checkpointed with the key)"`
+	RetryTimeout       time.Duration `split_words:"true" default:"2m" desc:"how long a failing Kafka read, write or commit is retried before its partition fails"`
+	FailExitAfter      time.Duration `split_words:"true" default:"30s" desc:"after a partition fails: report it (/readyz 503, metrics) this long, then exit 1"`
+	TopicCheckInterval time.Duration `split_words:"true" default:"30s" desc:"how often the input topics' partition counts are read while running: partitions added meanwhile are reported (unready, driftstream_unread_input_partitions), never silently unread"`
+	SessionTimeout     time.Duration `split_words:"true" default:"10s" desc:"consumer-group session timeout: a member silent this long loses its partitions"`
+	TLS                bool          `default:"false" desc:"connect to Kafka with TLS"`
+	TLSCAFile          string        `envconfig:"TLS_CA_FILE" flag:"tls-ca-file" desc:"PEM CA bundle to verify the brokers (default: system roots)"`
+	TLSCertFile        string        `envconfig:"TLS_CERT_FILE" desc:"PEM client certificate (mutual TLS)"`
+	TLSKeyFile         string        `envconfig:"TLS_KEY_FILE" desc:"PEM client key (mutual TLS)"`
+	TLSServerName      string        `envconfig:"TLS_SERVER_NAME" desc:"expected broker certificate name (default: the host dialed)"`
+	SASLMechanism      string        `envconfig:"SASL_MECHANISM" default:"none" desc:"none, plain, scram-sha-256 or scram-sha-512"`
+	SASLUsername       string        `envconfig:"SASL_USERNAME" desc:"SASL user"`
+	SASLPassword       string        `envconfig:"SASL_PASSWORD" flag:"-" desc:"SASL password (environment only; never logged)"`
+	SASLPasswordFile   string        `envconfig:"SASL_PASSWORD_FILE" desc:"file holding the SASL password (for mounted secrets)"`
+	AdminToken         string        `envconfig:"ADMIN_TOKEN" flag:"-" desc:"bearer token that enables the API's write calls (POST /v1/keys/{key}/reset); unset: read-only (environment only; never logged)"`
 }
 
 // Load reads the environment, then the flags in args (which override it).
@@ -238,6 +239,9 @@ func (c *Config) Validate() error {
 	}
 	if c.FlushInterval < 0 {
 		bad("DRIFTSTREAM_FLUSH_INTERVAL=%s: must be ≥ 0 (0: outputs at checkpoints only)", c.FlushInterval)
+	}
+	if c.TopicCheckInterval <= 0 {
+		bad("DRIFTSTREAM_TOPIC_CHECK_INTERVAL=%s: must be positive", c.TopicCheckInterval)
 	}
 	if c.RetryTimeout <= 0 || c.FailExitAfter <= 0 || c.SessionTimeout <= 0 {
 		bad("DRIFTSTREAM_RETRY_TIMEOUT, DRIFTSTREAM_FAIL_EXIT_AFTER and DRIFTSTREAM_SESSION_TIMEOUT must be positive")

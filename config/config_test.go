@@ -198,6 +198,7 @@ func TestDefaultsAreThePipelines(t *testing.T) {
 		{"FailExitAfter", c.FailExitAfter, service.DefaultFailExitAfter},
 		{"ShutdownTimeout", c.ShutdownTimeout, service.DefaultFinalTimeout},
 		{"SessionTimeout", c.SessionTimeout, service.DefaultSessionTimeout},
+		{"TopicCheckInterval", c.TopicCheckInterval, service.DefaultTopicCheckInterval},
 		{"OnOutputError", c.OnOutputError, service.OnOutputErrorDeadLetter},
 	}
 	for _, k := range cases {

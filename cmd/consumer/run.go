@@ -119,7 +119,7 @@ func runService(args []string, stdout, stderr io.Writer) int {
 		Pipeline:        pcfg,
 		CheckpointEvery: cfg.CheckpointEvery, CheckpointInterval: cfg.CheckpointPeriod, FlushInterval: cfg.FlushInterval, Logger: log, Metrics: metrics,
 		Retry:         pipeline.Backoff{Initial: pipeline.DefaultBackoff.Initial, Max: pipeline.DefaultBackoff.Max, Timeout: cfg.RetryTimeout},
-		FailExitAfter: cfg.FailExitAfter, FinalTimeout: cfg.ShutdownTimeout, SessionTimeout: cfg.SessionTimeout,
+		FailExitAfter: cfg.FailExitAfter, FinalTimeout: cfg.ShutdownTimeout, SessionTimeout: cfg.SessionTimeout, TopicCheckInterval: cfg.TopicCheckInterval,
 		StateDir: cfg.StateDir, CacheKeys: cfg.CacheKeys, ParkState: cfg.ParkState, OnOutputError: cfg.OnOutputError}
 	scfg.Isolation, _ = kafkaread.ParseIsolation(cfg.Isolation) // checked by cfg.Validate
 	if *embedded {                                              // the service creates the demo's topics keeping only embeddedRetention
