@@ -291,14 +291,19 @@ func startProducerFrom(t *testing.T, addr, topic string, keys, total, rate, firs
 	return p
 }
 
-// writeRetrying writes msgs, again for up to 30 s while the broker answers
-// with a retriable error (a real broker briefly refuses a topic it has just
-// created, after the Writer's own attempts).
+// writeRetrying writes msgs, again for up to 30 s while the broker refuses
+// them, as a producer with retries does: a real broker briefly refuses a
+// topic it has just created, and a single KRaft broker resumed after a
+// pause longer than its session has partitions without a leader for a
+// moment, which kafka-go's Writer reports as a plain error ("topic
+// partition has no leader", seen once on 4.4.0 in the outage test). A
+// retried write may put an event on the topic twice: the checks match
+// predictions by position.
 func writeRetrying(w *kafka.Writer, msgs []kafka.Message) error {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		err := w.WriteMessages(context.Background(), msgs...)
-		if err == nil || time.Now().After(deadline) || !pipeline.IsRetriable(err) {
+		if err == nil || time.Now().After(deadline) {
 			return err
 		}
 		time.Sleep(200 * time.Millisecond)
