@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/driftstream/driftstream/contract"
 	"github.com/driftstream/driftstream/pipeline"
 	"github.com/driftstream/driftstream/streams"
+	"github.com/driftstream/driftstream/topics"
 	"github.com/segmentio/kafka-go"
 )
 
@@ -58,9 +58,9 @@ func FromSource(src streams.Source, opts MessageOptions, partitions int, separat
 		return nil, fmt.Errorf("keys %d and labels delay %d: need ≥ 1 and ≥ 0", opts.Keys, opts.LabelsDelay)
 	}
 	if opts.Partitioner == "" {
-		opts.Partitioner = contract.DefaultPartitioner
+		opts.Partitioner = topics.DefaultPartitioner
 	}
-	balancer, err := contract.Balancer(opts.Partitioner)
+	balancer, err := topics.Balancer(opts.Partitioner)
 	if err != nil {
 		return nil, err
 	}

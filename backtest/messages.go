@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/driftstream/driftstream/contract"
 	"github.com/driftstream/driftstream/streams"
+	"github.com/driftstream/driftstream/topics"
 )
 
 // Message is one record of a history: an event or a label record, with the
@@ -19,7 +19,7 @@ type Message struct {
 	Key, Value []byte
 	// Event is the message's event, set instead of Value by an in-memory
 	// pass (MessageOptions.InMemory).
-	Event *contract.Event
+	Event *topics.Event
 }
 
 // MessageOptions says how examples become messages.
@@ -31,7 +31,7 @@ type MessageOptions struct {
 	// record sent after them; 0 sends labels inline.
 	LabelsDelay int
 	// Partitioner names the hash that deals keys over a topic's partitions
-	// (contract.Partitioners); "" is contract.DefaultPartitioner, cmd/producer's.
+	// (topics.Partitioners); "" is topics.DefaultPartitioner, cmd/producer's.
 	Partitioner string
 	// InMemory keeps each message's event as it is (Message.Event) instead
 	// of encoding it: for a pass whose records never leave the process,
@@ -41,7 +41,7 @@ type MessageOptions struct {
 }
 
 // message is the message of ev under key, encoded unless in memory.
-func (o MessageOptions) message(labels bool, key []byte, ev contract.Event) Message {
+func (o MessageOptions) message(labels bool, key []byte, ev topics.Event) Message {
 	if o.InMemory {
 		return Message{Labels: labels, Key: key, Event: &ev}
 	}
@@ -60,7 +60,7 @@ func Messages(ctx context.Context, src streams.Source, opts MessageOptions, emit
 	type late struct {
 		due   int
 		key   []byte
-		label contract.Event
+		label topics.Event
 	}
 	var lates []late
 	keyOf := map[string]string{} // spread events' keys, for their label records
@@ -124,12 +124,12 @@ func Messages(ctx context.Context, src streams.Source, opts MessageOptions, emit
 // eventOf is an example as a DESIGN §2 event, without its label when the
 // label is sent later. A dense example's values are shared, not copied
 // (nothing downstream modifies an input).
-func eventOf(ex streams.Example, withLabel bool) contract.Event {
+func eventOf(ex streams.Example, withLabel bool) topics.Event {
 	x, ok := ex.X.DenseValues()
 	if !ok {
 		x = ex.X.Dense()
 	}
-	ev := contract.Event{ID: ex.ID, X: x, TS: ex.Time}
+	ev := topics.Event{ID: ex.ID, X: x, TS: ex.Time}
 	if withLabel {
 		ev.Label = ex.Label
 	}
@@ -137,6 +137,6 @@ func eventOf(ex streams.Example, withLabel bool) contract.Event {
 }
 
 // labelOf is a label record.
-func labelOf(id string, label int) contract.Event {
-	return contract.Event{Kind: contract.LabelRecord, ID: id, Label: label}
+func labelOf(id string, label int) topics.Event {
+	return topics.Event{Kind: topics.LabelRecord, ID: id, Label: label}
 }

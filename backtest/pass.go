@@ -7,9 +7,9 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/driftstream/driftstream/contract"
 	"github.com/driftstream/driftstream/pipeline"
 	"github.com/driftstream/driftstream/streams"
+	"github.com/driftstream/driftstream/topics"
 )
 
 // PipelinePass is the prequential pass of every backtest and paper
@@ -60,7 +60,7 @@ func PopulationOf(flag, learner string) string {
 }
 
 func pass(ctx context.Context, spec Spec, events []streams.Example, dim int, seed uint64, opts Options, po PipelineOptions) (Run, error) {
-	vec, err := contract.NewVectorizer(dim, 0)
+	vec, err := topics.NewVectorizer(dim, 0)
 	if err != nil {
 		return Run{}, err
 	}
@@ -110,7 +110,7 @@ func pass(ctx context.Context, spec Spec, events []streams.Example, dim int, see
 			case o.Kind == pipeline.OutDeadLetter && firstDead == "":
 				firstDead = o.Headers["error"]
 			case o.Kind == pipeline.OutAlert:
-				var a contract.DriftAlert
+				var a topics.DriftAlert
 				if err := json.Unmarshal(o.Value, &a); err != nil {
 					return fmt.Errorf("an alert the pipeline wrote does not decode: %w", err)
 				}

@@ -8,10 +8,10 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/driftstream/driftstream/contract"
 	"github.com/driftstream/driftstream/learners"
 	"github.com/driftstream/driftstream/pipeline"
 	"github.com/driftstream/driftstream/streams"
+	"github.com/driftstream/driftstream/topics"
 	"github.com/twmb/franz-go/pkg/kfake"
 )
 
@@ -50,7 +50,7 @@ func benchExamples() []streams.Example {
 }
 
 func benchConfig(b *testing.B) ReplayConfig {
-	vec, err := contract.NewVectorizer(benchDim, 0)
+	vec, err := topics.NewVectorizer(benchDim, 0)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -11,13 +11,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/driftstream/driftstream/contract"
 	"github.com/driftstream/driftstream/internal/kafkatest"
 	"github.com/driftstream/driftstream/internal/poll"
 	"github.com/driftstream/driftstream/learners"
 	"github.com/driftstream/driftstream/pipeline"
 	"github.com/driftstream/driftstream/service"
 	"github.com/driftstream/driftstream/streams"
+	"github.com/driftstream/driftstream/topics"
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
 )
@@ -59,7 +59,7 @@ func (d *drifting) Next(context.Context) (streams.Example, error) {
 
 func pipelineConfig(t *testing.T, learner, params string) pipeline.Config {
 	t.Helper()
-	vec, err := contract.NewVectorizer(4, 0)
+	vec, err := topics.NewVectorizer(4, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,9 +8,9 @@ import (
 	"slices"
 	"time"
 
-	"github.com/driftstream/driftstream/contract"
 	"github.com/driftstream/driftstream/drift"
 	"github.com/driftstream/driftstream/learners"
+	"github.com/driftstream/driftstream/topics"
 )
 
 // The signals a drift detector can watch, per key.
@@ -267,7 +267,7 @@ func (w *Worker) cooling(wt *watch, i int) bool {
 func (w *Worker) alert(r Record, key string, ks *keyState, i int, id string, ts time.Time) {
 	wt := ks.watch
 	s := w.cfg.Detectors[i]
-	msg := contract.DriftAlert{Key: key, KeyB64: contract.KeyB64(key), Partition: r.Partition, Offset: r.Offset, ID: id, Detector: s.Detector, Signal: s.Signal,
+	msg := topics.DriftAlert{Key: key, KeyB64: topics.KeyB64(key), Partition: r.Partition, Offset: r.Offset, ID: id, Detector: s.Detector, Signal: s.Signal,
 		EventsSinceLastAlert: wt.sinceKeyAlert(), Action: w.cfg.OnDrift}
 	if !ts.IsZero() {
 		t := ts.UTC().Format(time.RFC3339Nano)

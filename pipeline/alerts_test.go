@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/driftstream/driftstream/contract"
 	"github.com/driftstream/driftstream/internal/wire"
+	"github.com/driftstream/driftstream/topics"
 
 	"github.com/driftstream/driftstream/checkpoint"
 	"github.com/driftstream/driftstream/drift"
@@ -38,11 +38,11 @@ func flipping(seed uint64, n, at int) []Record {
 	return out
 }
 
-func alertsOf(outs []Output) []contract.DriftAlert {
-	var as []contract.DriftAlert
+func alertsOf(outs []Output) []topics.DriftAlert {
+	var as []topics.DriftAlert
 	for _, o := range outs {
 		if o.Kind == OutAlert {
-			var a contract.DriftAlert
+			var a topics.DriftAlert
 			json.Unmarshal(o.Value, &a)
 			as = append(as, a)
 		}

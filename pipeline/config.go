@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/driftstream/driftstream/contract"
 	"github.com/driftstream/driftstream/drift"
 	"github.com/driftstream/driftstream/learners"
+	"github.com/driftstream/driftstream/topics"
 )
 
 // Config configures every worker of a service.
@@ -16,8 +16,8 @@ type Config struct {
 	Learner string
 	Params  json.RawMessage
 	Seed    uint64
-	Vector  contract.Vectorizer
-	// MaxBytes bounds an input message's value (0: contract.DefaultMaxBytes;
+	Vector  topics.Vectorizer
+	// MaxBytes bounds an input message's value (0: topics.DefaultMaxBytes;
 	// the service sets the input topics' max.message.bytes).
 	MaxBytes int
 	// QueryScale is b of the margin rule b/(b+|score|) that asks for labels of

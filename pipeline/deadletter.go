@@ -8,7 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/driftstream/driftstream/checkpoint"
-	"github.com/driftstream/driftstream/contract"
+	"github.com/driftstream/driftstream/topics"
 )
 
 // Record sizes, as a Kafka broker measures them against max.message.bytes
@@ -27,7 +27,7 @@ const (
 	// DefaultMaxKeyLength bounds an input record's key (Config.MaxKeyLength).
 	DefaultMaxKeyLength = 4 << 10
 	// MaxErrorHeaderBytes bounds a dead letter's "error" header: the errors
-	// quote offending tokens in excerpts (contract.Excerpt), and a longer
+	// quote offending tokens in excerpts (topics.Excerpt), and a longer
 	// message is cut here too.
 	MaxErrorHeaderBytes = 1 << 10
 	// deadLetterHeadroom bounds a dead letter's headers: the error, the
@@ -85,7 +85,7 @@ func (c *Config) validateOutputs() error {
 	if c.MaxKeyLength < 0 {
 		return fmt.Errorf("max key length %d: must be ≥ 0 (0: %d)", c.MaxKeyLength, DefaultMaxKeyLength)
 	}
-	escaped := 6*(c.MaxKeyLength+contract.MaxIDBytes) + 4
+	escaped := 6*(c.MaxKeyLength+topics.MaxIDBytes) + 4
 	need := map[string]int{
 		OutPrediction: BatchOverhead + RecordBytes(c.MaxKeyLength, escaped+len(c.Learner)+outputHeadroom, nil),
 		OutQuery:      BatchOverhead + RecordBytes(c.MaxKeyLength, escaped+outputHeadroom, nil),

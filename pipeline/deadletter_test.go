@@ -14,7 +14,7 @@ import (
 	"testing"
 
 	"github.com/driftstream/driftstream/checkpoint"
-	"github.com/driftstream/driftstream/contract"
+	"github.com/driftstream/driftstream/topics"
 )
 
 // fits reports the bytes of o as a batch of one, and whether that is within
@@ -131,7 +131,7 @@ func TestNoRecordStopsThePartitionAndEveryOutputFits(t *testing.T) {
 			preds := map[string]int{}
 			for _, o := range outs {
 				if o.Kind == OutPrediction {
-					var m contract.Prediction
+					var m topics.Prediction
 					if err := json.Unmarshal(o.Value, &m); err != nil {
 						t.Fatal(err)
 					}
@@ -140,7 +140,7 @@ func TestNoRecordStopsThePartitionAndEveryOutputFits(t *testing.T) {
 			}
 			missing, repeated := 0, 0
 			for _, g := range good {
-				if ev, _ := contract.Decode(g.Value, 0); ev.Kind == contract.Input {
+				if ev, _ := topics.Decode(g.Value, 0); ev.Kind == topics.Input {
 					switch preds[ev.ID] {
 					case 0:
 						missing++

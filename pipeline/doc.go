@@ -16,7 +16,7 @@
 //   - population.go: the population model and each key's mixture.
 //   - alerts.go: drift detectors per key and their alerts.
 //   - deadletter.go: dead letters and output size limits (the outputs' JSON
-//     is package contract's).
+//     is package topics's).
 //   - checkpoint.go: taking a checkpoint; restore.go: restoring from one.
 //   - runner.go: the partition loop (Runner); phase.go: where a Runner is in
 //     its life, one value (Phase); ports.go: what it reads from and writes

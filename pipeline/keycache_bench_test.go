@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/driftstream/driftstream/contract"
 	"github.com/driftstream/driftstream/keystore"
+	"github.com/driftstream/driftstream/topics"
 )
 
 // BenchmarkKeyCache measures what a key store costs and saves: a worker of
@@ -28,7 +28,7 @@ import (
 //	CGO_ENABLED=0 go test -run '^$' -bench KeyCache -benchtime 1x ./pipeline
 func BenchmarkKeyCache(b *testing.B) {
 	const nkeys, events, dim = 20_000, 100_000, 50
-	vec, _ := contract.NewVectorizer(dim, 0)
+	vec, _ := topics.NewVectorizer(dim, 0)
 	cfg := Config{Learner: "lasec-ss", Params: []byte(`{"a":0.3}`), Seed: 1, Vector: vec}
 	for _, pattern := range []string{"uniform", "zipf"} {
 		r := rand.New(rand.NewPCG(1, 2))

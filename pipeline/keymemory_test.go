@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/driftstream/driftstream/contract"
 	"github.com/driftstream/driftstream/learners"
+	"github.com/driftstream/driftstream/topics"
 )
 
 // BenchmarkKeyMemory reports the heap a worker holds per key — learner,
@@ -43,7 +43,7 @@ func BenchmarkKeyMemory(b *testing.B) {
 }
 
 func benchKeyMemory(b *testing.B, name string, dim int, words int64, detectors []DetectorSpec) {
-	vec, _ := contract.NewVectorizer(dim, 0)
+	vec, _ := topics.NewVectorizer(dim, 0)
 	cfg := Config{Learner: name, Seed: 1, Vector: vec, QueryScale: 1, Detectors: detectors}
 	nkeys := max(200, min(5000, 4_000_000/int(words*8)))
 	r := rand.New(rand.NewPCG(1, uint64(dim)))

@@ -4,8 +4,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/driftstream/driftstream/contract"
 	"github.com/driftstream/driftstream/learners"
+	"github.com/driftstream/driftstream/topics"
 )
 
 // pending is a label query waiting for its label. It keeps the prediction
@@ -139,7 +139,7 @@ func (w *Worker) expire(r Record, ks *keyState) {
 }
 
 // label joins a label record to its pending query and learns.
-func (w *Worker) label(r Record, key string, ks *keyState, ev contract.Event) error {
+func (w *Worker) label(r Record, key string, ks *keyState, ev topics.Event) error {
 	w.expire(r, ks)
 	i := -1
 	if ks.awaiting(ev.ID) {

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/driftstream/driftstream/checkpoint"
-	"github.com/driftstream/driftstream/contract"
 	"github.com/driftstream/driftstream/keystore"
+	"github.com/driftstream/driftstream/topics"
 )
 
 // restoredTook records how long a Runner took to get its state, and how.
@@ -51,7 +51,7 @@ func BenchmarkParkedRestart(b *testing.B) {
 		rewrite = n
 	}
 	ctx := context.Background()
-	vec, _ := contract.NewVectorizer(10, 0)
+	vec, _ := topics.NewVectorizer(10, 0)
 	cfg := Config{Learner: "perceptron", Seed: 1, Vector: vec}
 	store := checkpoint.NewMemoryStore()
 	w, err := NewWorker(cfg, 0)

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/driftstream/driftstream/contract"
 	"github.com/driftstream/driftstream/learners"
+	"github.com/driftstream/driftstream/topics"
 )
 
 func populationConfig(t *testing.T, learner, params string) Config {
@@ -58,12 +58,12 @@ func TestPopulationLearnsEveryLabelOnce(t *testing.T) {
 			inputs := map[string]learners.Vector{} // key/id → x of an unlabeled event
 			taught, learned := 0, 0
 			for _, r := range recs {
-				ev, err := contract.Decode(r.Value, 0)
+				ev, err := topics.Decode(r.Value, 0)
 				if err != nil {
 					t.Fatal(err)
 				}
 				x := inputs[string(r.Key)+"/"+ev.ID]
-				if ev.Kind == contract.Input {
+				if ev.Kind == topics.Input {
 					if x, err = cfg.Vector.Vector(ev); err != nil {
 						t.Fatal(err)
 					}
@@ -198,7 +198,7 @@ func BenchmarkPopulationCPU(b *testing.B) {
 	for _, learner := range []string{"perceptron", "lasec-ss"} {
 		for _, population := range []string{PopulationOff, learner} {
 			b.Run(learner+"/population-"+population, func(b *testing.B) {
-				vec, _ := contract.NewVectorizer(d, 0)
+				vec, _ := topics.NewVectorizer(d, 0)
 				cfg := Config{Learner: learner, Seed: 1, Vector: vec, QueryScale: 1, Population: population}
 				w, err := NewWorker(cfg, 0)
 				if err != nil {
@@ -290,7 +290,7 @@ func TestDepartingKeyFollowsItself(t *testing.T) {
 		t.Fatal(err)
 	}
 	outs := run(t, w, []Record{{Offset: 6000, Key: []byte("newcomer"), Value: []byte(`{"id":"n0","x":[1,1,0,0]}`)}})
-	var got contract.Prediction
+	var got topics.Prediction
 	if len(outs) == 0 || json.Unmarshal(outs[0].Value, &got) != nil || got.Label != want.Label || got.Score != want.Score {
 		t.Fatalf("the newcomer's first prediction %s; the population's %+v", outs[0].Value, want)
 	}

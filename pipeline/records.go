@@ -1,6 +1,6 @@
 package pipeline
 
-import "github.com/driftstream/driftstream/contract"
+import "github.com/driftstream/driftstream/topics"
 
 // Input topics, as indexes into applied-through offsets.
 const (
@@ -19,9 +19,9 @@ type Record struct {
 	// made in memory from an example (a backtest's pass), which skips the
 	// JSON round trip (the contract's encoding reads back exactly:
 	// contract's TestEventRoundTrip). Value is then unused; the event is
-	// validated (contract.Event.Validate: what Decode enforces) and then
+	// validated (topics.Event.Validate: what Decode enforces) and then
 	// checked as a decoded one is.
-	Decoded *contract.Event
+	Decoded *topics.Event
 	// Trace is the record's W3C trace context (its traceparent and
 	// tracestate headers, when it has them), passed on to every output the
 	// record makes, so that a trace follows an event through the service.

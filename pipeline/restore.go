@@ -8,8 +8,8 @@ import (
 	"slices"
 
 	"github.com/driftstream/driftstream/checkpoint"
-	"github.com/driftstream/driftstream/contract"
 	"github.com/driftstream/driftstream/learners"
+	"github.com/driftstream/driftstream/topics"
 )
 
 // Restored is what Restore found.
@@ -155,7 +155,7 @@ func configurationChanged(unheld map[string]error) error {
 	for _, key := range slices.Sorted(maps.Keys(unheld)) {
 		if err := unheld[key]; errors.Is(err, learners.ErrConfiguration) {
 			if n++; n == 1 {
-				first = fmt.Sprintf("key %s: %v", contract.Excerpt(key), err)
+				first = fmt.Sprintf("key %s: %v", topics.Excerpt(key), err)
 			}
 		}
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/driftstream/driftstream/checkpoint"
-	"github.com/driftstream/driftstream/contract"
+	"github.com/driftstream/driftstream/topics"
 )
 
 // BenchmarkDecodeKeyState measures rebuilding one key from its checkpoint
@@ -52,7 +52,7 @@ func BenchmarkEncodeKeyState(b *testing.B) {
 	for _, name := range []string{"perceptron", "lasec-ss"} {
 		for _, dim := range []int{10, 50} {
 			b.Run(fmt.Sprintf("%s-d%d", name, dim), func(b *testing.B) {
-				vec, _ := contract.NewVectorizer(dim, 0)
+				vec, _ := topics.NewVectorizer(dim, 0)
 				w, err := NewWorker(Config{Learner: name, Seed: 1, Vector: vec}, 0)
 				if err != nil {
 					b.Fatal(err)

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/driftstream/driftstream/contract"
+	"github.com/driftstream/driftstream/topics"
 )
 
 // Network errors that a failover or a healed network cures are retried;
@@ -41,7 +41,7 @@ func TestIsRetriable(t *testing.T) {
 		{"ENOSPC", fmt.Errorf("key store: %w", syscall.ENOSPC), false},
 		{"cancelled", context.Canceled, false},
 		{"lost", fmt.Errorf("commit: %w", ErrLost), false},
-		{"invalid event", contract.ErrInvalid, false},
+		{"invalid event", topics.ErrInvalid, false},
 		{"plain", errors.New("boom"), false},
 	} {
 		if got := IsRetriable(tc.err); got != tc.want {

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/driftstream/driftstream/checkpoint"
-	"github.com/driftstream/driftstream/contract"
 	"github.com/driftstream/driftstream/internal/poll"
+	"github.com/driftstream/driftstream/topics"
 )
 
 // feed is a partition's input log, shared by the runners of a test. A
@@ -158,7 +158,7 @@ func (s *testSink) Write(_ context.Context, outs []Output) error {
 	for _, o := range outs {
 		switch o.Kind {
 		case OutPrediction:
-			var m contract.Prediction
+			var m topics.Prediction
 			json.Unmarshal(o.Value, &m)
 			s.out.preds[m.ID] = append(s.out.preds[m.ID], string(o.Value))
 		case OutDeadLetter:
@@ -334,7 +334,7 @@ func (h *harness) check(final *Runner) (dups int) {
 	want := map[string]string{}
 	for _, o := range ref.TakeOutputs() {
 		if o.Kind == OutPrediction {
-			var m contract.Prediction
+			var m topics.Prediction
 			json.Unmarshal(o.Value, &m)
 			want[m.ID] = string(o.Value)
 		}
@@ -377,7 +377,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 func predictionsIn(recs []Record, from, to int) int {
 	n := 0
 	for _, r := range recs[from:to] {
-		if ev, err := contract.Decode(r.Value, 0); err == nil && ev.Kind == contract.Input {
+		if ev, err := topics.Decode(r.Value, 0); err == nil && ev.Kind == topics.Input {
 			n++
 		}
 	}

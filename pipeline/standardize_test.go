@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/driftstream/driftstream/contract"
+	"github.com/driftstream/driftstream/topics"
 )
 
 // scaled is one key's labeled events in units of 1e6, with an offset.
@@ -78,7 +78,7 @@ func TestStandardizedKeysLearnAtAnyScale(t *testing.T) {
 		t.Fatal("the restored key's state differs")
 	}
 
-	hashed, _ := contract.NewVectorizer(0, 8)
+	hashed, _ := topics.NewVectorizer(0, 8)
 	cfg.Vector = hashed
 	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "dense") {
 		t.Fatalf("standardize with hashed inputs: %v", err)

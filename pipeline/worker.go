@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/driftstream/driftstream/checkpoint"
-	"github.com/driftstream/driftstream/contract"
 	"github.com/driftstream/driftstream/learners"
+	"github.com/driftstream/driftstream/topics"
 )
 
 // Worker processes one partition. It is not safe for concurrent use: one
@@ -160,7 +160,7 @@ func (w *Worker) Process(ctx context.Context, r Record) error {
 	w.through[r.Topic] = max(w.through[r.Topic], r.Offset)
 	if len(r.Key) > w.cfg.MaxKeyLength {
 		w.deadLetter(r, ReasonKeyTooLong, fmt.Errorf("record key of %d bytes is over the key length bound of %d (DRIFTSTREAM_MAX_KEY_LENGTH): %w",
-			len(r.Key), w.cfg.MaxKeyLength, contract.ErrInvalid))
+			len(r.Key), w.cfg.MaxKeyLength, topics.ErrInvalid))
 		return nil
 	}
 	key := string(r.Key)
@@ -169,7 +169,7 @@ func (w *Worker) Process(ctx context.Context, r Record) error {
 		return nil
 	}
 	if checkpoint.ReservedKey(key) || key == PopulationKey {
-		w.deadLetter(r, ReasonInvalidEvent, fmt.Errorf("record key %s is reserved (the checkpoint store's prefix, or the population model's key)", contract.Excerpt(key)))
+		w.deadLetter(r, ReasonInvalidEvent, fmt.Errorf("record key %s is reserved (the checkpoint store's prefix, or the population model's key)", topics.Excerpt(key)))
 		return nil
 	}
 	ev, err := w.decode(r)
@@ -187,7 +187,7 @@ func (w *Worker) Process(ctx context.Context, r Record) error {
 			return err // the key store failed: the partition restores, rebuilding it
 		}
 	}
-	if !ok && ev.Kind == contract.LabelRecord && r.Topic == EventsTopic {
+	if !ok && ev.Kind == topics.LabelRecord && r.Topic == EventsTopic {
 		// A label for a key this partition has never seen: its event went to
 		// another partition (the producers partition keys differently) or
 		// never existed. Counted apart, and no learner is made for it.
@@ -204,19 +204,19 @@ func (w *Worker) Process(ctx context.Context, r Record) error {
 		w.stats.Skipped++ // absorbed before the checkpoint: replay must not apply it twice
 		return nil
 	}
-	if r.Topic == LabelsTopic && ev.Kind != contract.LabelRecord {
+	if r.Topic == LabelsTopic && ev.Kind != topics.LabelRecord {
 		w.deadLetter(r, ReasonInvalidEvent, errors.New("the labels topic carries label records only ({\"id\",\"label\"})"))
 		return nil
 	}
-	if ev.Kind == contract.Input && ks.awaiting(ev.ID) {
+	if ev.Kind == topics.Input && ks.awaiting(ev.ID) {
 		// Its label could not tell the two apart: refused before it touches
 		// the key, so that a replay refuses it again.
 		w.deadLetter(r, ReasonInvalidEvent, fmt.Errorf("duplicate id %q: an earlier event of key %q with this id still awaits its label; ids must be unique per key: %w",
-			ev.ID, key, contract.ErrInvalid))
+			ev.ID, key, topics.ErrInvalid))
 		return nil
 	}
 	var handled error
-	if ev.Kind == contract.Input && ev.Label == 0 {
+	if ev.Kind == topics.Input && ev.Label == 0 {
 		if i := slices.IndexFunc(ks.early(), func(e early) bool { return e.id == ev.ID }); i >= 0 {
 			lw := ks.wait
 			ev.Label = lw.early[i].label // its label came first on the labels topic
@@ -225,7 +225,7 @@ func (w *Worker) Process(ctx context.Context, r Record) error {
 			w.stats.LabelsJoined++
 		}
 	}
-	if ev.Kind == contract.LabelRecord {
+	if ev.Kind == topics.LabelRecord {
 		handled = w.label(r, key, ks, ev)
 	} else {
 		handled = w.event(r, key, ks, ev)
@@ -251,19 +251,19 @@ func (w *Worker) Process(ctx context.Context, r Record) error {
 
 // decode is r's event: its Decoded one, or its value decoded by the
 // contract.
-func (w *Worker) decode(r Record) (contract.Event, error) {
+func (w *Worker) decode(r Record) (topics.Event, error) {
 	if r.Decoded != nil {
 		return *r.Decoded, r.Decoded.Validate()
 	}
-	return contract.Decode(r.Value, w.cfg.MaxBytes)
+	return topics.Decode(r.Value, w.cfg.MaxBytes)
 }
 
 // checkRange refuses input values whose magnitude exceeds max: one update
 // with them can overflow a learner's state.
-func checkRange(ev contract.Event, max float64) error {
+func checkRange(ev topics.Event, max float64) error {
 	for i, v := range ev.X {
 		if math.Abs(v) > max {
-			return fmt.Errorf(`"x"[%d] = %g exceeds the input bound %g (DRIFTSTREAM_MAX_ABS_VALUE): scale or clip the inputs: %w`, i, v, max, contract.ErrInvalid)
+			return fmt.Errorf(`"x"[%d] = %g exceeds the input bound %g (DRIFTSTREAM_MAX_ABS_VALUE): scale or clip the inputs: %w`, i, v, max, topics.ErrInvalid)
 		}
 	}
 	var over []string
@@ -275,7 +275,7 @@ func checkRange(ev contract.Event, max float64) error {
 	if len(over) > 0 { // the first by name: a replay dead-letters it with the same reason
 		name := slices.Min(over)
 		return fmt.Errorf("feature %s = %g exceeds the input bound %g (DRIFTSTREAM_MAX_ABS_VALUE): scale or clip the inputs (%d features over it): %w",
-			contract.Excerpt(name), ev.Features[name], max, len(over), contract.ErrInvalid)
+			topics.Excerpt(name), ev.Features[name], max, len(over), topics.ErrInvalid)
 	}
 	return nil
 }
@@ -313,7 +313,7 @@ func (w *Worker) learn(ks *keyState, x learners.Vector, y int, p learners.Predic
 }
 
 // event predicts, emits, learns or queries.
-func (w *Worker) event(r Record, key string, ks *keyState, ev contract.Event) error {
+func (w *Worker) event(r Record, key string, ks *keyState, ev topics.Event) error {
 	x, err := w.cfg.Vector.Vector(ev)
 	if err != nil {
 		return err
@@ -349,7 +349,7 @@ func (w *Worker) event(r Record, key string, ks *keyState, ev contract.Event) er
 			query = rand.New(&ks.query).Float64() < qprob
 		}
 	}
-	msg := contract.Prediction{ID: ev.ID, Key: key, KeyB64: contract.KeyB64(key), Label: label, Score: score, Learner: w.cfg.Learner, Partition: r.Partition, Offset: r.Offset}
+	msg := topics.Prediction{ID: ev.ID, Key: key, KeyB64: topics.KeyB64(key), Label: label, Score: score, Learner: w.cfg.Learner, Partition: r.Partition, Offset: r.Offset}
 	if w.sampling {
 		w.qprob = qprob // encoded at once: a field, not a fresh allocation per event
 		msg.QueryProb = &w.qprob
@@ -404,7 +404,7 @@ func (w *Worker) event(r Record, key string, ks *keyState, ev contract.Event) er
 	}
 	if query {
 		w.stats.Queries++
-		emit(w, r, OutQuery, contract.LabelQuery{ID: ev.ID, Key: key, KeyB64: contract.KeyB64(key), Score: score, QueryProb: qprob, Partition: r.Partition, Offset: r.Offset})
+		emit(w, r, OutQuery, topics.LabelQuery{ID: ev.ID, Key: key, KeyB64: topics.KeyB64(key), Score: score, QueryProb: qprob, Partition: r.Partition, Offset: r.Offset})
 	}
 	// Every unlabeled event awaits its label, asked for or not: the label,
 	// when it comes, scores this prediction, and is learned unless the

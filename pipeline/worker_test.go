@@ -16,14 +16,14 @@ import (
 	"time"
 
 	"github.com/driftstream/driftstream/checkpoint"
-	"github.com/driftstream/driftstream/contract"
+	"github.com/driftstream/driftstream/topics"
 )
 
 const dim = 4
 
 func testConfig(t testing.TB, learner, params string) Config {
 	t.Helper()
-	vec, err := contract.NewVectorizer(dim, 0)
+	vec, err := topics.NewVectorizer(dim, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,10 +130,10 @@ func states(t *testing.T, w *Worker) map[string][]byte {
 // Several features over the input bound: the dead letter's reason names
 // the first by name, every time, so that a replay writes the same record.
 func TestOverBoundFeaturesGiveTheSameReason(t *testing.T) {
-	ev := contract.Event{Features: map[string]float64{"zeta": 1e200, "omega": -1e200, "alpha": 1e200, "mu": 1e200, "beta": 1}}
+	ev := topics.Event{Features: map[string]float64{"zeta": 1e200, "omega": -1e200, "alpha": 1e200, "mu": 1e200, "beta": 1}}
 	for range 30 {
 		err := checkRange(ev, 1e150)
-		if err == nil || !strings.Contains(err.Error(), `feature "alpha" = 1e+200`) || !strings.Contains(err.Error(), "(4 features over it)") || !errors.Is(err, contract.ErrInvalid) {
+		if err == nil || !strings.Contains(err.Error(), `feature "alpha" = 1e+200`) || !strings.Contains(err.Error(), "(4 features over it)") || !errors.Is(err, topics.ErrInvalid) {
 			t.Fatalf("err = %v", err)
 		}
 	}
@@ -152,7 +152,7 @@ func TestEveryEventOnePredictionAndBadInputsDeadLetter(t *testing.T) {
 		{"k2", `{"id":"b4","x":[1,2,3,4],"lable":1}`, "invalid_event", "lable"},
 		{"k2", `{"id":"b5","features":{"a":1}}`, "rejected_by_learner", "hash bits"},
 		{"k3", `{"id":"b6","x":[1,2,3,4],"label":7}`, "invalid_event", "label"},
-		{"k3", strings.Repeat(" ", contract.DefaultMaxBytes+1), "invalid_event", "exceeds the limit"},
+		{"k3", strings.Repeat(" ", topics.DefaultMaxBytes+1), "invalid_event", "exceeds the limit"},
 		{"k4", `{"id":"b8","x":[1e155,0,0,0],"label":1}`, "invalid_event", "exceeds the input bound"},
 		{"\x00driftstream-marker-0", `{"id":"b9","x":[1,2,3,4]}`, "invalid_event", "is reserved (the checkpoint store's prefix"},
 	}
@@ -173,7 +173,7 @@ func TestEveryEventOnePredictionAndBadInputsDeadLetter(t *testing.T) {
 	for _, o := range outs {
 		switch o.Kind {
 		case OutPrediction:
-			var m contract.Prediction
+			var m topics.Prediction
 			json.Unmarshal(o.Value, &m)
 			preds[m.ID]++
 		case OutDeadLetter:
@@ -182,7 +182,7 @@ func TestEveryEventOnePredictionAndBadInputsDeadLetter(t *testing.T) {
 	}
 	events := 0
 	for _, r := range recs {
-		if ev, _ := contract.Decode(r.Value, 0); ev.Kind == contract.Input {
+		if ev, _ := topics.Decode(r.Value, 0); ev.Kind == topics.Input {
 			events++
 			if preds[ev.ID] != 1 {
 				t.Fatalf("event %s got %d predictions", ev.ID, preds[ev.ID])
@@ -274,7 +274,7 @@ func crashing(t *testing.T, recs []Record, newWorker func() *Worker, checkpointe
 	count := func(outs []Output) {
 		for _, o := range outs {
 			if o.Kind == OutPrediction {
-				var m contract.Prediction
+				var m topics.Prediction
 				json.Unmarshal(o.Value, &m)
 				preds[m.ID]++
 			}
@@ -313,7 +313,7 @@ func crashing(t *testing.T, recs []Record, newWorker func() *Worker, checkpointe
 		pos = int(res.From[EventsTopic])
 	}
 	for _, rec := range recs {
-		if ev, _ := contract.Decode(rec.Value, 0); ev.Kind == contract.Input && preds[ev.ID] != 1 {
+		if ev, _ := topics.Decode(rec.Value, 0); ev.Kind == topics.Input && preds[ev.ID] != 1 {
 			t.Fatalf("event %s predicted %d times", ev.ID, preds[ev.ID])
 		}
 	}
@@ -378,7 +378,7 @@ func corruptCheckpointRecovers(t *testing.T, population string) {
 	}
 	w2.SuppressBelow([2]int64{1000, 1000}) // committed after the second checkpoint
 	for _, o := range run(t, w2, recs[from[EventsTopic]:]) {
-		var m contract.Prediction
+		var m topics.Prediction
 		if o.Kind == OutPrediction && json.Unmarshal(o.Value, &m) == nil && m.Offset < 1000 {
 			t.Fatalf("replay re-emitted the prediction of offset %d, delivered before the crash", m.Offset)
 		}
@@ -478,7 +478,7 @@ func TestNumericGuardLeavesStateUntouched(t *testing.T) {
 			case OutDeadLetter:
 				dead = append(dead, o)
 			case OutPrediction:
-				var p contract.Prediction
+				var p topics.Prediction
 				json.Unmarshal(o.Value, &p)
 				if p.ID == "probe" {
 					score = p.Score
@@ -570,7 +570,7 @@ func TestKeyStateWithoutDecidedPredictions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	x, _ := w.cfg.Vector.Vector(contract.Event{X: []float64{1, 2, 3, 4}})
+	x, _ := w.cfg.Vector.Vector(topics.Event{X: []float64{1, 2, 3, 4}})
 	ks.waiting().pending = []pending{{id: "a", offset: 3, x: x, decided: 1, score: 0.5, queried: true}, {id: "b", offset: 4, decided: -1, score: -2}}
 	b, err := encodeState(ks)
 	if err != nil {

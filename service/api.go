@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/driftstream/driftstream/contract"
 	"github.com/driftstream/driftstream/pipeline"
+	"github.com/driftstream/driftstream/topics"
 )
 
 // The HTTP API answers about the keys this member holds, as Kafka Streams'
@@ -150,7 +150,7 @@ func (s *Service) keyPartitions(key string) map[string]int {
 	if s.eventPartitions < 1 {
 		return nil
 	}
-	return contract.PartitionOf([]byte(key), s.eventPartitions)
+	return topics.PartitionOf([]byte(key), s.eventPartitions)
 }
 
 // Partitions describes the partitions this member owns.

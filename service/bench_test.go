@@ -22,10 +22,10 @@ import (
 	"time"
 
 	"github.com/driftstream/driftstream/checkpoint"
-	"github.com/driftstream/driftstream/contract"
 	"github.com/driftstream/driftstream/internal/kafkaread"
 	"github.com/driftstream/driftstream/keystore"
 	"github.com/driftstream/driftstream/pipeline"
+	"github.com/driftstream/driftstream/topics"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -210,7 +210,7 @@ func benchService(b *testing.B, addr, run, learner string, dim, n int) (stop fun
 // records or 5 s, outputs flushed every 5 ms (DRIFTSTREAM_BENCH_FLUSH
 // overrides it), metrics on, as deployed; DRIFTSTREAM_BENCH_LOG=1 logs to stderr.
 func benchConfig(addr, run, learner string, dim int) (Config, error) {
-	vec, err := contract.NewVectorizer(dim, 0)
+	vec, err := topics.NewVectorizer(dim, 0)
 	if err != nil {
 		return Config{}, err
 	}
@@ -295,7 +295,7 @@ func BenchmarkRestore(b *testing.B) {
 		nkeys = n
 	}
 	ctx := context.Background()
-	vec, _ := contract.NewVectorizer(10, 0)
+	vec, _ := topics.NewVectorizer(10, 0)
 	cfg := pipeline.Config{Learner: "perceptron", Seed: 1, Vector: vec}
 	fill := func(st checkpoint.Store) (stateBytes int) { // one labeled event per key, then a checkpoint
 		w, err := pipeline.NewWorker(cfg, 0)

@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/driftstream/driftstream/contract"
 	"github.com/driftstream/driftstream/internal/poll"
 	"github.com/driftstream/driftstream/pipeline"
+	"github.com/driftstream/driftstream/topics"
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
 )
@@ -43,7 +43,7 @@ func TestFingerprint(t *testing.T) {
 			t.Fatal(err)
 		}
 		addr := c.ListenAddrs()[0]
-		vec, _ := contract.NewVectorizer(5, 0)
+		vec, _ := topics.NewVectorizer(5, 0)
 		tp := Topics{Events: "events", Labels: "labels", Predictions: "predictions", Queries: "label-queries", DeadLetters: "dead-letters", Alerts: "alerts", Changelog: "changelog"}
 		cfg := Config{Brokers: []string{addr}, Group: "fp", Partitions: 3, Replication: 1, Topics: tp,
 			Pipeline: pipeline.Config{Learner: run.learner, Params: json.RawMessage(run.params), Seed: 7, Vector: vec, MaxPending: 1000, PendingTTL: 100000,

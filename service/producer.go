@@ -31,7 +31,7 @@ const (
 var ErrNotCoPartitioned = errors.New("the topics are not co-partitioned")
 
 // OutputProducer writes records to the partitions of one topic, keyed by
-// contract.DefaultPartitioner (murmur2, the Java client's and cmd/producer's
+// topics.DefaultPartitioner (murmur2, the Java client's and cmd/producer's
 // default: a key's outputs land in the partition number of its inputs when
 // both topics have as many partitions), with acks = all. It sends each call's
 // records at once through kafka.Client.Produce, one request per partition:
@@ -44,7 +44,7 @@ type OutputProducer struct {
 	client   *kafka.Client
 	topic    string
 	limit    int                   // the topic's max.message.bytes: the largest batch a request carries
-	balancer kafka.Murmur2Balancer // contract.DefaultPartitioner
+	balancer kafka.Murmur2Balancer // topics.DefaultPartitioner
 	parts    []int                 // 0..n-1 for the last partition count seen
 	mu       sync.Mutex
 	// byPartition writes each message to the partition its Partition field

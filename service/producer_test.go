@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/driftstream/driftstream/contract"
 	"github.com/driftstream/driftstream/internal/kafkatest"
 	"github.com/driftstream/driftstream/pipeline"
+	"github.com/driftstream/driftstream/topics"
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -29,11 +29,11 @@ func TestOutputsUseTheDefaultPartitioner(t *testing.T) {
 	moved := 0
 	for i := range 500 {
 		key := fmt.Appendf(nil, "customer-%d", i)
-		want := contract.PartitionOf(key, len(parts))[contract.DefaultPartitioner]
+		want := topics.PartitionOf(key, len(parts))[topics.DefaultPartitioner]
 		if got := p.balancer.Balance(kafka.Message{Key: key}, parts...); got != want {
 			t.Fatalf("key %s: output partition %d, its inputs' %d", key, got, want)
 		}
-		if want != contract.PartitionOf(key, len(parts))["fnv1a"] {
+		if want != topics.PartitionOf(key, len(parts))["fnv1a"] {
 			moved++
 		}
 	}

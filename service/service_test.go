@@ -16,11 +16,11 @@ import (
 	"time"
 
 	"github.com/driftstream/driftstream/checkpoint"
-	"github.com/driftstream/driftstream/contract"
 	"github.com/driftstream/driftstream/internal/kafkaread"
 	"github.com/driftstream/driftstream/internal/kafkatest"
 	"github.com/driftstream/driftstream/internal/poll"
 	"github.com/driftstream/driftstream/pipeline"
+	"github.com/driftstream/driftstream/topics"
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
 )
@@ -35,7 +35,7 @@ func cluster(t *testing.T) string {
 
 func testConfig(t *testing.T, addr, group string) Config {
 	t.Helper()
-	vec, _ := contract.NewVectorizer(3, 0)
+	vec, _ := topics.NewVectorizer(3, 0)
 	return Config{Brokers: []string{addr}, Group: group, Partitions: partitions, Replication: 1,
 		Topics:          Topics{Events: "events", Predictions: "predictions", Queries: "label-queries", DeadLetters: "dead-letters", Changelog: "changelog"},
 		Pipeline:        pipeline.Config{Learner: "lasec-ss", Params: json.RawMessage(`{"a":0.3}`), Seed: 3, Vector: vec, MaxPending: 100, PendingTTL: 10000},

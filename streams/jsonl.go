@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/driftstream/driftstream/contract"
+	"github.com/driftstream/driftstream/topics"
 )
 
 // JSONLOptions says how to turn JSONL events (DESIGN §2) into inputs.
@@ -16,7 +16,7 @@ type JSONLOptions struct {
 	Dim int
 	// HashBits, when > 0, hashes named "features" into 2^HashBits buckets.
 	HashBits int
-	// MaxBytes bounds one line (0: contract.DefaultMaxBytes).
+	// MaxBytes bounds one line (0: topics.DefaultMaxBytes).
 	MaxBytes int
 	// KeyField, when set, names a string field of every line holding the
 	// entity key (the Kafka record key, which DESIGN §2 events do not carry);
@@ -30,7 +30,7 @@ type jsonlSource struct {
 	path   string
 	sc     *bufio.Scanner
 	closer io.Closer
-	vec    contract.Vectorizer
+	vec    topics.Vectorizer
 	max    int
 	key    string
 	line   int
@@ -39,7 +39,7 @@ type jsonlSource struct {
 
 // OpenJSONL opens a JSONL file of DESIGN §2 events (.gz read transparently).
 func OpenJSONL(path string, opts JSONLOptions) (Source, error) {
-	vec, err := contract.NewVectorizer(opts.Dim, opts.HashBits)
+	vec, err := topics.NewVectorizer(opts.Dim, opts.HashBits)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v: %w", path, err, ErrOption)
 	}
@@ -49,7 +49,7 @@ func OpenJSONL(path string, opts JSONLOptions) (Source, error) {
 	}
 	max := opts.MaxBytes
 	if max <= 0 {
-		max = contract.DefaultMaxBytes
+		max = topics.DefaultMaxBytes
 	}
 	sc := bufio.NewScanner(rc)
 	sc.Buffer(make([]byte, 64<<10), max+1)
@@ -75,11 +75,11 @@ func (s *jsonlSource) Next(ctx context.Context) (Example, error) {
 				return Example{}, posError(s.path, s.line, 0, "%v", err)
 			}
 		}
-		ev, err := contract.Decode(b, s.max)
+		ev, err := topics.Decode(b, s.max)
 		if err != nil {
 			return Example{}, posError(s.path, s.line, 0, "%v", err)
 		}
-		ex := Example{ID: ev.ID, Key: key, Time: ev.TS, Label: ev.Label, LabelRecord: ev.Kind == contract.LabelRecord}
+		ex := Example{ID: ev.ID, Key: key, Time: ev.TS, Label: ev.Label, LabelRecord: ev.Kind == topics.LabelRecord}
 		if !ex.LabelRecord {
 			if ex.X, err = s.vec.Vector(ev); err != nil {
 				return Example{}, posError(s.path, s.line, 0, "%v", err)

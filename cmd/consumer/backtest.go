@@ -17,11 +17,11 @@ import (
 
 	"github.com/driftstream/driftstream/backtest"
 	"github.com/driftstream/driftstream/config"
-	"github.com/driftstream/driftstream/contract"
 	"github.com/driftstream/driftstream/experiments"
 	"github.com/driftstream/driftstream/learners"
 	"github.com/driftstream/driftstream/pipeline"
 	"github.com/driftstream/driftstream/streams"
+	"github.com/driftstream/driftstream/topics"
 )
 
 // usageError marks errors that the user fixes by changing flags (exit 2).
@@ -67,7 +67,7 @@ func runBacktest(args []string, stdout, stderr io.Writer) int {
 	labelsDelay := fs.Int("labels-delay", 0, "with -keyed: send each label as a label record this many events after its event (0: inline)")
 	partitions := fs.Int("partitions", 1, "with -keyed: partitions of the topic the data would be written to")
 	population := fs.String("population", pipeline.PopulationOff, "a population model per partition that learns every label and seeds each new key's learner (the service's DRIFTSTREAM_POPULATION): off, on (each learner's own), or a learner of -learners")
-	partitioner := fs.String("partitioner", contract.DefaultPartitioner, "with -keyed: the producer's key → partition hash that deals the keys over -partitions (cmd/producer's -partitioner): "+strings.Join(contract.Partitioners, ", "))
+	partitioner := fs.String("partitioner", topics.DefaultPartitioner, "with -keyed: the producer's key → partition hash that deals the keys over -partitions (cmd/producer's -partitioner): "+strings.Join(topics.Partitioners, ", "))
 	queryScale := fs.Float64("query-scale", 1, "-keyed and topic backtests: margin rule b/(b+|score|) for learners without a query rule (the service's DRIFTSTREAM_QUERY_SCALE)")
 	quiet := fs.Bool("q", false, "no progress lines on stderr")
 	detectorsFlag := fs.String("detectors", "", `drift detectors: a JSON list of {"detector","signal","params"}, [] for none, or "all" (every detector on every signal it can watch). -keyed and topic backtests: run per key as the service runs them (default: the service's DRIFTSTREAM_DETECTORS) and write alerts-LEARNER.jsonl; a single stream: scored against the generator's known drift points`)
@@ -141,7 +141,7 @@ func runBacktest(args []string, stdout, stderr io.Writer) int {
 		if *cooldown < 1 {
 			return fail(usageError{fmt.Errorf("-alert-cooldown %d: must be ≥ 1", *cooldown)})
 		}
-		if _, err := contract.Balancer(*partitioner); err != nil {
+		if _, err := topics.Balancer(*partitioner); err != nil {
 			return fail(usageError{fmt.Errorf("-partitioner: %w", err)})
 		}
 		if err := populationApplies(*population, specs); err != nil {

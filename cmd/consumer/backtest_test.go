@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/driftstream/driftstream/backtest"
-	"github.com/driftstream/driftstream/contract"
 	"github.com/driftstream/driftstream/internal/kafkatest"
 	"github.com/driftstream/driftstream/streams"
+	"github.com/driftstream/driftstream/topics"
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
 )
@@ -177,7 +177,7 @@ func runProducerForTest(t *testing.T, addr, data string) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	balancer, err := contract.Balancer(contract.DefaultPartitioner) // cmd/producer's default
+	balancer, err := topics.Balancer(topics.DefaultPartitioner) // cmd/producer's default
 	if err != nil {
 		t.Fatal(err)
 	}

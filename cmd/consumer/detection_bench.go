@@ -17,10 +17,10 @@ import (
 
 	"github.com/driftstream/driftstream/backtest"
 	"github.com/driftstream/driftstream/config"
-	"github.com/driftstream/driftstream/contract"
 	"github.com/driftstream/driftstream/learners"
 	"github.com/driftstream/driftstream/pipeline"
 	"github.com/driftstream/driftstream/streams"
+	"github.com/driftstream/driftstream/topics"
 )
 
 // detectionScenario is a keyed stream whose drift points are known: every
@@ -208,7 +208,7 @@ func runDetection(args []string, stdout, stderr io.Writer) int {
 			return fail(err, exitUsage)
 		}
 	}
-	vec, _ := contract.NewVectorizer(detectionDim, 0)
+	vec, _ := topics.NewVectorizer(detectionDim, 0)
 	base := pipeline.Config{Learner: *learner, Params: json.RawMessage(*params), Seed: *seed, Vector: vec, QueryScale: 1, MaxKeyBytes: -1}
 	if *params == "" {
 		base.Params = nil

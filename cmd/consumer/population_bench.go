@@ -13,9 +13,9 @@ import (
 	"sync"
 
 	"github.com/driftstream/driftstream/backtest"
-	"github.com/driftstream/driftstream/contract"
 	"github.com/driftstream/driftstream/pipeline"
 	"github.com/driftstream/driftstream/streams"
+	"github.com/driftstream/driftstream/topics"
 )
 
 // populationVariants are the three ways of learning a keyed stream that the
@@ -160,7 +160,7 @@ func runPopulation(args []string, stdout, stderr io.Writer) int {
 // variant and scores each prediction in its key's bucket.
 func populationPass(ctx context.Context, learner, variant string, dim int, seed uint64, exs []streams.Example, counts map[string]int) (populationRun, error) {
 	var run populationRun
-	vec, err := contract.NewVectorizer(dim, 0)
+	vec, err := topics.NewVectorizer(dim, 0)
 	if err != nil {
 		return run, err
 	}
@@ -192,7 +192,7 @@ func populationPass(ctx context.Context, learner, variant string, dim int, seed 
 			if o.Kind != pipeline.OutPrediction {
 				continue
 			}
-			var p contract.Prediction
+			var p topics.Prediction
 			if err := json.Unmarshal(o.Value, &p); err != nil {
 				return err
 			}

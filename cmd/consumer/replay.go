@@ -19,9 +19,9 @@ import (
 
 	"github.com/driftstream/driftstream/backtest"
 	"github.com/driftstream/driftstream/config"
-	"github.com/driftstream/driftstream/contract"
 	"github.com/driftstream/driftstream/internal/kafkaread"
 	"github.com/driftstream/driftstream/pipeline"
+	"github.com/driftstream/driftstream/topics"
 )
 
 // keyedRun is a backtest through the service's own pipeline (backtest.Run):
@@ -54,7 +54,7 @@ type keyedRun struct {
 
 // run replays the history once per learner and writes the reports.
 func (k keyedRun) run(ctx context.Context, stdout, stderr io.Writer) error {
-	vec, err := contract.NewVectorizer(k.dim, k.hashBits)
+	vec, err := topics.NewVectorizer(k.dim, k.hashBits)
 	if err != nil {
 		return usageError{err}
 	}

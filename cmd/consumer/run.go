@@ -23,10 +23,10 @@ import (
 
 	"github.com/driftstream/driftstream/checkpoint"
 	"github.com/driftstream/driftstream/config"
-	"github.com/driftstream/driftstream/contract"
 	"github.com/driftstream/driftstream/internal/kafkaread"
 	"github.com/driftstream/driftstream/pipeline"
 	"github.com/driftstream/driftstream/service"
+	"github.com/driftstream/driftstream/topics"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -267,7 +267,7 @@ func embeddedBrokerConfigs() map[string]string {
 // per-key state is sized against the memory and message limits before
 // anything is allocated.
 func pipelineConfig(cfg config.Config) (pipeline.Config, error) {
-	vec, err := contract.NewVectorizer(cfg.Dim, cfg.HashBits)
+	vec, err := topics.NewVectorizer(cfg.Dim, cfg.HashBits)
 	if err != nil {
 		return pipeline.Config{}, err
 	}
@@ -365,7 +365,7 @@ const demoDim = 10
 // label, the others are answered when the service asks for the label (read
 // from the label-queries topic) by a label record sent 50 ms later.
 func demoProducer(ctx context.Context, cfg service.Config, keys, total int, rate float64, named bool, seed uint64) error {
-	bal, err := contract.Balancer(contract.DefaultPartitioner) // cmd/producer's too
+	bal, err := topics.Balancer(topics.DefaultPartitioner) // cmd/producer's too
 	if err != nil {
 		return err
 	}
@@ -402,7 +402,7 @@ func demoProducer(ctx context.Context, cfg service.Config, keys, total int, rate
 			}
 			id := fmt.Sprintf("demo-%d", i)
 			key := fmt.Sprintf("entity-%d", k)
-			ev := contract.Event{ID: id, X: x}
+			ev := topics.Event{ID: id, X: x}
 			if named { // with -hash-bits the service reads named features
 				ev.X, ev.Features = nil, map[string]float64{}
 				for d, v := range x {
@@ -486,7 +486,7 @@ func answerQueries(ctx context.Context, cfg service.Config, w *kafka.Writer, t *
 		if err != nil {
 			return
 		}
-		var q contract.LabelQuery
+		var q topics.LabelQuery
 		if json.Unmarshal(m.Value, &q) != nil {
 			continue
 		}
@@ -500,7 +500,7 @@ func answerQueries(ctx context.Context, cfg service.Config, w *kafka.Writer, t *
 			case <-ctx.Done():
 				return
 			}
-			w.WriteMessages(ctx, kafka.Message{Key: []byte(l.key), Value: contract.Event{Kind: contract.LabelRecord, ID: q.ID, Label: l.label}.AppendJSON(nil)})
+			w.WriteMessages(ctx, kafka.Message{Key: []byte(l.key), Value: topics.Event{Kind: topics.LabelRecord, ID: q.ID, Label: l.label}.AppendJSON(nil)})
 		}()
 	}
 }

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/driftstream/driftstream/contract"
+	"github.com/driftstream/driftstream/topics"
 	"github.com/segmentio/kafka-go"
 )
 
@@ -117,7 +117,7 @@ func TestRealKafkaThirdPartyProducers(t *testing.T) {
 			return exec.Command("python3", "-c", confluentProducer, b.addr, events, lines, "murmur2_random")
 		}},
 	}
-	for _, p := range contract.Partitioners {
+	for _, p := range topics.Partitioners {
 		clients = append(clients, client{"producer-" + p, p, func(_, jsonl string) *exec.Cmd {
 			return exec.Command(producer, "replay", "-file", jsonl, "-key", "key", "-dim", "6", "-labels-delay", "3",
 				"-partitioner", p, "-brokers", b.addr, "-topic", events)
@@ -140,7 +140,7 @@ func TestRealKafkaThirdPartyProducers(t *testing.T) {
 			for _, c := range clients {
 				if c.name == name {
 					records[name]++
-					if contract.PartitionOf(m.Key, blackBoxPartitions)[c.partitioner] != p {
+					if topics.PartitionOf(m.Key, blackBoxPartitions)[c.partitioner] != p {
 						misplaced[name]++
 					}
 				}

@@ -33,9 +33,9 @@ import (
 	"time"
 
 	"github.com/driftstream/driftstream/backtest"
-	"github.com/driftstream/driftstream/contract"
 	"github.com/driftstream/driftstream/internal/kafkaread"
 	"github.com/driftstream/driftstream/streams"
+	"github.com/driftstream/driftstream/topics"
 	"github.com/segmentio/kafka-go"
 )
 
@@ -66,9 +66,9 @@ type common struct {
 	partitioner                 string
 }
 
-// balancer returns the balancer -partitioner names (contract.Balancer).
+// balancer returns the balancer -partitioner names (topics.Balancer).
 func (c *common) balancer() (kafka.Balancer, error) {
-	b, err := contract.Balancer(c.partitioner)
+	b, err := topics.Balancer(c.partitioner)
 	if err != nil {
 		return nil, fmt.Errorf("-%w", err)
 	}
@@ -83,7 +83,7 @@ func (c *common) register(fs *flag.FlagSet) {
 	fs.IntVar(&c.labelsDelay, "labels-delay", 0, "send each label as a label record this many events later (0: inline)")
 	fs.Float64Var(&c.rate, "rate", 0, "events per second (0: as fast as possible)")
 	fs.Uint64Var(&c.seed, "seed", 1, "seed of generators")
-	fs.StringVar(&c.partitioner, "partitioner", contract.DefaultPartitioner, "key → partition hash, to agree with the other producers of the topics: murmur2 (Java clients), crc32 (librdkafka, kcat), fnv1a (Sarama, kafka-go)")
+	fs.StringVar(&c.partitioner, "partitioner", topics.DefaultPartitioner, "key → partition hash, to agree with the other producers of the topics: murmur2 (Java clients), crc32 (librdkafka, kcat), fnv1a (Sarama, kafka-go)")
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {

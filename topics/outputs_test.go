@@ -1,4 +1,4 @@
-package contract
+package topics
 
 import (
 	"bytes"
@@ -42,7 +42,7 @@ func TestOutputEncodingMatchesJSON(t *testing.T) {
 
 // BenchmarkEncodePrediction compares the prediction's encodings.
 //
-//	go test -run '^$' -bench EncodePrediction -benchmem ./contract
+//	go test -run '^$' -bench EncodePrediction -benchmem ./topics
 func BenchmarkEncodePrediction(b *testing.B) {
 	q := 0.31
 	m := Prediction{ID: "event-1029384", Key: "customer-77", Label: 1, Score: -0.7312456789, Learner: "lasec-ss", Partition: 3, Offset: 123456, QueryProb: &q}

@@ -1,9 +1,9 @@
-// Package contract holds driftstream's message contracts (DESIGN.md §2): the
+// Package topics holds driftstream's message contracts (DESIGN.md §2): the
 // JSON input events and label records read from the events and labels topics,
 // with their validation, and the vectorization that turns them into learner
 // inputs. Every decoding error says what is wrong, so that the service can put
 // the record on the dead-letter topic with that reason.
-package contract
+package topics
 
 import (
 	"errors"
