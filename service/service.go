@@ -271,7 +271,6 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 		host, _ := os.Hostname()
 		cfg.Owner = fmt.Sprintf("%s/%d", host, os.Getpid())
 	}
-	cfg.Partitions = max(cfg.Partitions, 0)
 	cfg.Replication = max(cfg.Replication, 1)
 	s := &Service{cfg: cfg, log: cfg.Logger, count: newCounters(), failed: map[int]error{}, failedCh: make(chan struct{}), kept: map[int]*pipeline.Kept{}}
 	s.assigned.Store(-1)
