@@ -320,6 +320,8 @@ func allCases() []learnerCase {
 		sparseCase("lasec-ss", `{"c":"inf"}`),
 		gaussCase("bbq", `{"kappa":0.4}`),
 		gaussCase("bbq-i", `{"kappa":0.3,"rho":0.5}`),
+		gaussCase("logreg", ""),
+		sparseCase("logreg", `{"eta":0.5,"l2":0.001}`),
 	}
 }
 

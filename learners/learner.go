@@ -47,6 +47,12 @@ type Prediction struct {
 	QueryProb float64
 	// Query is set by Decide: whether the learner wants this round's label.
 	Query bool
+	// Posterior is the learner's estimate of the probability that the
+	// label is +1 (a logistic model's σ(margin)), when HasPosterior is set;
+	// margin learners have none. Unlike Prob it says nothing of the
+	// prediction made, which is Label whatever Posterior is.
+	Posterior    float64
+	HasPosterior bool
 
 	stamp   uint64       // learner version when predicted: lets Learn reuse Score
 	members []Prediction // weighted-majority: the members' predictions

@@ -20,9 +20,13 @@ var designNames = []string{
 	"perceptron-ss", "sop-ss", "lasec-ss", "bbq", "bbq-i",
 }
 
+// beyondPapers are the catalog's learners that no paper of DESIGN §3
+// specifies: the baselines a user would otherwise pick.
+var beyondPapers = []string{"logreg"}
+
 func TestCatalogHasEveryDesignLearner(t *testing.T) {
 	got := Names()
-	a, b := slices.Clone(got), slices.Clone(designNames)
+	a, b := slices.Clone(got), slices.Concat(designNames, beyondPapers)
 	slices.Sort(a)
 	slices.Sort(b)
 	if !slices.Equal(a, b) {
