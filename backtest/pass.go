@@ -82,7 +82,8 @@ func pass(ctx context.Context, spec Spec, events []streams.Example, dim int, see
 	}
 	cfg := ReplayConfig{Name: name, Pipeline: pipeline.Config{Learner: spec.Name, Params: spec.Params, Seed: seed, Vector: vec, QueryScale: 1,
 		MaxKeyBytes: -1, MaxPending: len(events) + 1, PendingTTL: int64(len(events)) + 1, MaxPendingBytes: 1 << 40,
-		Detectors: po.Detectors, AlertCooldown: po.Cooldown, CooldownPerDetector: true, Standardize: spec.Standardize, Population: PopulationOf(po.Population, spec.Name), Unkeyed: true},
+		Detectors: po.Detectors, AlertCooldown: po.Cooldown, CooldownPerDetector: true, Standardize: spec.Standardize, Population: PopulationOf(po.Population, spec.Name), Unkeyed: true,
+		LearnFrom: pipeline.LearnQueried}, // the papers' protocol: a sampler learns the labels it asks for
 		Progress: opts.Progress, ProgressEvery: 5 * time.Second}
 	var records, seen, mistakes int
 	var expected float64

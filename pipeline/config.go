@@ -75,11 +75,25 @@ type Config struct {
 	// the pass files under one key) draws what that learner draws. Off, as
 	// in the service, each key's learner draws from (Seed, key).
 	Unkeyed bool
-	// Population is the learner of the partition's population model, which
-	// learns every label and seeds each new key's learner (population.go):
-	// the keys' learner, or PopulationOff (the default; "" means it).
+	// Population is the partition's population model (population.go):
+	// PopulationAdditive (a shared part that every key's prediction adds
+	// to its own), PopulationMixture or the keys' learner's name (a per-key
+	// weighted majority of the key's learner and a population learner that
+	// seeds new keys), or PopulationOff (the default; "" means it).
 	Population string
+	// LearnFrom says which labels teach a key: LearnAll (the default; ""
+	// means it), every label that reaches the key, or LearnQueried, only
+	// those its learner asked for (the selective-sampling papers'
+	// protocol, which their reproductions use). Learners that are not
+	// samplers ask for every label, so it changes only samplers.
+	LearnFrom string
 }
+
+// Which labels teach a key (Config.LearnFrom).
+const (
+	LearnAll     = "all"
+	LearnQueried = "queried"
+)
 
 // WithDefaults returns c with each unset (zero) field given its default:
 // the pipeline's one table of defaults. NewWorker applies it; the service
@@ -118,6 +132,9 @@ func (c Config) WithDefaults() Config {
 	if c.Population == "" {
 		c.Population = PopulationOff
 	}
+	if c.LearnFrom == "" {
+		c.LearnFrom = LearnAll
+	}
 	return c
 }
 
@@ -144,6 +161,9 @@ func (c *Config) check() error {
 	}
 	if err := c.validatePopulation(); err != nil {
 		return err
+	}
+	if c.LearnFrom != LearnAll && c.LearnFrom != LearnQueried {
+		return fmt.Errorf("learn from %q: %s (every label that reaches a key) or %s (only the labels its learner asked for)", c.LearnFrom, LearnAll, LearnQueried)
 	}
 	if err := c.validateDetectors(); err != nil {
 		return err

@@ -184,14 +184,22 @@ func (w *Worker) label(r Record, key string, ks *keyState, ev topics.Event) erro
 		}
 		w.last = Outcome{Time: q.ts, Wrong: q.decided != ev.Label, Expected: boolValue(q.decided != ev.Label)}
 	}
-	if err == nil && q.learnable() { // not a sampler's label it did not ask for
+	var sum float64 // an additive model's margin by its parts' current states
+	if w.additive && x.Dim() > 0 && err == nil {
+		sum, err = w.sumNow(ks, x)
+	}
+	switch {
+	case err != nil || !q.learnable(): // a sampler's label it did not ask for (LearnQueried)
+	case w.additive:
+		err = w.learnSum(ks, x, ev.Label, sum)
+	default:
 		var p learners.Prediction
 		if p, err = ks.learner.Predict(x); err == nil { // the state moved on since the event: learn from the current one
 			err = w.learn(ks, x, ev.Label, p)
 		}
 	}
 	if w.populated() && x.Dim() > 0 && err == nil {
-		err = w.teachPopulation(r, x, ev.Label, nil)
+		err = w.teachPopulation(r, x, ev.Label, nil, sum)
 	}
 	if scored {
 		w.outcome(r, key, ks, q.decided != ev.Label, ev.ID, q.ts)

@@ -30,18 +30,43 @@ import (
 // held and checkpointed. An input record with this key is dead-lettered.
 const PopulationKey = "\x00population"
 
-// PopulationOff disables the population model (the default).
-const PopulationOff = "off"
+// The population models (Config.Population).
+const (
+	// PopulationOff keeps none: each key's learner alone.
+	PopulationOff = "off"
+	// PopulationAdditive keeps a shared part per partition, of the keys'
+	// learner and parameters: a key predicts from the sum of the shared
+	// part's margin and its own learner's, and a label teaches both parts
+	// at that sum (learners.Summand). A key's own part starts at zero, so
+	// a new key predicts as the shared part does and moves away from it
+	// only as far as its own labels take it (additive.go).
+	PopulationAdditive = "additive"
+	// PopulationMixture keeps a population learner that seeds new keys,
+	// and lets each key follow it or its own learner by a weighted
+	// majority (below). The keys' learner's name means it too.
+	PopulationMixture = "mixture"
+)
 
-// validatePopulation checks Config.Population.
+// validatePopulation checks Config.Population, and resolves the keys'
+// learner's name to PopulationMixture.
 func (c *Config) validatePopulation() error {
 	switch c.Population {
-	case PopulationOff:
+	case PopulationOff, PopulationMixture:
 		return nil
 	case c.Learner:
+		c.Population = PopulationMixture
+		return nil
+	case PopulationAdditive:
+		l, err := learners.New(c.Learner, c.Params, learners.Config{Dim: 1})
+		if err != nil {
+			return err
+		}
+		if _, ok := l.(learners.Summand); !ok {
+			return fmt.Errorf("population %s: learner %s cannot be one part of a sum (it is not a learners.Summand); use logreg, a perceptron, a second-order learner, or population %s", PopulationAdditive, c.Learner, PopulationMixture)
+		}
 		return nil
 	}
-	return fmt.Errorf("population %q: the population model seeds each new key's learner with a copy of itself, so it must be the keys' learner (%s) or %s", c.Population, c.Learner, PopulationOff)
+	return fmt.Errorf("population %q: %s, %s, %s (or the keys' learner's name, %s)", c.Population, PopulationOff, PopulationAdditive, PopulationMixture, c.Learner)
 }
 
 // populated reports whether the worker keeps a population model.
@@ -69,8 +94,9 @@ func (w *Worker) population() (*keyState, error) {
 // record r brought (an event with its label, or the label of an earlier
 // one); a record the model absorbed before its checkpoint is skipped. pred,
 // when set, is the model's Predict of x in this state (the event's mix
-// made it), not computed twice.
-func (w *Worker) teachPopulation(r Record, x learners.Vector, y int, pred *learners.Prediction) error {
+// made it), not computed twice. An additive model's shared part learns at
+// sum, the whole model's margin.
+func (w *Worker) teachPopulation(r Record, x learners.Vector, y int, pred *learners.Prediction, sum float64) error {
 	ps, err := w.population()
 	if err != nil {
 		return err
@@ -79,12 +105,18 @@ func (w *Worker) teachPopulation(r Record, x learners.Vector, y int, pred *learn
 		return nil // replayed: learned before the checkpoint
 	}
 	var p learners.Prediction
-	if pred != nil {
+	switch {
+	case w.additive:
+	case pred != nil:
 		p = *pred
-	} else {
+	default:
 		p, err = ps.learner.Predict(x)
 	}
-	if err == nil {
+	switch {
+	case err != nil:
+	case w.additive:
+		err = w.learnSum(ps, x, y, sum)
+	default:
 		// A sampler's population asks as the sampler does, at the label:
 		// it learns the labels its own rule draws (a tracking learner taught
 		// every label of many keys follows whichever keys came last).
@@ -103,8 +135,8 @@ func (w *Worker) teachPopulation(r Record, x learners.Vector, y int, pred *learn
 // seed makes l, a new learner of the keys' configuration, a copy of the
 // population model when the worker keeps one (else l stays as built).
 func (w *Worker) seed(l learners.Learner) error {
-	if !w.populated() {
-		return nil
+	if !w.populated() || w.additive {
+		return nil // an additive model's own parts start at zero
 	}
 	ps, err := w.population()
 	if err != nil {

@@ -162,7 +162,7 @@ func TestPopulationKeyAndLearnerAreChecked(t *testing.T) {
 	}
 	cfg := testConfig(t, "lasec-ss", "")
 	cfg.Population = "perceptron"
-	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "must be the keys' learner (lasec-ss)") {
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "or the keys' learner's name, lasec-ss") {
 		t.Fatalf("another learner as the population: %v", err)
 	}
 	for _, off := range []string{"", "off"} {

@@ -23,6 +23,8 @@ type Worker struct {
 	epoch     checkpoint.Epoch // written into every checkpoint record
 	sampling  bool
 	populate  bool // a population model (Config.Population)
+	additive  bool // the additive one (PopulationAdditive)
+	learnAll  bool // every label teaches (Config.LearnFrom)
 	keys      map[string]*keyState
 	// cache, when set, holds the keys beyond those in memory (UseKeyStore).
 	cache *keyCache
@@ -35,6 +37,7 @@ type Worker struct {
 	out      []Output
 	outBytes []byte  // the chunk outputs' values are appended to (emit)
 	qprob    float64 // the query probability of the prediction being emitted
+	post     float64 // the posterior of the prediction being emitted
 	stats    Totals
 	last     Outcome
 	// lastWeight is the population model's weight in the mixture of the
@@ -72,7 +75,8 @@ func NewWorker(cfg Config, partition int) (*Worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Worker{cfg: cfg, maker: maker, partition: partition, sampling: info.Sampling, populate: cfg.Population != PopulationOff, keys: map[string]*keyState{},
+	return &Worker{cfg: cfg, maker: maker, partition: partition, sampling: info.Sampling, populate: cfg.Population != PopulationOff,
+		additive: cfg.Population == PopulationAdditive, learnAll: cfg.LearnFrom == LearnAll, keys: map[string]*keyState{},
 		through: [2]int64{-1, -1}}, nil
 }
 
@@ -292,15 +296,21 @@ const guardNorm = 1e6
 // learn teaches the key's learner, leaving its state untouched when the step
 // would make it non-finite (the learners' contract: on error, no change).
 func (w *Worker) learn(ks *keyState, x learners.Vector, y int, p learners.Prediction) error {
+	return w.guarded(ks, x, func() error { return ks.learner.Learn(x, y, p) })
+}
+
+// guarded runs step, a learning step of ks's learner on x, leaving the
+// state untouched when it would make it non-finite.
+func (w *Worker) guarded(ks *keyState, x learners.Vector, step func() error) error {
 	sq := x.SquaredNorm()
 	if sq <= guardNorm*guardNorm {
-		return ks.learner.Learn(x, y, p)
+		return step()
 	}
 	before, err := ks.learner.MarshalBinary()
 	if err != nil {
 		return err
 	}
-	if err := ks.learner.Learn(x, y, p); err != nil {
+	if err := step(); err != nil {
 		return err
 	}
 	if q, err := ks.learner.Predict(x); err != nil || math.IsNaN(q.Score) || math.IsInf(q.Score, 0) {
@@ -334,12 +344,22 @@ func (w *Worker) event(r Record, key string, ks *keyState, ev topics.Event) erro
 	// makes (the learner's own, or the population's); a sampler's own rule
 	// still decides its queries, the margin rule reads the prediction made.
 	label, score, popLabel := p.Label, p.Score, 0
+	post, hasPost := p.Posterior, p.HasPosterior
 	var pop learners.Prediction // the population's, with a population model
-	if w.populated() {
+	switch {
+	case w.additive:
+		if label, score, pop, err = w.summed(x, p); err != nil {
+			return err
+		}
+		post = posterior(score)
+	case w.populated():
 		if label, score, pop, err = w.mixed(ks, x, p); err != nil {
 			return err
 		}
 		popLabel = pop.Label
+		if ks.mix.followsPopulation() {
+			post = pop.Posterior
+		}
 	}
 	query, qprob := p.Query, p.QueryProb
 	if !w.sampling && ev.Label == 0 { // margin rule for learners without one
@@ -354,10 +374,14 @@ func (w *Worker) event(r Record, key string, ks *keyState, ev topics.Event) erro
 		w.qprob = qprob // encoded at once: a field, not a fresh allocation per event
 		msg.QueryProb = &w.qprob
 	}
+	if hasPost {
+		w.post = post
+		msg.Posterior = &w.post
+	}
 	w.stats.Events++
 	ks.stats.events++
 	w.stats.Predictions++
-	if w.populated() && ks.mix.followsPopulation() { // as mixed decided
+	if w.populated() && !w.additive && ks.mix.followsPopulation() { // as mixed decided
 		w.stats.FollowedPopulation++
 	}
 	if !w.sampling || p.Query {
@@ -390,14 +414,18 @@ func (w *Worker) event(r Record, key string, ks *keyState, ev topics.Event) erro
 			w.last.Expected = p.ExpectedMistake(ev.Label)
 		}
 		var err error
-		if w.populated() {
+		if w.populated() && !w.additive {
 			err = w.scoreMixture(r, ks, popLabel != ev.Label, p.Label != ev.Label)
 		}
-		if err == nil && (!w.sampling || query) { // samplers learn only the labels they asked for
+		switch {
+		case err != nil || !(w.learnAll || !w.sampling || query): // LearnQueried: a sampler's unasked label
+		case w.additive:
+			err = w.learnSum(ks, x, ev.Label, score)
+		default:
 			err = w.learn(ks, x, ev.Label, p)
 		}
 		if w.populated() && err == nil {
-			err = w.teachPopulation(r, x, ev.Label, &pop)
+			err = w.teachPopulation(r, x, ev.Label, &pop, score)
 		}
 		w.outcome(r, key, ks, wrong, ev.ID, ev.TS)
 		return err
@@ -408,10 +436,11 @@ func (w *Worker) event(r Record, key string, ks *keyState, ev topics.Event) erro
 	}
 	// Every unlabeled event awaits its label, asked for or not: the label,
 	// when it comes, scores this prediction, and is learned unless the
-	// learner is a sampler that did not ask (then x need not be kept).
+	// learner is a sampler that did not ask and only asked labels teach
+	// (LearnQueried: then x need not be kept).
 	q := pending{id: ev.ID, offset: r.Offset, decided: label, score: score, queried: query, ts: ev.TS, own: int8(p.Label), population: int8(popLabel)}
 	switch {
-	case !w.sampling || query:
+	case w.learnAll || !w.sampling || query:
 		q.x = x
 	case w.populated(): // the population learns every label; the key only those it asked for
 		q.x, q.populationOnly = x, true

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/driftstream/driftstream/checkpoint"
+	"github.com/driftstream/driftstream/learners"
 	"github.com/driftstream/driftstream/topics"
 )
 
@@ -614,12 +615,21 @@ func TestKeyStateWithoutDecidedPredictions(t *testing.T) {
 	}
 }
 
-// A sampler learns only the labels it asked for: labels of events it did not
-// query are scored but leave its state as if they had never come.
+// With LearnQueried (the papers' protocol) a sampler learns only the labels
+// it asked for: labels of events it did not query are scored but leave its
+// state as if they had never come. With LearnAll (the default) they teach
+// it: its state is then that of the same learner taught every label.
 func TestSamplerLearnsOnlyWhatItAsked(t *testing.T) {
+	for _, from := range []string{LearnQueried, LearnAll} {
+		t.Run(from, func(t *testing.T) { testSamplerLearns(t, from) })
+	}
+}
+
+func testSamplerLearns(t *testing.T, from string) {
 	ctx := context.Background()
 	cfg := testConfig(t, "lasec-ss", `{"a":0.3}`)
 	cfg.MaxPending = 1000
+	cfg.LearnFrom = from
 	r := rand.New(rand.NewPCG(8, 8))
 	var events []Record
 	truth := map[string]int{}
@@ -668,8 +678,33 @@ func TestSamplerLearnsOnlyWhatItAsked(t *testing.T) {
 	}
 	a, _ := wAll.keys["k"].learner.MarshalBinary()
 	b, _ := wAsked.keys["k"].learner.MarshalBinary()
-	if !bytes.Equal(a, b) {
-		t.Fatal("the sampler's state depends on labels it did not ask for")
+	if from == LearnQueried {
+		if !bytes.Equal(a, b) {
+			t.Fatal("the sampler's state depends on labels it did not ask for")
+		}
+		return
+	}
+	if bytes.Equal(a, b) {
+		t.Fatal("labels the sampler did not ask for taught it nothing")
+	}
+	// Every label taught it: the state of the learner taught each event's
+	// label at once (a delayed label learns from the current state, which
+	// is the event's when nothing came between).
+	l, err := learners.New("lasec-ss", json.RawMessage(`{"a":0.3}`), learners.Config{Dim: 4, Seed: cfg.Seed, Key: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, rec := range events {
+		ev, _ := topics.Decode(rec.Value, 0)
+		x, _ := learners.NewDense(ev.X)
+		p, _ := l.Predict(x)
+		p = l.Decide(p)
+		if err := l.Learn(x, truth[fmt.Sprintf("e%d", i)], p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if c, _ := l.MarshalBinary(); !bytes.Equal(a, c) {
+		t.Fatal("with every label the key's state is not the learner's taught every label")
 	}
 }
 

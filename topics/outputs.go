@@ -40,6 +40,10 @@ type Prediction struct {
 	// QueryProb is the probability with which a sampler asked for this
 	// event's label; absent for learners that are not samplers.
 	QueryProb *float64 `json:"query_prob,omitempty"`
+	// Posterior is the probability that the label is +1, from learners
+	// that estimate one (logreg); absent for margin learners, whose score
+	// is not a probability.
+	Posterior *float64 `json:"posterior,omitempty"`
 }
 
 // LabelQuery asks for the label of an unlabeled event.
@@ -96,6 +100,10 @@ func (m Prediction) AppendJSON(b []byte) []byte {
 	if m.QueryProb != nil {
 		b = append(b, `,"query_prob":`...)
 		b = appendFloat(b, *m.QueryProb)
+	}
+	if m.Posterior != nil {
+		b = append(b, `,"posterior":`...)
+		b = appendFloat(b, *m.Posterior)
 	}
 	return append(b, '}')
 }
