@@ -50,10 +50,13 @@ func PipelinePassWith(opts PipelineOptions) Pass {
 }
 
 // PopulationOf is pipeline.Config.Population for the runs of learner when
-// a backtest's -population is flag: the learner's own model for "on" and
-// for its own name, none otherwise.
+// a backtest's -population is flag: additive or mixture for every learner;
+// the learner's own mixture for "on" and for its own name; none otherwise.
 func PopulationOf(flag, learner string) string {
-	if flag == "on" || flag == learner {
+	switch flag {
+	case pipeline.PopulationAdditive, pipeline.PopulationMixture:
+		return flag
+	case "on", learner:
 		return learner
 	}
 	return pipeline.PopulationOff

@@ -3,6 +3,7 @@ package backtest
 import (
 	"cmp"
 	"encoding/json"
+	"fmt"
 	"math"
 	"slices"
 	"time"
@@ -83,6 +84,9 @@ type Report struct {
 	KeyAccuracy  Quantiles `json:"key_accuracy"`
 	EventsPerKey Quantiles `json:"events_per_key"`
 	LabelsPerKey Quantiles `json:"labels_per_key"`
+	// ByKeySize is the accuracy of keys grouped by how many events they
+	// had (KeySizes): how young keys fare, apart from old ones.
+	ByKeySize []SizeBucket `json:"by_key_size"`
 	// WorstKeys are the keys with the most mistakes (at most 10).
 	WorstKeys     []KeyStats `json:"worst_keys"`
 	Outputs       [3]int64   `json:"-"`
@@ -93,6 +97,53 @@ type Report struct {
 	// OverTime samples accuracy over event time, over every key: empty when
 	// the events carry no "ts".
 	OverTime []Point `json:"-"`
+}
+
+// KeySizes are the bounds, in events per key, of Report.ByKeySize's
+// buckets: 1–10, 11–100, 101–1,000 and over 1,000 events.
+var KeySizes = []int64{10, 100, 1000}
+
+// SizeBucket is the accuracy over the keys whose event counts lie in
+// [MinEvents, MaxEvents] (MaxEvents 0: no bound).
+type SizeBucket struct {
+	Name      string `json:"name"`
+	MinEvents int64  `json:"min_events"`
+	MaxEvents int64  `json:"max_events,omitempty"`
+	Keys      int    `json:"keys"`
+	Labeled   int64  `json:"labeled"`
+	Mistakes  int64  `json:"mistakes"`
+	// Accuracy is 1 − Mistakes/Labeled, absent when nothing was labeled.
+	Accuracy *float64 `json:"accuracy"`
+}
+
+// bySize groups keys into the KeySizes buckets.
+func bySize(keys []KeyStats) []SizeBucket {
+	out := make([]SizeBucket, len(KeySizes)+1)
+	lo := int64(1)
+	for i := range out {
+		out[i].MinEvents = lo
+		if i < len(KeySizes) {
+			out[i].MaxEvents = KeySizes[i]
+			out[i].Name = fmt.Sprintf("%d-%d", lo, KeySizes[i])
+			lo = KeySizes[i] + 1
+		} else {
+			out[i].Name = fmt.Sprintf(">%d", KeySizes[i-1])
+		}
+	}
+	for _, k := range keys {
+		i, _ := slices.BinarySearch(KeySizes, k.Events)
+		b := &out[i]
+		b.Keys++
+		b.Labeled += k.Labeled
+		b.Mistakes += k.Mistakes
+	}
+	for i := range out {
+		if out[i].Labeled > 0 {
+			a := 1 - float64(out[i].Mistakes)/float64(out[i].Labeled)
+			out[i].Accuracy = &a
+		}
+	}
+	return out
 }
 
 // overTime merges the partitions' timed outcomes in event-time order and
@@ -173,6 +224,7 @@ func newReport(cfg ReplayConfig, scorers []*scorer, runners []*pipeline.Runner, 
 		}
 	}
 	r.KeyAccuracy, r.EventsPerKey, r.LabelsPerKey = quantiles(acc), quantiles(events), quantiles(labels)
+	r.ByKeySize = bySize(r.PerKey)
 	worst := slices.Clone(r.PerKey)
 	slices.SortStableFunc(worst, func(a, b KeyStats) int { return cmp.Compare(b.Mistakes, a.Mistakes) })
 	r.WorstKeys = worst[:min(10, len(worst))]

@@ -66,7 +66,8 @@ func runBacktest(args []string, stdout, stderr io.Writer) int {
 	keyCol := fs.String("key", "", "with -keyed: the CSV column or JSONL field holding the entity key")
 	labelsDelay := fs.Int("labels-delay", 0, "with -keyed: send each label as a label record this many events after its event (0: inline)")
 	partitions := fs.Int("partitions", 1, "with -keyed: partitions of the topic the data would be written to")
-	population := fs.String("population", pipeline.PopulationOff, "a population model per partition that learns every label and seeds each new key's learner (the service's DRIFTSTREAM_POPULATION): off, on (each learner's own), or a learner of -learners")
+	population := fs.String("population", pipeline.PopulationOff, "a population model per partition (the service's DRIFTSTREAM_POPULATION): off, additive (a shared part each key's prediction adds to its own), mixture or on (a learner that seeds new keys, followed per key by a weighted majority), or a learner of -learners (its runs alone keep a mixture)")
+	learnFrom := fs.String("learn-from", pipeline.LearnAll, "-keyed and topic backtests: which labels teach a key, all or queried (the service's DRIFTSTREAM_LEARN_FROM); single-stream backtests and reproductions run the papers' protocol, queried")
 	partitioner := fs.String("partitioner", topics.DefaultPartitioner, "with -keyed: the producer's key → partition hash that deals the keys over -partitions (cmd/producer's -partitioner): "+strings.Join(topics.Partitioners, ", "))
 	queryScale := fs.Float64("query-scale", 1, "-keyed and topic backtests: margin rule b/(b+|score|) for learners without a query rule (the service's DRIFTSTREAM_QUERY_SCALE)")
 	quiet := fs.Bool("q", false, "no progress lines on stderr")
@@ -113,8 +114,6 @@ func runBacktest(args []string, stdout, stderr io.Writer) int {
 		switch {
 		case fs.NArg() > 0:
 			return fail(usageError{fmt.Errorf("unexpected arguments %q", fs.Args())})
-		case *names == "":
-			return fail(usageError{fmt.Errorf("-learners is required; valid: %s", strings.Join(learners.Names(), ", "))})
 		case *out == "":
 			return fail(usageError{errors.New("-out is required: the directory for the report")})
 		case (*dim > 0) == (*hashBits > 0) && *topic != "":
@@ -126,13 +125,20 @@ func runBacktest(args []string, stdout, stderr io.Writer) int {
 		case *keys < 1 || *labelsDelay < 0 || *partitions < 1 || *queryScale < 0:
 			return fail(usageError{errors.New("-keys and -partitions must be ≥ 1, -labels-delay and -query-scale ≥ 0")})
 		}
-		specs, err := learnerSpecs(*names, *paramsFlag)
-		if err != nil {
+		var specs []backtest.Spec
+		var err error
+		dets := config.DefaultDetectors()
+		if *names == "" { // what the service would have done: its configuration
+			svc, err := serviceSettings(set, population, learnFrom, standardize, bias, queryScale, cooldown, stderr)
+			if err != nil {
+				return fail(err)
+			}
+			specs, dets = svc.specs, svc.detectors
+		} else if specs, err = learnerSpecs(*names, *paramsFlag); err != nil {
 			return fail(err)
 		}
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
-		dets := config.DefaultDetectors()
 		if set["detectors"] {
 			if dets, err = detectorSpecs(*detectorsFlag); err != nil {
 				return fail(err)
@@ -148,7 +154,7 @@ func runBacktest(args []string, stdout, stderr io.Writer) int {
 			return fail(err)
 		}
 		k := keyedRun{specs: specs, seed: *seed, dim: *dim, hashBits: *hashBits, messages: backtest.MessageOptions{Keys: *keys, LabelsDelay: *labelsDelay, Partitioner: *partitioner},
-			partitions: *partitions, queryScale: *queryScale, standardize: *standardize, population: *population, detectors: dets, cooldown: *cooldown, out: *out, quiet: *quiet}
+			partitions: *partitions, queryScale: *queryScale, standardize: *standardize, population: *population, learnFrom: *learnFrom, detectors: dets, cooldown: *cooldown, out: *out, quiet: *quiet}
 		if *topic != "" {
 			if k.input, err = topicInput(ctx, *brokers, *topic, *labelsTopic, *from, *to); err != nil {
 				return fail(err)
@@ -244,8 +250,12 @@ func runBacktest(args []string, stdout, stderr io.Writer) int {
 
 // populationApplies checks -population against the learners run.
 func populationApplies(population string, specs []backtest.Spec) error {
-	if population != pipeline.PopulationOff && population != "on" && !slices.ContainsFunc(specs, func(s backtest.Spec) bool { return s.Name == population }) {
-		return usageError{fmt.Errorf("-population %s: off, on, or one of -learners", population)}
+	switch population {
+	case pipeline.PopulationOff, pipeline.PopulationAdditive, pipeline.PopulationMixture, "on":
+		return nil
+	}
+	if !slices.ContainsFunc(specs, func(s backtest.Spec) bool { return s.Name == population }) {
+		return usageError{fmt.Errorf("-population %s: off, additive, mixture, on, or one of -learners", population)}
 	}
 	return nil
 }
@@ -273,8 +283,8 @@ var (
 	streamFlags = []string{"data", "format", "dim", "hash-bits", "label", "positive", "negative", "header", "label-file", "bias"}
 	modeFlags   = map[string][]string{
 		"single-stream": slices.Concat(streamFlags, []string{"repeats", "query-rate-target", "window", "list-generators", "population"}),
-		"-keyed":        slices.Concat(streamFlags, []string{"keyed", "keys", "key", "labels-delay", "partitions", "partitioner", "query-scale", "population"}),
-		"topic":         {"brokers", "topic", "labels-topic", "from", "to", "dim", "hash-bits", "query-scale", "population"},
+		"-keyed":        slices.Concat(streamFlags, []string{"keyed", "keys", "key", "labels-delay", "partitions", "partitioner", "query-scale", "population", "learn-from"}),
+		"topic":         {"brokers", "topic", "labels-topic", "from", "to", "dim", "hash-bits", "query-scale", "population", "learn-from"},
 	}
 )
 

@@ -45,6 +45,8 @@ type keyedRun struct {
 	// population is -population: off, on (every learner's own), or the one
 	// learner whose runs keep a population model.
 	population string
+	// learnFrom is -learn-from (pipeline.Config.LearnFrom).
+	learnFrom string
 	// detectors run per key with the key's cooldown, as in the service.
 	detectors []pipeline.DetectorSpec
 	cooldown  int64
@@ -66,7 +68,13 @@ func (k keyedRun) run(ctx context.Context, stdout, stderr io.Writer) error {
 			if err != nil {
 				return err
 			}
-			if dim != vec.Dim {
+			if k.hashBits == 0 && dim != vec.Dim {
+				// Dense data brings its dimension (-bias's constant
+				// coordinate included): the vectorizer follows it.
+				if vec, err = topics.NewVectorizer(dim, 0); err != nil {
+					return usageError{err}
+				}
+			} else if dim != vec.Dim {
 				return usageError{fmt.Errorf("the data has dimension %d; set -dim %d", dim, dim)}
 			}
 			if in, err = backtest.FromExamples(dim, exs, k.messages, k.partitions, false); err != nil {
@@ -79,7 +87,7 @@ func (k keyedRun) run(ctx context.Context, stdout, stderr io.Writer) error {
 		}
 		alerts := &alertLog{}
 		cfg := backtest.ReplayConfig{Name: name, Pipeline: pipeline.Config{Learner: spec.Name, Params: spec.Params, Seed: k.seed, Vector: vec,
-			QueryScale: k.queryScale, MaxKeyBytes: -1, Standardize: k.standardize, Population: backtest.PopulationOf(k.population, spec.Name), Detectors: k.detectors, AlertCooldown: k.cooldown},
+			QueryScale: k.queryScale, MaxKeyBytes: -1, Standardize: k.standardize, Population: backtest.PopulationOf(k.population, spec.Name), LearnFrom: k.learnFrom, Detectors: k.detectors, AlertCooldown: k.cooldown},
 			Outputs: alerts.add}
 		if !k.quiet {
 			cfg.Progress = stderr
@@ -119,6 +127,17 @@ func printKeyed(w io.Writer, reps []*backtest.Report) {
 		}
 		fmt.Fprintf(w, "%-22s %9d %9d %9d %8s %7.3f %8.3f %9d %8d %6d %7d %21s %10.0f\n", r.Name, r.Totals.Events, r.Totals.Labeled, r.Totals.DelayedLabeled,
 			num(r.Accuracy), r.QueryRate, r.RequestRate, r.Totals.LabelsUnknown, r.Totals.DeadLetters, r.Keys, r.Totals.Alerts, spread, r.RecordsPerSec)
+	}
+	for _, r := range reps { // accuracy by key size: young keys apart from old ones
+		fmt.Fprintf(w, "%-22s by events per key:", r.Name)
+		for _, b := range r.ByKeySize {
+			acc := math.NaN()
+			if b.Accuracy != nil {
+				acc = *b.Accuracy
+			}
+			fmt.Fprintf(w, "  %s %s (%d keys)", b.Name, num(acc), b.Keys)
+		}
+		fmt.Fprintln(w)
 	}
 }
 

@@ -287,6 +287,7 @@ func pipelineConfig(cfg config.Config) (pipeline.Config, error) {
 	p.OnDrift, p.AlertCooldown = cfg.OnDrift, cfg.AlertCooldown
 	p.Standardize = cfg.Standardize
 	p.Population = cfg.Population
+	p.LearnFrom = cfg.LearnFrom
 	return p.WithDefaults(), p.Validate()
 }
 
