@@ -448,3 +448,80 @@ func TestPopulationCommand(t *testing.T) {
 		t.Fatalf("a stream without keys: exit %d, %s", code, errb.String())
 	}
 }
+
+// Without -learners a keyed backtest runs the service's configuration, read
+// from its DRIFTSTREAM_* environment (flags set on the command line win);
+// -bias works on keyed JSONL (the learners get dimension 3 from 2-value
+// "x"); the report gives accuracy by events per key.
+func TestKeyedBacktestRunsTheServiceConfiguration(t *testing.T) {
+	var b strings.Builder
+	for i := 0; i < 400; i++ {
+		key := "big"
+		if i%40 == 0 {
+			key = fmt.Sprintf("small%d", i) // 10 keys of one event each
+		}
+		y := 1
+		if i%3 == 0 {
+			y = -1
+		}
+		fmt.Fprintf(&b, `{"id":"e%d","k":%q,"x":[%d,0.5],"label":%d}`+"\n", i, key, y, y)
+	}
+	path := filepath.Join(t.TempDir(), "events.jsonl")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("DRIFTSTREAM_LEARNER", "logreg")
+	t.Setenv("DRIFTSTREAM_LEARNER_PARAMS", `{"eta":0.2}`)
+	t.Setenv("DRIFTSTREAM_POPULATION", "additive")
+	t.Setenv("DRIFTSTREAM_BIAS", "true")
+	t.Setenv("DRIFTSTREAM_DETECTORS", "[]")
+	dir := t.TempDir()
+	var out, errb bytes.Buffer
+	if code := run([]string{"backtest", "-keyed", "-data", path, "-dim", "2", "-key", "k", "-out", dir, "-q"}, &out, &errb); code != exitOK {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if !strings.Contains(errb.String(), `no -learners: the service's configuration: learner logreg {"eta":0.2}, population additive, learn from all, bias true`) {
+		t.Fatalf("stderr does not say what ran: %s", errb.String())
+	}
+	raw, _ := os.ReadFile(filepath.Join(dir, "summary.json"))
+	var reps []struct {
+		Learner   string
+		Params    json.RawMessage
+		Keys      int
+		Totals    struct{ Events, Labeled, Mistakes, FollowedPopulation int }
+		ByKeySize []struct {
+			Name     string
+			Keys     int
+			Labeled  int
+			Mistakes int
+			Accuracy *float64
+		} `json:"by_key_size"`
+	}
+	if err := json.Unmarshal(raw, &reps); err != nil || len(reps) != 1 {
+		t.Fatalf("summary %s (%v)", raw, err)
+	}
+	r := reps[0]
+	var params struct{ Eta float64 }
+	if err := json.Unmarshal(r.Params, &params); err != nil || r.Learner != "logreg" || params.Eta != 0.2 || r.Keys != 11 || r.Totals.Events != 400 || r.Totals.Labeled != 400 {
+		t.Fatalf("report %+v", r)
+	}
+	if len(r.ByKeySize) != 4 || r.ByKeySize[0].Name != "1-10" || r.ByKeySize[0].Keys != 10 || r.ByKeySize[0].Labeled != 10 ||
+		r.ByKeySize[2].Name != "101-1000" || r.ByKeySize[2].Keys != 1 || r.ByKeySize[2].Labeled != 390 ||
+		r.ByKeySize[1].Keys != 0 || r.ByKeySize[1].Accuracy != nil || r.ByKeySize[3].Name != ">1000" ||
+		r.ByKeySize[0].Mistakes+r.ByKeySize[2].Mistakes != r.Totals.Mistakes {
+		t.Fatalf("by key size %+v", r.ByKeySize)
+	}
+	if !strings.Contains(out.String(), "by events per key:  1-10 ") {
+		t.Fatalf("no line by key size: %s", out.String())
+	}
+	// A flag set on the command line wins over the service's setting.
+	errb.Reset()
+	if code := run([]string{"backtest", "-keyed", "-data", path, "-dim", "2", "-key", "k", "-population", "off", "-out", dir, "-q"}, &out, &errb); code != exitOK ||
+		!strings.Contains(errb.String(), "population off,") {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	// -params belongs to -learners.
+	if code := run([]string{"backtest", "-keyed", "-data", path, "-dim", "2", "-key", "k", "-params", "{}", "-out", dir, "-q"}, &out, &errb); code != exitUsage {
+		t.Fatalf("-params without -learners: exit %d", code)
+	}
+}
