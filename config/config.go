@@ -44,11 +44,11 @@ type Config struct {
 	AlertCooldown      int64         `split_words:"true" default:"500" desc:"a key's events after an alert during which it raises no other"`
 	Partitions         int           `default:"0" desc:"partitions of the topics the service creates; 0: the events topic's count (4 when the service creates it too); a count other than an existing events topic's is refused"`
 	Replication        int           `default:"1" desc:"replication factor of topics the service creates"`
-	Learner            string        `default:"lasec-ss" desc:"learner of every key (see consumer learners)"`
+	Learner            string        `default:"logreg" desc:"learner of every key (see consumer learners); the default, with an additive population model and an intercept, was chosen on public keyed data against River (docs/LEARNING.md)"`
 	LearnerParams      string        `split_words:"true" desc:"learner parameters, a JSON object"`
 	Dim                int           `desc:"dimension of dense \"x\" inputs"`
 	HashBits           int           `split_words:"true" desc:"hash named \"features\" into 2^k buckets; with Dim too, dense \"x\" fills the first Dim of them"`
-	Bias               bool          `default:"false" desc:"append a constant feature 1 to every input (the learners' dimension is one more), so that linear learners can learn a threshold away from the origin; turning it on or off changes every key's learner, which a restart on the same changelog refuses (deploy it as a new group and changelog)"`
+	Bias               bool          `default:"true" desc:"append a constant feature 1 to every input (the learners' dimension is one more), so that linear learners can learn a threshold away from the origin; turning it on or off changes every key's learner, which a restart on the same changelog refuses (deploy it as a new group and changelog)"`
 	Seed               uint64        `default:"1" desc:"global seed; each key's learner draws from (seed, key)"`
 	QueryScale         float64       `split_words:"true" default:"1" desc:"margin rule b/(b+|score|) for learners without a query rule; 0 never queries"`
 	MaxPending         int           `split_words:"true" default:"1000" desc:"unlabeled events awaiting their label, kept per key (oldest dropped)"`
@@ -75,7 +75,7 @@ type Config struct {
 	MaxKeyLength       int           `split_words:"true" default:"4096" desc:"longest record key in bytes; a longer one is dead-lettered (key_too_long) and gets no key state"`
 	Isolation          string        `default:"read_committed" desc:"what is read of transactional input records: read_committed (records of committed transactions and those written without one, up to the last stable offset; aborted ones never) or read_uncommitted (every record up to the high watermark, aborted ones too; an open transaction holds nothing back)"`
 	OnOutputError      string        `split_words:"true" default:"dead-letter" desc:"an output the broker refuses for itself (too large, invalid): dead-letter (replace it with a dead letter and go on) or fail (fail the partition)"`
-	Population         string        `default:"off" desc:"the population model, one per partition: additive (a shared part learned from every label, which each key's prediction adds to its own; logreg, perceptron and second-order learners), mixture or the keys' learner's name (a learner that seeds new keys, followed per key by a weighted majority), or off"`
+	Population         string        `default:"additive" desc:"the population model, one per partition: additive (a shared part learned from every label, which each key's prediction adds to its own; logreg, perceptron and second-order learners), mixture or the keys' learner's name (a learner that seeds new keys, followed per key by a weighted majority), or off"`
 	LearnFrom          string        `split_words:"true" default:"all" desc:"which labels teach a key: all (every label that reaches it) or queried (only those its learner asked for: the selective-sampling papers' protocol; changes samplers only)"`
 	Standardize        bool          `default:"false" desc:"z-score each key's inputs by the running statistics of its earlier inputs before its learner sees them (dense inputs; checkpointed with the key)"`
 	RetryTimeout       time.Duration `split_words:"true" default:"2m" desc:"how long a failing Kafka read, write or commit is retried before its partition fails"`

@@ -191,7 +191,11 @@ func TestDefaultsAreThePipelines(t *testing.T) {
 		{"MaxKeyLength", c.MaxKeyLength, p.MaxKeyLength},
 		{"AlertCooldown", c.AlertCooldown, p.AlertCooldown},
 		{"OnDrift", c.OnDrift, p.OnDrift},
-		{"Population", c.Population, p.Population},
+		// The library's zero value keeps no population model (a caller of
+		// pipeline opts in); the service's default is the additive one,
+		// chosen by measurement (docs/LEARNING.md).
+		{"Population", c.Population, pipeline.PopulationAdditive},
+		{"LearnFrom", c.LearnFrom, p.LearnFrom},
 		{"RetryTimeout", c.RetryTimeout, pipeline.DefaultBackoff.Timeout},
 		{"CheckpointEvery", c.CheckpointEvery, service.DefaultCheckpointEvery},
 		{"CheckpointPeriod", c.CheckpointPeriod, service.DefaultCheckpointInterval},

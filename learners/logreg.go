@@ -8,6 +8,9 @@ import (
 type LogRegParams struct {
 	Eta Real    `json:"eta" doc:"base step η > 0: coordinate i moves by η·gᵢ/√(Σ gᵢ²) (AdaGrad)"`
 	L2  float64 `json:"l2" doc:"L2 penalty ≥ 0 on the weights of the coordinates an input touches (0: none)"`
+	// Decay below 1 forgets old gradients, so that steps stay large enough
+	// to follow a drifting concept (AdaGrad's shrink as 1/√t).
+	Decay float64 `json:"decay" doc:"in (0, 1]: each touch multiplies a coordinate's accumulator Gᵢ by it before adding gᵢ² (1: AdaGrad, whose steps shrink as 1/√t; below 1, RMSProp-like steps that keep tracking a drift)"`
 }
 
 // logreg is online logistic regression with per-coordinate adaptive steps
@@ -15,7 +18,10 @@ type LogRegParams struct {
 // McMahan et al., Ad click prediction, KDD 2013). It minimizes the log loss
 // log(1 + e^(−y·w·x)) one label at a time: with g = −y·σ(−y·m) the loss's
 // slope at the margin m, coordinate i of x takes gᵢ = g·xᵢ + l2·wᵢ, adds gᵢ²
-// to its accumulator Gᵢ and moves by −η·gᵢ/√Gᵢ. It learns from every label,
+// to its accumulator Gᵢ (first multiplied by decay) and moves by −η·gᵢ/√Gᵢ.
+// With decay 1 it is AdaGrad, whose steps shrink as 1/√t and stop following
+// a drift; below 1 the accumulator forgets (RMSProp, Tieleman and Hinton
+// 2012) and the steps stay near η·√(1−decay). It learns from every label,
 // right or wrong, and its margin is a log-odds: Posterior is σ(w·x).
 //
 // It is beyond the five papers: the baseline a user would otherwise pick
@@ -24,7 +30,7 @@ type LogRegParams struct {
 type logreg struct {
 	meta
 	alwaysDecide
-	eta, l2 float64
+	eta, l2, decay float64
 	w, g2   []float64
 	version uint64
 }
@@ -36,11 +42,14 @@ func newLogReg(p *LogRegParams, cfg Config) (Learner, error) {
 	if !(p.L2 >= 0) || math.IsInf(p.L2, 1) {
 		return nil, paramError("logreg", "l2", p.L2, "must be finite and ≥ 0")
 	}
+	if !(p.Decay > 0 && p.Decay <= 1) {
+		return nil, paramError("logreg", "decay", p.Decay, "must be in (0, 1]")
+	}
 	m, err := newMeta("logreg", cfg, p)
 	if err != nil {
 		return nil, err
 	}
-	return &logreg{meta: m, eta: float64(p.Eta), l2: p.L2, w: make([]float64, cfg.Dim), g2: make([]float64, cfg.Dim), version: 1}, nil
+	return &logreg{meta: m, eta: float64(p.Eta), l2: p.L2, decay: p.Decay, w: make([]float64, cfg.Dim), g2: make([]float64, cfg.Dim), version: 1}, nil
 }
 
 // sigmoid is 1/(1+e^(−z)), computed without overflow for any finite z.
@@ -91,7 +100,7 @@ func (l *logreg) step(x Vector, y int, m float64) {
 		if gi == 0 {
 			return
 		}
-		l.g2[i] += gi * gi
+		l.g2[i] = l.decay*l.g2[i] + gi*gi
 		l.w[i] -= l.eta * gi / math.Sqrt(l.g2[i])
 	})
 	l.version++

@@ -2,6 +2,7 @@ package learners
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -12,7 +13,13 @@ import (
 // gets G = (xᵢ/2)² and moves by η·y·sign(xᵢ) — AdaGrad's first step is η in
 // every coordinate's own scale. The second step is checked the same way.
 func TestLogRegSteps(t *testing.T) {
-	l := mustNew(t, "logreg", `{"eta":0.5}`, Config{Dim: 3})
+	for _, decay := range []float64{1, 0.9} {
+		t.Run(fmt.Sprint("decay ", decay), func(t *testing.T) { testLogRegSteps(t, decay) })
+	}
+}
+
+func testLogRegSteps(t *testing.T, decay float64) {
+	l := mustNew(t, "logreg", fmt.Sprintf(`{"eta":0.5,"decay":%g}`, decay), Config{Dim: 3})
 	x := mustDense(t, []float64{2, -0.5, 0})
 	p, err := l.Predict(x)
 	if err != nil {
@@ -44,7 +51,7 @@ func TestLogRegSteps(t *testing.T) {
 	for i, xi := range []float64{2, -0.5} {
 		g0 := 0.5 * xi // first step's gradient: −y/2·xᵢ with y = −1
 		gi := g * xi
-		w := want[i] - 0.5*gi/math.Sqrt(g0*g0+gi*gi)
+		w := want[i] - 0.5*gi/math.Sqrt(decay*g0*g0+gi*gi)
 		if math.Abs(lr.w[i]-w) > 1e-15 {
 			t.Fatalf("coordinate %d after two steps: %g, want %g", i, lr.w[i], w)
 		}
@@ -118,7 +125,7 @@ func TestLogRegBeatsThePerceptronOnNoisyLabels(t *testing.T) {
 	for i := range u {
 		u[i] = r.NormFloat64()
 	}
-	lr := mustNew(t, "logreg", "", Config{Dim: d})
+	lr := mustNew(t, "logreg", `{"decay":1}`, Config{Dim: d}) // AdaGrad: a stationary concept
 	pc := mustNew(t, "perceptron", "", Config{Dim: d})
 	var wrongLR, wrongPC int
 	for t0 := 0; t0 < T; t0++ {
@@ -148,7 +155,7 @@ func TestLogRegBeatsThePerceptronOnNoisyLabels(t *testing.T) {
 	}
 	accLR, accPC := 1-float64(wrongLR)/(T/2), 1-float64(wrongPC)/(T/2)
 	// The Bayes rate is 0.80.
-	if accLR < 0.78 || accLR < accPC+0.02 {
+	if accLR < 0.77 || accLR < accPC+0.05 {
 		t.Fatalf("second half accuracy: logreg %.3f, perceptron %.3f", accLR, accPC)
 	}
 }
@@ -176,5 +183,27 @@ func TestMistakeDrivenSummands(t *testing.T) {
 				t.Fatal("no update on a wrong sum")
 			}
 		})
+	}
+}
+
+// On a concept re-drawn every 2,000 rounds, the default decay (0.99) keeps
+// the steps large enough to follow it; AdaGrad's (decay 1) shrink as 1/√t
+// and fall behind after the first few concepts.
+func TestLogRegDecayTracksADrift(t *testing.T) {
+	s := gaussStream(5, 20000, 10, 2000)
+	acc := func(params string) float64 {
+		l := mustNew(t, "logreg", params, Config{Dim: 10})
+		rs := play(t, l, s)
+		right := 0
+		for i := len(rs) / 2; i < len(rs); i++ {
+			if rs[i].label == s.ys[i] {
+				right++
+			}
+		}
+		return float64(right) / float64(len(rs)-len(rs)/2)
+	}
+	tracking, adagrad := acc(""), acc(`{"decay":1}`)
+	if tracking < adagrad+0.03 {
+		t.Fatalf("second half accuracy: decay 0.99 %.3f, AdaGrad %.3f", tracking, adagrad)
 	}
 }

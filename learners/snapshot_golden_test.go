@@ -59,8 +59,8 @@ func TestSnapshotBytesAreStable(t *testing.T) {
 		{"lasec-ss{\"c\":\"inf\"}", "e4739a1bd74b5a4b3876a6f4febfb5a7f6047bfc5da7603138802497a2ab239f"},
 		{"bbq{\"kappa\":0.4}", "670f2b99c32e224a91a0cbae1c949df23726f5c8d96ce606e39590bbf2d0e6bc"},
 		{"bbq-i{\"kappa\":0.3,\"rho\":0.5}", "e883800382c43a942b437f17a64ea1e9a8f7011f1de31b11c89b9017beacf0c7"},
-		{"logreg", "a0160ca9f734ab727d20c6461068a702b1c5983a3793a6d5abc1d59164a51582"},
-		{"logreg{\"eta\":0.5,\"l2\":0.001}", "60d5b3b6df37585f7945f4c6edbd4d27b561100f2467c68ccbfc732f22cf9b69"},
+		{"logreg", "6611334acd5bd89026629a202b1fe3860dc71b1a0bfe43ef7699d1acd7881f6a"},
+		{"logreg{\"eta\":0.5,\"l2\":0.001}", "3307bfbbadacb71def863ddc0551da56f9860c45c2f07118588086e95734cf07"},
 	}
 	cases := allCases()
 	if len(cases) != len(want) {
