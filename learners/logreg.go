@@ -31,8 +31,8 @@ type logreg struct {
 	meta
 	alwaysDecide
 	eta, l2, decay float64
-	w, g2   []float64
-	version uint64
+	w, g2          []float64
+	version        uint64
 }
 
 func newLogReg(p *LogRegParams, cfg Config) (Learner, error) {
