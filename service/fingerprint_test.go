@@ -36,7 +36,7 @@ var updateFingerprint = flag.Bool("update-fingerprint", false, "rewrite testdata
 // same in every run.
 func TestFingerprint(t *testing.T) {
 	var got bytes.Buffer
-	for _, run := range []struct{ learner, params, pop string }{{"lasec-ss", `{"a":0.3}`, "off"}, {"lasec-ss", `{"a":0.3}`, "lasec-ss"}, {"perceptron", `{}`, "off"}} {
+	for _, run := range []struct{ learner, params, pop string }{{"lasec-ss", `{"a":0.3}`, "off"}, {"lasec-ss", `{"a":0.3}`, "lasec-ss"}, {"perceptron", `{}`, "off"}, {"logreg", `{}`, "additive"}} {
 		pop := "learner=" + run.learner + " population=" + run.pop
 		c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(-1))
 		if err != nil {
