@@ -52,8 +52,9 @@ func newLogReg(p *LogRegParams, cfg Config) (Learner, error) {
 	return &logreg{meta: m, eta: float64(p.Eta), l2: p.L2, decay: p.Decay, w: make([]float64, cfg.Dim), g2: make([]float64, cfg.Dim), version: 1}, nil
 }
 
-// sigmoid is 1/(1+e^(−z)), computed without overflow for any finite z.
-func sigmoid(z float64) float64 {
+// Sigmoid is 1/(1+e^(−z)), computed without overflow for any finite z: a
+// logistic model's probability of +1 at margin z.
+func Sigmoid(z float64) float64 {
 	if z >= 0 {
 		return 1 / (1 + math.Exp(-z))
 	}
@@ -70,7 +71,7 @@ func (l *logreg) Predict(x Vector) (Prediction, error) {
 		return Prediction{}, err
 	}
 	p := labelPrediction(m, l.version)
-	p.Posterior, p.HasPosterior = sigmoid(m), true
+	p.Posterior, p.HasPosterior = Sigmoid(m), true
 	return p, nil
 }
 
@@ -94,7 +95,7 @@ func (l *logreg) LearnSum(x Vector, y int, sum float64) error {
 
 // step is the AdaGrad step on the log loss at margin m.
 func (l *logreg) step(x Vector, y int, m float64) {
-	g := -float64(y) * sigmoid(-float64(y)*m)
+	g := -float64(y) * Sigmoid(-float64(y)*m)
 	x.Entries(func(i int, v float64) {
 		gi := g*v + l.l2*l.w[i]
 		if gi == 0 {

@@ -50,15 +50,6 @@ func (w *Worker) sumNow(ks *keyState, x learners.Vector) (float64, error) {
 	return sum, err
 }
 
-// posterior is a logistic model's probability of +1 at margin m.
-func posterior(m float64) float64 {
-	if m >= 0 {
-		return 1 / (1 + math.Exp(-m))
-	}
-	e := math.Exp(m)
-	return e / (1 + e)
-}
-
 // learnSum teaches ks's learner, one part of an additive model, the label
 // y of x at the model's margin sum, as learn guards a step.
 func (w *Worker) learnSum(ks *keyState, x learners.Vector, y int, sum float64) error {

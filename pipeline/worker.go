@@ -351,7 +351,7 @@ func (w *Worker) event(r Record, key string, ks *keyState, ev topics.Event) erro
 		if label, score, pop, err = w.summed(x, p); err != nil {
 			return err
 		}
-		post = posterior(score)
+		post = learners.Sigmoid(score)
 	case w.populated():
 		if label, score, pop, err = w.mixed(ks, x, p); err != nil {
 			return err
