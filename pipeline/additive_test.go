@@ -111,6 +111,13 @@ func TestAdditiveModelIsTheSumOfItsParts(t *testing.T) {
 					waiting[key+"/"+ev.ID] = x
 				}
 			}
+			// The key API reports no mixture: the key adds both parts.
+			if info, ok, err := w.Inspect("k1"); err != nil || !ok || info.Follows != "" || info.PopulationWeight != nil {
+				t.Fatalf("key k1 inspected: %+v, %v, %v", info, ok, err)
+			}
+			if w.Totals().FollowedPopulation != 0 {
+				t.Fatalf("%d predictions followed the population", w.Totals().FollowedPopulation)
+			}
 			a, _ := shared.MarshalBinary()
 			b, _ := w.keys[PopulationKey].learner.MarshalBinary()
 			if !bytes.Equal(a, b) {

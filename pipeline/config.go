@@ -159,9 +159,6 @@ func (c *Config) check() error {
 	if c.Standardize && c.Vector.Hasher != nil && c.Vector.DenseDim == 0 {
 		return errors.New("standardize needs dense inputs (\"x\"): hashed named features would all become dense; scale them at the producer, or set a dense dimension")
 	}
-	if err := c.validatePopulation(); err != nil {
-		return err
-	}
 	if c.LearnFrom != LearnAll && c.LearnFrom != LearnQueried {
 		return fmt.Errorf("learn from %q: %s (every label that reaches a key) or %s (only the labels its learner asked for)", c.LearnFrom, LearnAll, LearnQueried)
 	}
@@ -171,7 +168,11 @@ func (c *Config) check() error {
 	if err := c.validateOutputs(); err != nil {
 		return err
 	}
-	if _, err := learners.New(c.Learner, c.Params, learners.Config{Dim: c.Vector.Dim}); err != nil {
+	l, err := learners.New(c.Learner, c.Params, learners.Config{Dim: c.Vector.Dim})
+	if err != nil {
+		return err
+	}
+	if err := c.validatePopulation(l); err != nil {
 		return err
 	}
 	switch {

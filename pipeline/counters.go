@@ -170,7 +170,7 @@ func newPublished() *published {
 
 // start takes w as the worker whose counts from now on are the Runner's.
 func (p *published) start(w *Worker, res Restored) {
-	p.populated = w.populated()
+	p.populated = w.mixing()
 	p.mu.Lock()
 	p.base, p.snap.Totals = w.stats, w.stats
 	p.snap.Phase, p.snap.Restore, p.snap.Keys = PhaseRunning, res, w.keyCount()

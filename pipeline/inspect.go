@@ -124,7 +124,7 @@ func (w *Worker) Inspect(key string) (KeyInfo, bool, error) {
 	if b, err := encodeState(ks); err == nil {
 		info.StateBytes = len(b)
 	}
-	if w.populated() && key != PopulationKey {
+	if w.mixing() && key != PopulationKey {
 		m := mixture{population: mixStart, own: 1 - mixStart} // before its first event
 		if ks.mix != nil {
 			m = *ks.mix

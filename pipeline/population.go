@@ -47,20 +47,13 @@ const (
 	PopulationMixture = "mixture"
 )
 
-// validatePopulation checks Config.Population, and resolves the keys'
-// learner's name to PopulationMixture.
-func (c *Config) validatePopulation() error {
+// validatePopulation checks Config.Population against l, a learner of the
+// keys' configuration.
+func (c *Config) validatePopulation(l learners.Learner) error {
 	switch c.Population {
-	case PopulationOff, PopulationMixture:
-		return nil
-	case c.Learner:
-		c.Population = PopulationMixture
+	case PopulationOff, PopulationMixture, c.Learner:
 		return nil
 	case PopulationAdditive:
-		l, err := learners.New(c.Learner, c.Params, learners.Config{Dim: 1})
-		if err != nil {
-			return err
-		}
 		if _, ok := l.(learners.Summand); !ok {
 			return fmt.Errorf("population %s: learner %s cannot be one part of a sum (it is not a learners.Summand); use logreg, a perceptron, a second-order learner, or population %s", PopulationAdditive, c.Learner, PopulationMixture)
 		}
@@ -71,6 +64,18 @@ func (c *Config) validatePopulation() error {
 
 // populated reports whether the worker keeps a population model.
 func (w *Worker) populated() bool { return w.populate }
+
+// mixing reports whether the worker's population model is the mixture:
+// keys follow it or their own learner, which the key API, the snapshot's
+// population share and weight, and the population predictions counter
+// report (an additive model's keys follow neither: they add both).
+func (w *Worker) mixing() bool { return w.populate && !w.additive }
+
+// Mixes reports whether c keeps the mixture population model (not off, not
+// additive): the one whose per-key choice the metrics report.
+func (c Config) Mixes() bool {
+	return c.Population != "" && c.Population != PopulationOff && c.Population != PopulationAdditive
+}
 
 // population returns the partition's population model, made on first use.
 func (w *Worker) population() (*keyState, error) {

@@ -351,8 +351,10 @@ func (w *Worker) event(r Record, key string, ks *keyState, ev topics.Event) erro
 		if label, score, pop, err = w.summed(x, p); err != nil {
 			return err
 		}
-		post = learners.Sigmoid(score)
-	case w.populated():
+		if hasPost { // a logistic key: the sum is its log-odds
+			post = learners.Sigmoid(score)
+		}
+	case w.mixing():
 		if label, score, pop, err = w.mixed(ks, x, p); err != nil {
 			return err
 		}
@@ -381,7 +383,7 @@ func (w *Worker) event(r Record, key string, ks *keyState, ev topics.Event) erro
 	w.stats.Events++
 	ks.stats.events++
 	w.stats.Predictions++
-	if w.populated() && !w.additive && ks.mix.followsPopulation() { // as mixed decided
+	if w.mixing() && ks.mix.followsPopulation() { // as mixed decided
 		w.stats.FollowedPopulation++
 	}
 	if !w.sampling || p.Query {
@@ -414,7 +416,7 @@ func (w *Worker) event(r Record, key string, ks *keyState, ev topics.Event) erro
 			w.last.Expected = p.ExpectedMistake(ev.Label)
 		}
 		var err error
-		if w.populated() && !w.additive {
+		if w.mixing() {
 			err = w.scoreMixture(r, ks, popLabel != ev.Label, p.Label != ev.Label)
 		}
 		switch {

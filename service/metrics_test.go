@@ -108,15 +108,16 @@ func TestCounterSeriesExistFromTheStart(t *testing.T) {
 // what the service's Totals say, the windowed accuracy of each partition's
 // last 1000 labeled events, and, with a population model, whose label the
 // keys' mixtures made.
+// An additive model's keys follow neither expert: the mixture's series are
+// absent there.
 func TestScrapedMetricsReadThePartitions(t *testing.T) {
-	for _, population := range []bool{false, true} {
-		t.Run(map[bool]string{false: "per-key", true: "population"}[population], func(t *testing.T) {
+	for _, model := range []string{pipeline.PopulationOff, "perceptron", pipeline.PopulationAdditive} {
+		population := model == "perceptron" // the mixture, by the learner's name
+		t.Run(model, func(t *testing.T) {
 			addr := cluster(t)
 			cfg := testConfig(t, addr, "g-scrape")
 			cfg.Pipeline.Learner, cfg.Pipeline.Params = "perceptron", nil
-			if population {
-				cfg.Pipeline.Population = "perceptron"
-			}
+			cfg.Pipeline.Population = model
 			reg := prometheus.NewRegistry()
 			var err error
 			if cfg.Metrics, err = NewMetrics(reg); err != nil {
@@ -168,7 +169,7 @@ func TestScrapedMetricsReadThePartitions(t *testing.T) {
 			own, ownOK := lookup(t, reg, "driftstream_population_predictions_total", "follows", "own")
 			switch {
 			case !population && (popOK || ownOK):
-				t.Error("population_predictions_total without a population model")
+				t.Errorf("population_predictions_total with population %s", model)
 			case population && (pop+own != float64(tot.Predictions) || pop == 0 || populationPredictions == 0):
 				t.Errorf("population_predictions_total: %v population + %v own, %d predictions", pop, own, tot.Predictions)
 			}

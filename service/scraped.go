@@ -50,15 +50,15 @@ func newScraped() *scraped {
 		deadLetters:      d("dead_letters_total", "Records sent to the dead-letter topic, by reason.", "reason"),
 		outputsRefused:   d("outputs_refused_total", "Outputs the broker refused for themselves (too large, invalid), each replaced by a dead letter (DRIFTSTREAM_ON_OUTPUT_ERROR=dead-letter), by output kind and reason; counted again when a retried flush writes it again.", "kind", "reason"),
 		driftAlerts:      d("drift_alerts_total", "Drift alerts sent to the alerts topic, by detector and signal.", "detector", "signal"),
-		followed:         d("population_predictions_total", "Predictions made with a population model (DRIFTSTREAM_POPULATION), by the expert whose label the key's mixture made: the population model's or the key's own learner's.", "follows"),
+		followed:         d("population_predictions_total", "Predictions made with the mixture population model (DRIFTSTREAM_POPULATION=mixture), by the expert whose label the key's mixture made: the population model's or the key's own learner's.", "follows"),
 		windowAccuracy:   d("window_accuracy", "Accuracy over the partition's last 1000 labeled events.", "partition"),
 		lag:              d("consumer_lag", "Events-topic records behind the last one processed (high watermark - next offset).", "partition"),
 		keys:             d("keys", "Keys held by the partition's worker.", "partition"),
 		keysResident:     d("keys_in_memory", "Keys of the partition held in memory after its last checkpoint or restore: driftstream_keys without a key store (DRIFTSTREAM_STATE_DIR), at most DRIFTSTREAM_CACHE_KEYS with one.", "partition"),
 		keysInWarning:    d("keys_in_warning", "Keys whose drift detectors last said warning, since the partition was assigned.", "partition"),
-		populationShare:  d("population_share", "Share of the partition's last 1000 predictions that made the population model's label (DRIFTSTREAM_POPULATION) rather than the key's own learner's; absent before the first.", "partition"),
+		populationShare:  d("population_share", "Share of the partition's last 1000 predictions that made the population model's label (DRIFTSTREAM_POPULATION=mixture) rather than the key's own learner's; absent before the first.", "partition"),
 		unreadPartitions: d("unread_input_partitions", "Partitions added to an input topic while the service runs, which it does not read (it is unready meanwhile): see docs/OPERATIONS.md, \"When an input topic grows\"."),
-		populationWeight: d("population_weight", "Mean weight the mixtures of the keys behind the partition's last 1000 predictions gave the population model (DRIFTSTREAM_POPULATION); the keys' own learners had the rest. Absent before the first prediction.", "partition"),
+		populationWeight: d("population_weight", "Mean weight the mixtures of the keys behind the partition's last 1000 predictions gave the population model (DRIFTSTREAM_POPULATION=mixture); the keys' own learners had the rest. Absent before the first prediction.", "partition"),
 	}
 }
 
@@ -91,10 +91,10 @@ func (c *scraped) Collect(ch chan<- prometheus.Metric) {
 		parts     []partitionSnapshot
 		cnt       = newCounters()
 		detectors []pipeline.DetectorSpec
-		populated bool
+		mixes bool
 	)
 	if s := c.svc.Load(); s != nil {
-		cnt, detectors, populated = s.count, s.cfg.Pipeline.Detectors, s.cfg.Pipeline.Population != pipeline.PopulationOff
+		cnt, detectors, mixes = s.count, s.cfg.Pipeline.Detectors, s.cfg.Pipeline.Mixes()
 		sum, parts = cnt.read()
 	} else {
 		c.mu.Lock()
@@ -148,7 +148,7 @@ func (c *scraped) Collect(ch chan<- prometheus.Metric) {
 	for k, n := range alerts {
 		counter(c.driftAlerts, n, k.detector, k.signal)
 	}
-	if populated {
+	if mixes {
 		counter(c.followed, sum.FollowedPopulation, "population")
 		counter(c.followed, sum.Predictions-sum.FollowedPopulation, "own")
 	}
@@ -163,7 +163,7 @@ func (c *scraped) Collect(ch chan<- prometheus.Metric) {
 		if s.WindowLabeled > 0 {
 			gauge(c.windowAccuracy, s.WindowAccuracy, ps.p)
 		}
-		if populated && s.PopulationPredictions > 0 {
+		if mixes && s.PopulationPredictions > 0 {
 			gauge(c.populationShare, s.PopulationShare, ps.p)
 			gauge(c.populationWeight, s.PopulationWeight, ps.p)
 		}
