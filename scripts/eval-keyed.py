@@ -68,22 +68,36 @@ def summarize(name, right_by_key, events_by_key):
             "buckets": [(b[0] / b[1]) if b[1] else None for b in by]}
 
 
-def river_runs(events):
-    from river import linear_model
+def river_model(optimizer):
+    """River's LogisticRegression: its defaults (SGD 0.01, intercept by SGD
+    0.01), or with optimizer "rmsprop" the optimizer of driftstream's logreg
+    defaults: RMSProp with lr = eta*sqrt(1-decay) = 0.25*0.1 and rho = 0.99
+    (driftstream's accumulator omits RMSProp's (1-rho) factor), the intercept a
+    constant feature under the same optimizer, as driftstream's -bias is."""
+    from river import linear_model, optim
+    if optimizer == "rmsprop":
+        return linear_model.LogisticRegression(optimizer=optim.RMSProp(lr=0.025, rho=0.99), intercept_lr=0)
+    return linear_model.LogisticRegression()
+
+
+def river_runs(events, optimizer):
+    tag = "" if optimizer == "default" else " (" + optimizer + ")"
     models = {
-        "River LR per key": collections.defaultdict(linear_model.LogisticRegression),
-        "River LR global": linear_model.LogisticRegression(),
-        "River LR shared+per-key": linear_model.LogisticRegression(),
+        "River LR per key" + tag: collections.defaultdict(lambda: river_model(optimizer)),
+        "River LR global" + tag: river_model(optimizer),
+        "River LR shared+per-key" + tag: river_model(optimizer),
     }
     right = {n: collections.defaultdict(lambda: [0, 0]) for n in list(models) + ["per-key majority"]}
     votes = collections.defaultdict(int)
     for i, ev in enumerate(events):
         k, y = ev["key"], ev["label"] == 1
         x = {str(j): v for j, v in enumerate(ev["x"])}
+        if optimizer == "rmsprop":
+            x["bias"] = 1.0
         xa = dict(x)
         xa.update({k + ":" + str(j): v for j, v in enumerate(ev["x"])})
         for name, m in models.items():
-            model = m[k] if name.endswith("per key") else m
+            model = m[k] if "per key" in name and "shared" not in name else m
             inp = xa if "shared" in name else x
             p = model.predict_proba_one(inp).get(True, 0.0) >= 0.5
             right[name][k][0] += p == y
@@ -117,6 +131,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("data")
     ap.add_argument("--river", action="store_true")
+    ap.add_argument("--river-optimizer", default="default", choices=["default", "rmsprop"],
+                    help="River's own defaults, or the optimizer of driftstream's logreg defaults")
     ap.add_argument("--configs", default=",".join(CONFIGS))
     ap.add_argument("--consumer", default="/tmp/consumer")
     ap.add_argument("--global-too", action="store_true", help="also run driftstream logreg with every event on one key")
@@ -139,7 +155,7 @@ def main():
         g["buckets"] = [None] * len(BUCKETS)
         rows.append(g)
     if a.river:
-        right = river_runs(events)
+        right = river_runs(events, a.river_optimizer)
         for name, by in right.items():
             rows.append(summarize(name, by, events_by_key))
     print(f"{a.data}: {len(events)} events, {len(events_by_key)} keys, dimension {dim}")

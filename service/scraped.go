@@ -91,7 +91,7 @@ func (c *scraped) Collect(ch chan<- prometheus.Metric) {
 		parts     []partitionSnapshot
 		cnt       = newCounters()
 		detectors []pipeline.DetectorSpec
-		mixes bool
+		mixes     bool
 	)
 	if s := c.svc.Load(); s != nil {
 		cnt, detectors, mixes = s.count, s.cfg.Pipeline.Detectors, s.cfg.Pipeline.Mixes()
