@@ -79,54 +79,58 @@ type DriftAlert struct {
 
 // AppendJSON appends the prediction's JSON encoding to b.
 func (m Prediction) AppendJSON(b []byte) []byte {
-	b = append(b, `{"id":`...)
-	b = appendString(b, m.ID)
-	b = append(b, `,"key":`...)
-	b = appendString(b, m.Key)
-	if m.KeyB64 != "" {
-		b = append(b, `,"key_b64":`...)
-		b = appendString(b, m.KeyB64)
-	}
+	b = appendHead(b, m.ID, m.Key, m.KeyB64)
 	b = append(b, `,"label":`...)
 	b = strconv.AppendInt(b, int64(m.Label), 10)
 	b = append(b, `,"score":`...)
 	b = appendFloat(b, m.Score)
 	b = append(b, `,"learner":`...)
 	b = appendString(b, m.Learner)
-	b = append(b, `,"partition":`...)
-	b = strconv.AppendInt(b, int64(m.Partition), 10)
-	b = append(b, `,"offset":`...)
-	b = strconv.AppendInt(b, m.Offset, 10)
-	if m.QueryProb != nil {
-		b = append(b, `,"query_prob":`...)
-		b = appendFloat(b, *m.QueryProb)
-	}
-	if m.Posterior != nil {
-		b = append(b, `,"posterior":`...)
-		b = appendFloat(b, *m.Posterior)
-	}
+	b = appendPosition(b, m.Partition, m.Offset)
+	b = appendOptional(b, `,"query_prob":`, m.QueryProb)
+	b = appendOptional(b, `,"posterior":`, m.Posterior)
 	return append(b, '}')
 }
 
 // AppendJSON appends the label query's JSON encoding to b.
 func (m LabelQuery) AppendJSON(b []byte) []byte {
-	b = append(b, `{"id":`...)
-	b = appendString(b, m.ID)
-	b = append(b, `,"key":`...)
-	b = appendString(b, m.Key)
-	if m.KeyB64 != "" {
-		b = append(b, `,"key_b64":`...)
-		b = appendString(b, m.KeyB64)
-	}
+	b = appendHead(b, m.ID, m.Key, m.KeyB64)
 	b = append(b, `,"score":`...)
 	b = appendFloat(b, m.Score)
 	b = append(b, `,"query_prob":`...)
 	b = appendFloat(b, m.QueryProb)
-	b = append(b, `,"partition":`...)
-	b = strconv.AppendInt(b, int64(m.Partition), 10)
-	b = append(b, `,"offset":`...)
-	b = strconv.AppendInt(b, m.Offset, 10)
+	b = appendPosition(b, m.Partition, m.Offset)
 	return append(b, '}')
+}
+
+// appendHead opens an output's JSON object with its "id", "key" and, for a
+// key that is not UTF-8, "key_b64".
+func appendHead(b []byte, id, key, keyB64 string) []byte {
+	b = append(b, `{"id":`...)
+	b = appendString(b, id)
+	b = append(b, `,"key":`...)
+	b = appendString(b, key)
+	if keyB64 != "" {
+		b = append(b, `,"key_b64":`...)
+		b = appendString(b, keyB64)
+	}
+	return b
+}
+
+// appendPosition appends an output's input "partition" and "offset".
+func appendPosition(b []byte, partition int, offset int64) []byte {
+	b = append(b, `,"partition":`...)
+	b = strconv.AppendInt(b, int64(partition), 10)
+	b = append(b, `,"offset":`...)
+	return strconv.AppendInt(b, offset, 10)
+}
+
+// appendOptional appends field (`,"name":`) and *v, or nothing when v is nil.
+func appendOptional(b []byte, field string, v *float64) []byte {
+	if v == nil {
+		return b
+	}
+	return appendFloat(append(b, field...), *v)
 }
 
 // AppendJSON appends the alert's JSON encoding to b (alerts are rare:

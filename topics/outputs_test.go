@@ -29,6 +29,8 @@ func TestOutputEncodingMatchesJSON(t *testing.T) {
 			Prediction{ID: strs[r.IntN(len(strs))], Key: key, KeyB64: KeyB64(key), Label: 1 - 2*r.IntN(2), Score: pick(), Learner: "lasec-ss",
 				Partition: r.IntN(100), Offset: r.Int64()},
 			Prediction{ID: "x", Key: "y", Label: -1, Score: pick(), Learner: "perceptron", Partition: 3, Offset: 7, QueryProb: &q},
+			Prediction{ID: "x", Key: key, KeyB64: KeyB64(key), Label: 1, Score: q, Learner: "logreg", Partition: 1, Offset: 2, Posterior: &q},
+			Prediction{ID: "x", Key: "y", Label: 1, Score: q, Learner: "lasec-ss", Partition: 1, Offset: 2, QueryProb: &q, Posterior: &q},
 			LabelQuery{ID: strs[r.IntN(len(strs))], Key: key, KeyB64: KeyB64(key), Score: pick(), QueryProb: pick(), Partition: 1, Offset: int64(i)},
 		}
 		for _, m := range msgs {
