@@ -93,6 +93,9 @@ func (l *logreg) LearnSum(x Vector, y int, sum float64) error {
 	return nil
 }
 
+// QueryProbAt is 1: logistic regression learns every label.
+func (*logreg) QueryProbAt(float64) float64 { return 1 }
+
 // step is the AdaGrad step on the log loss at margin m.
 func (l *logreg) step(x Vector, y int, m float64) {
 	g := -float64(y) * Sigmoid(-float64(y)*m)

@@ -24,6 +24,9 @@ func (s *sampler) prob(m float64) float64 {
 	return s.scale / (s.scale + math.Abs(m))
 }
 
+// QueryProbAt is the query probability for margin m (Summand).
+func (s *sampler) QueryProbAt(m float64) float64 { return s.prob(m) }
+
 // Decide draws the query decision for p.
 func (s *sampler) Decide(p Prediction) Prediction {
 	if math.IsInf(s.scale, 1) {

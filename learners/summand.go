@@ -11,9 +11,16 @@ import "fmt"
 // if its own margin on x were sum, the margin of the whole model: a
 // mistake-driven learner updates when y·sum ≤ 0, a loss-driven one takes
 // its step at sum. On error the state is untouched.
+//
+// QueryProbAt is the probability with which the learner's query rule asks
+// for a label when the model's margin is m (1 for learners without one): a
+// sampler that is one part of a sum asks by the whole model's margin. Set
+// it as a Prediction's QueryProb before Decide, which draws as it always
+// does.
 type Summand interface {
 	Learner
 	LearnSum(x Vector, y int, sum float64) error
+	QueryProbAt(m float64) float64
 }
 
 // checkSum validates LearnSum's arguments.

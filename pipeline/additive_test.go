@@ -172,3 +172,30 @@ func TestAdditiveNeedsASummand(t *testing.T) {
 		}
 	}
 }
+
+// A sampler that is one part of a sum asks by the sum's margin: every
+// emitted query probability is a/(a + |score|) of the emitted score.
+func TestAdditiveSamplerAsksByTheSum(t *testing.T) {
+	cfg := additiveConfig(t, "lasec-ss", `{"a":0.3}`)
+	w, err := NewWorker(cfg, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, o := range run(t, w, records(6, 1500, 5)) {
+		if o.Kind != OutPrediction {
+			continue
+		}
+		var p topics.Prediction
+		if err := json.Unmarshal(o.Value, &p); err != nil || p.QueryProb == nil {
+			t.Fatalf("prediction %s: %v", o.Value, err)
+		}
+		if want := 0.3 / (0.3 + math.Abs(p.Score)); math.Abs(*p.QueryProb-want) > 1e-12 {
+			t.Fatalf("query_prob %g at score %g, want %g", *p.QueryProb, p.Score, want)
+		}
+		n++
+	}
+	if n < 1000 {
+		t.Fatalf("%d predictions", n)
+	}
+}
