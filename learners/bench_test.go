@@ -55,6 +55,7 @@ func benchLearners() []benchLearner {
 		{"lasec-ss", `{"diagonal":true}`, "real", all},
 		{"bbq", "", "real", 1000},
 		{"bbq-i", "", "real", 1000},
+		{"logreg", "", "real", all},
 	}
 }
 

@@ -6,7 +6,7 @@ import (
 
 // LogRegParams configures `logreg`.
 type LogRegParams struct {
-	Eta Real    `json:"eta" doc:"base step η > 0: coordinate i moves by η·gᵢ/√(Σ gᵢ²) (AdaGrad)"`
+	Eta float64 `json:"eta" doc:"base step η > 0: coordinate i moves by η·gᵢ/√Gᵢ, Gᵢ its decayed sum of squared slopes"`
 	L2  float64 `json:"l2" doc:"L2 penalty ≥ 0 on the weights of the coordinates an input touches (0: none)"`
 	// Decay below 1 forgets old gradients, so that steps stay large enough
 	// to follow a drifting concept (AdaGrad's shrink as 1/√t).
@@ -36,8 +36,8 @@ type logreg struct {
 }
 
 func newLogReg(p *LogRegParams, cfg Config) (Learner, error) {
-	if !p.Eta.positive() || math.IsInf(float64(p.Eta), 1) {
-		return nil, paramError("logreg", "eta", float64(p.Eta), "must be finite and > 0")
+	if !(p.Eta > 0) || math.IsInf(p.Eta, 1) {
+		return nil, paramError("logreg", "eta", p.Eta, "must be finite and > 0")
 	}
 	if !(p.L2 >= 0) || math.IsInf(p.L2, 1) {
 		return nil, paramError("logreg", "l2", p.L2, "must be finite and ≥ 0")
@@ -49,7 +49,7 @@ func newLogReg(p *LogRegParams, cfg Config) (Learner, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &logreg{meta: m, eta: float64(p.Eta), l2: p.L2, decay: p.Decay, w: make([]float64, cfg.Dim), g2: make([]float64, cfg.Dim), version: 1}, nil
+	return &logreg{meta: m, eta: p.Eta, l2: p.L2, decay: p.Decay, w: make([]float64, cfg.Dim), g2: make([]float64, cfg.Dim), version: 1}, nil
 }
 
 // Sigmoid is 1/(1+e^(−z)), computed without overflow for any finite z: a
@@ -96,18 +96,29 @@ func (l *logreg) LearnSum(x Vector, y int, sum float64) error {
 // QueryProbAt is 1: logistic regression learns every label.
 func (*logreg) QueryProbAt(float64) float64 { return 1 }
 
-// step is the AdaGrad step on the log loss at margin m.
+// step is the adaptive step on the log loss at margin m: a loop over a
+// dense input's values, a callback per entry of a sparse one.
 func (l *logreg) step(x Vector, y int, m float64) {
 	g := -float64(y) * Sigmoid(-float64(y)*m)
-	x.Entries(func(i int, v float64) {
-		gi := g*v + l.l2*l.w[i]
-		if gi == 0 {
-			return
+	if vals, ok := x.DenseValues(); ok {
+		w, g2 := l.w[:len(vals)], l.g2[:len(vals)]
+		for i, v := range vals {
+			l.coordinate(w, g2, i, g*v)
 		}
-		l.g2[i] = l.decay*l.g2[i] + gi*gi
-		l.w[i] -= l.eta * gi / math.Sqrt(l.g2[i])
-	})
+	} else {
+		x.Entries(func(i int, v float64) { l.coordinate(l.w, l.g2, i, g*v) })
+	}
 	l.version++
+}
+
+// coordinate moves w[i] by its share gx = g·xᵢ of the loss's slope.
+func (l *logreg) coordinate(w, g2 []float64, i int, gx float64) {
+	gi := gx + l.l2*w[i]
+	if gi == 0 {
+		return
+	}
+	g2[i] = l.decay*g2[i] + gi*gi
+	w[i] -= l.eta * gi / math.Sqrt(g2[i])
 }
 
 func (l *logreg) MarshalBinary() ([]byte, error) {
