@@ -99,6 +99,10 @@ def main():
     rows = {"weather": weather, "airquality": airquality}[kind](paths)
     rows.sort(key=lambda r: (r["ts"], r["key"]))  # time order; keys in a fixed order within a time
     out = sys.stdout
+    keys = {r["key"] for r in rows}
+    positive = sum(r["label"] == 1 for r in rows)
+    print(f"{kind}: {len(rows)} events, {len(keys)} keys, dimension {len(rows[0]['x'])}, "
+          f"{100 * positive / len(rows):.1f}% positive", file=sys.stderr)
     for i, r in enumerate(rows):
         out.write(json.dumps({"key": r["key"], "id": str(i), "ts": r["ts"],
                               "x": [round(v, 6) for v in r["x"]], "label": r["label"]},
