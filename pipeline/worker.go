@@ -338,22 +338,27 @@ func (w *Worker) event(r Record, key string, ks *keyState, ev topics.Event) erro
 		return err
 	}
 	w.expire(r, ks)
-	label, score, popLabel := p.Label, p.Score, 0
-	post, hasPost := p.Posterior, p.HasPosterior
 	var pop learners.Prediction // the population's, with a population model
+	var sumLabel int
+	var sum float64
 	if w.additive {
 		// The prediction is the sum's: a sampler asks by the whole model's
 		// margin, as the margin rule reads it; the draw is the same one.
-		if label, score, pop, err = w.summed(x, p); err != nil {
+		if sumLabel, sum, pop, err = w.summed(x, p); err != nil {
 			return err
 		}
-		p.QueryProb = ks.learner.(learners.Summand).QueryProbAt(score)
-		if hasPost { // a logistic key: the sum is its log-odds
-			post = learners.Sigmoid(score)
-		}
+		p.QueryProb = ks.learner.(learners.Summand).QueryProbAt(sum)
 	}
 	// Decide the round before emitting, so the prediction message is final.
 	p = ks.learner.Decide(p)
+	label, score, popLabel := p.Label, p.Score, 0 // decided: a randomized learner's draw
+	post, hasPost := p.Posterior, p.HasPosterior
+	if w.additive {
+		label, score = sumLabel, sum
+		if hasPost { // a logistic key: the sum is its log-odds
+			post = learners.Sigmoid(sum)
+		}
+	}
 	// With the mixture the key picks whose prediction it makes (the
 	// learner's own, or the population's); a sampler's own rule still
 	// decides its queries, the margin rule reads the prediction made.
