@@ -143,22 +143,6 @@ func mustVec(t *testing.T, v []float64) learners.Vector {
 	return x
 }
 
-// Crash at random points with the additive model: the restored worker ends
-// bit-identical to an uninterrupted run, shared part included.
-func TestAdditiveCrashRestoreIsBitIdentical(t *testing.T) {
-	for _, c := range []struct{ learner, params string }{{"logreg", ""}, {"lasec-ss", `{"a":0.3}`}} {
-		t.Run(c.learner, func(t *testing.T) {
-			cfg := additiveConfig(t, c.learner, c.params)
-			recs := records(3, 3000, 40)
-			ref, _ := NewWorker(cfg, 0)
-			run(t, ref, recs)
-			newWorker := func() *Worker { w, _ := NewWorker(cfg, 0); return w }
-			w := crashing(t, recs, newWorker, nil)
-			sameStates(t, w, ref)
-		})
-	}
-}
-
 // Learners that cannot be a part of a sum are refused by name.
 func TestAdditiveNeedsASummand(t *testing.T) {
 	for _, c := range []struct {

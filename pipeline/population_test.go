@@ -19,13 +19,18 @@ func populationConfig(t *testing.T, learner, params string) Config {
 	return cfg
 }
 
-// Crash at random points with a population model: the restored workers end
-// bit-identical to an uninterrupted run, the population model and every
-// key seeded from it included, and every event is predicted exactly once.
+// Crash at random points with a population model (the mixture, or the
+// additive model's shared part): the restored workers end bit-identical to
+// an uninterrupted run, the population model and every key seeded from it
+// included, and every event is predicted exactly once.
 func TestPopulationCrashRestoreIsBitIdentical(t *testing.T) {
-	for _, c := range []struct{ learner, params string }{{"lasec-ss", `{"a":0.3}`}, {"perceptron", ""}, {"budget-perceptron", `{"budget":20}`}} {
-		t.Run(c.learner, func(t *testing.T) {
-			cfg := populationConfig(t, c.learner, c.params)
+	for _, c := range []struct{ learner, params, population string }{
+		{"lasec-ss", `{"a":0.3}`, "lasec-ss"}, {"perceptron", "", "perceptron"}, {"budget-perceptron", `{"budget":20}`, "budget-perceptron"},
+		{"logreg", "", PopulationAdditive}, {"lasec-ss", `{"a":0.3}`, PopulationAdditive},
+	} {
+		t.Run(c.learner+"/"+c.population, func(t *testing.T) {
+			cfg := testConfig(t, c.learner, c.params)
+			cfg.Population = c.population
 			recs := records(3, 3000, 40)
 			ref, _ := NewWorker(cfg, 0)
 			run(t, ref, recs)
