@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/driftstream/driftstream/keyed"
 	"github.com/driftstream/driftstream/pipeline"
 	"github.com/driftstream/driftstream/streams"
 	"github.com/driftstream/driftstream/topics"
@@ -34,7 +35,7 @@ type PipelineOptions struct {
 	// Cooldown (0: the default); Run.Alerts has their alerts, at the event
 	// index of the event or label that raised them (events' ids, when they
 	// are indexes as generators number them, else their offsets).
-	Detectors []pipeline.DetectorSpec
+	Detectors []keyed.DetectorSpec
 	Cooldown  int64
 	// Population is the backtests' -population: off (or empty), on (each
 	// learner's own), or the one learner whose runs keep a population
@@ -54,12 +55,12 @@ func PipelinePassWith(opts PipelineOptions) Pass {
 // the learner's own mixture for "on" and for its own name; none otherwise.
 func PopulationOf(flag, learner string) string {
 	switch flag {
-	case pipeline.PopulationAdditive, pipeline.PopulationMixture:
+	case keyed.PopulationAdditive, keyed.PopulationMixture:
 		return flag
 	case "on", learner:
 		return learner
 	}
-	return pipeline.PopulationOff
+	return keyed.PopulationOff
 }
 
 func pass(ctx context.Context, spec Spec, events []streams.Example, dim int, seed uint64, opts Options, po PipelineOptions) (Run, error) {
@@ -83,10 +84,12 @@ func pass(ctx context.Context, spec Spec, events []streams.Example, dim int, see
 	if name == "" {
 		name = spec.Name
 	}
-	cfg := ReplayConfig{Name: name, Pipeline: pipeline.Config{Learner: spec.Name, Params: spec.Params, Seed: seed, Vector: vec, QueryScale: 1,
-		MaxKeyBytes: -1, MaxPending: len(events) + 1, PendingTTL: int64(len(events)) + 1, MaxPendingBytes: 1 << 40,
-		Detectors: po.Detectors, AlertCooldown: po.Cooldown, CooldownPerDetector: true, Standardize: spec.Standardize, Population: PopulationOf(po.Population, spec.Name), Unkeyed: true,
-		LearnFrom: pipeline.LearnQueried}, // the papers' protocol: a sampler learns the labels it asks for
+	cfg := ReplayConfig{Name: name, Pipeline: pipeline.Config{
+		Settings: keyed.Settings{Learner: spec.Name, Params: spec.Params, Seed: seed, Vector: vec, QueryScale: 1,
+			MaxPending: len(events) + 1, PendingTTL: int64(len(events)) + 1, MaxPendingBytes: 1 << 40,
+			Detectors: po.Detectors, AlertCooldown: po.Cooldown, CooldownPerDetector: true, Standardize: spec.Standardize, Population: PopulationOf(po.Population, spec.Name), Unkeyed: true,
+			LearnFrom: keyed.LearnQueried}, // the papers' protocol: a sampler learns the labels it asks for
+		MaxKeyBytes: -1},
 		Progress: opts.Progress, ProgressEvery: 5 * time.Second}
 	var records, seen, mistakes int
 	var expected float64

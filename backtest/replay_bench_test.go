@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/driftstream/driftstream/keyed"
 	"github.com/driftstream/driftstream/learners"
 	"github.com/driftstream/driftstream/pipeline"
 	"github.com/driftstream/driftstream/streams"
@@ -54,7 +55,7 @@ func benchConfig(b *testing.B) ReplayConfig {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return ReplayConfig{Name: "bench", Pipeline: pipeline.Config{Learner: "perceptron", Seed: 1, Vector: vec, QueryScale: 1}}
+	return ReplayConfig{Name: "bench", Pipeline: pipeline.Config{Settings: keyed.Settings{Learner: "perceptron", Seed: 1, Vector: vec, QueryScale: 1}}}
 }
 
 // BenchmarkReplay compares the two ways to backtest the same history: from

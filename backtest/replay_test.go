@@ -13,6 +13,7 @@ import (
 
 	"github.com/driftstream/driftstream/internal/kafkatest"
 	"github.com/driftstream/driftstream/internal/poll"
+	"github.com/driftstream/driftstream/keyed"
 	"github.com/driftstream/driftstream/learners"
 	"github.com/driftstream/driftstream/pipeline"
 	"github.com/driftstream/driftstream/service"
@@ -63,7 +64,7 @@ func pipelineConfig(t *testing.T, learner, params string) pipeline.Config {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return pipeline.Config{Learner: learner, Params: json.RawMessage(params), Seed: 5, Vector: vec, QueryScale: 1, MaxPending: 100, PendingTTL: 5000}
+	return pipeline.Config{Settings: keyed.Settings{Learner: learner, Params: json.RawMessage(params), Seed: 5, Vector: vec, QueryScale: 1, MaxPending: 100, PendingTTL: 5000}}
 }
 
 // collector keeps every prediction by id.

@@ -19,7 +19,7 @@ import (
 	"text/template"
 	"time"
 
-	"github.com/driftstream/driftstream/pipeline"
+	"github.com/driftstream/driftstream/keyed"
 	"github.com/kelseyhightower/envconfig"
 )
 
@@ -377,9 +377,9 @@ func Markdown() string {
 // DefaultDetectors are the drift detectors the service runs when
 // DRIFTSTREAM_DETECTORS is not set (the backtests' default too): the
 // Detectors field's default, parsed.
-func DefaultDetectors() []pipeline.DetectorSpec {
+func DefaultDetectors() []keyed.DetectorSpec {
 	f, _ := reflect.TypeOf(Config{}).FieldByName("Detectors")
-	var specs []pipeline.DetectorSpec
+	var specs []keyed.DetectorSpec
 	if err := json.Unmarshal([]byte(f.Tag.Get("default")), &specs); err != nil {
 		panic(fmt.Sprintf("config: the Detectors default is not a JSON list: %v", err)) // a build that cannot start
 	}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/driftstream/driftstream/keyed"
 	"github.com/driftstream/driftstream/pipeline"
 	"github.com/driftstream/driftstream/service"
 )
@@ -194,7 +195,7 @@ func TestDefaultsAreThePipelines(t *testing.T) {
 		// The library's zero value keeps no population model (a caller of
 		// pipeline opts in); the service's default is the additive one,
 		// chosen by measurement (docs/LEARNING.md).
-		{"Population", c.Population, pipeline.PopulationAdditive},
+		{"Population", c.Population, keyed.PopulationAdditive},
 		{"LearnFrom", c.LearnFrom, p.LearnFrom},
 		{"RetryTimeout", c.RetryTimeout, pipeline.DefaultBackoff.Timeout},
 		{"CheckpointEvery", c.CheckpointEvery, service.DefaultCheckpointEvery},

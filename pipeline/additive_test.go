@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/driftstream/driftstream/keyed"
 	"github.com/driftstream/driftstream/learners"
 	"github.com/driftstream/driftstream/topics"
 )
@@ -15,7 +16,7 @@ import (
 func additiveConfig(t *testing.T, learner, params string) Config {
 	t.Helper()
 	cfg := testConfig(t, learner, params)
-	cfg.Population = PopulationAdditive
+	cfg.Population = keyed.PopulationAdditive
 	return cfg
 }
 
@@ -63,7 +64,7 @@ func TestAdditiveModelIsTheSumOfItsParts(t *testing.T) {
 				}
 				return l.(learners.Summand)
 			}
-			shared := mk(PopulationKey)
+			shared := mk(keyed.PopulationKey)
 			own := map[string]learners.Summand{}
 			waiting := map[string]learners.Vector{}
 			sum := func(key string, x learners.Vector) float64 {
@@ -119,13 +120,13 @@ func TestAdditiveModelIsTheSumOfItsParts(t *testing.T) {
 				t.Fatalf("%d predictions followed the population", w.Totals().FollowedPopulation)
 			}
 			a, _ := shared.MarshalBinary()
-			b, _ := w.keys[PopulationKey].learner.MarshalBinary()
+			b, _ := w.keys[keyed.PopulationKey].Learner().MarshalBinary()
 			if !bytes.Equal(a, b) {
 				t.Fatal("the shared part differs from the one replayed by hand")
 			}
 			for key, l := range own {
 				a, _ := l.MarshalBinary()
-				b, _ := w.keys[key].learner.MarshalBinary()
+				b, _ := w.keys[key].Learner().MarshalBinary()
 				if !bytes.Equal(a, b) {
 					t.Fatalf("key %s's part differs from the one replayed by hand", key)
 				}

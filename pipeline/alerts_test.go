@@ -4,14 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"testing"
-	"time"
 
-	"github.com/driftstream/driftstream/internal/wire"
+	"github.com/driftstream/driftstream/keyed"
 	"github.com/driftstream/driftstream/topics"
 
 	"github.com/driftstream/driftstream/checkpoint"
@@ -54,9 +51,9 @@ func alertsOf(outs []Output) []topics.DriftAlert {
 // after the flip and none before it, with the mistake rates before and
 // after; with on-drift reset, the key's learner restarts.
 func TestDriftAlert(t *testing.T) {
-	for _, action := range []string{OnDriftAlert, OnDriftReset} {
+	for _, action := range []string{keyed.OnDriftAlert, keyed.OnDriftReset} {
 		cfg := testConfig(t, "perceptron", "")
-		cfg.Detectors = []DetectorSpec{{Detector: "adwin", Signal: SignalMistakes}}
+		cfg.Detectors = []keyed.DetectorSpec{{Detector: "adwin", Signal: keyed.SignalMistakes}}
 		cfg.OnDrift = action
 		w, err := NewWorker(cfg, 0)
 		if err != nil {
@@ -68,17 +65,17 @@ func TestDriftAlert(t *testing.T) {
 			t.Fatalf("%s: no alert for the flip", action)
 		}
 		a := as[0]
-		if a.Offset < 2000 || a.Offset > 2300 || a.Detector != "adwin" || a.Signal != SignalMistakes || a.Key != "k" || a.Action != action ||
+		if a.Offset < 2000 || a.Offset > 2300 || a.Detector != "adwin" || a.Signal != keyed.SignalMistakes || a.Key != "k" || a.Action != action ||
 			a.TS == nil || *a.TS != "2026-11-20T10:00:00Z" || a.MistakeRateBefore == nil || a.MistakeRateAfter == nil || *a.MistakeRateAfter <= *a.MistakeRateBefore {
 			t.Fatalf("%s: alert %+v", action, a)
 		}
 		for _, b := range as[1:] {
-			if b.Offset-a.Offset < DefaultAlertCooldown {
+			if b.Offset-a.Offset < keyed.DefaultAlertCooldown {
 				t.Fatalf("%s: a second alert %d events after the first, within the cooldown", action, b.Offset-a.Offset)
 			}
 		}
 		st := w.Totals()
-		if st.Alerts != int64(len(as)) || st.AlertsBy[0] != st.Alerts || (action == OnDriftReset) != (st.Resets == st.Alerts) {
+		if st.Alerts != int64(len(as)) || st.AlertsBy[0] != st.Alerts || (action == keyed.OnDriftReset) != (st.Resets == st.Alerts) {
 			t.Fatalf("%s: totals %+v for %d alerts", action, st, len(as))
 		}
 		t.Logf("%s: first alert %d events after the flip; %d alerts; before %.3f after %.3f", action, a.Offset-2000, len(as), *a.MistakeRateBefore, *a.MistakeRateAfter)
@@ -89,8 +86,8 @@ func TestDriftAlert(t *testing.T) {
 // the same alerts, byte for byte, as an uninterrupted run.
 func TestDriftAlertsReplayAfterRestore(t *testing.T) {
 	cfg := testConfig(t, "lasec", "")
-	cfg.Detectors = []DetectorSpec{{Detector: "adwin", Signal: SignalMistakes}, {Detector: "page-hinkley", Signal: SignalScore, Params: json.RawMessage(`{"threshold":5}`)},
-		{Detector: "ddm", Signal: SignalMistakes}}
+	cfg.Detectors = []keyed.DetectorSpec{{Detector: "adwin", Signal: keyed.SignalMistakes}, {Detector: "page-hinkley", Signal: keyed.SignalScore, Params: json.RawMessage(`{"threshold":5}`)},
+		{Detector: "ddm", Signal: keyed.SignalMistakes}}
 	recs := flipping(2, 4000, 1800)
 	whole, _ := NewWorker(cfg, 0)
 	want := run(t, whole, recs)
@@ -112,15 +109,15 @@ func TestDriftAlertsReplayAfterRestore(t *testing.T) {
 
 func TestDetectorConfig(t *testing.T) {
 	for _, tc := range []struct {
-		specs   []DetectorSpec
+		specs   []keyed.DetectorSpec
 		onDrift string
 	}{
-		{[]DetectorSpec{{Detector: "nope", Signal: SignalMistakes}}, ""},
-		{[]DetectorSpec{{Detector: "adwin", Signal: "loss"}}, ""},
-		{[]DetectorSpec{{Detector: "adwin", Signal: SignalMistakes, Params: json.RawMessage(`{"delta":7}`)}}, ""},
+		{[]keyed.DetectorSpec{{Detector: "nope", Signal: keyed.SignalMistakes}}, ""},
+		{[]keyed.DetectorSpec{{Detector: "adwin", Signal: "loss"}}, ""},
+		{[]keyed.DetectorSpec{{Detector: "adwin", Signal: keyed.SignalMistakes, Params: json.RawMessage(`{"delta":7}`)}}, ""},
 		{nil, "panic"},
-		{make([]DetectorSpec, MaxDetectors+1), ""},
-		{[]DetectorSpec{{Detector: "adwin", Signal: SignalMistakes}, {Detector: "adwin", Signal: SignalMistakes, Params: json.RawMessage(`{"delta":0.1}`)}}, ""},
+		{make([]keyed.DetectorSpec, keyed.MaxDetectors+1), ""},
+		{[]keyed.DetectorSpec{{Detector: "adwin", Signal: keyed.SignalMistakes}, {Detector: "adwin", Signal: keyed.SignalMistakes, Params: json.RawMessage(`{"delta":0.1}`)}}, ""},
 	} {
 		cfg := testConfig(t, "perceptron", "")
 		cfg.Detectors, cfg.OnDrift = tc.specs, tc.onDrift
@@ -136,14 +133,14 @@ func TestDetectorConfig(t *testing.T) {
 func TestCooldownIsPerKey(t *testing.T) {
 	for _, perDetector := range []bool{false, true} {
 		cfg := testConfig(t, "perceptron", "")
-		cfg.Detectors = []DetectorSpec{{Detector: "adwin", Signal: SignalMistakes}, {Detector: "ddm", Signal: SignalMistakes},
-			{Detector: "hddm-a", Signal: SignalMistakes}}
+		cfg.Detectors = []keyed.DetectorSpec{{Detector: "adwin", Signal: keyed.SignalMistakes}, {Detector: "ddm", Signal: keyed.SignalMistakes},
+			{Detector: "hddm-a", Signal: keyed.SignalMistakes}}
 		cfg.CooldownPerDetector = perDetector
 		w, _ := NewWorker(cfg, 0)
 		as := alertsOf(run(t, w, flipping(1, 4000, 2000)))
 		close := 0
 		for i := 1; i < len(as); i++ {
-			if as[i].Offset-as[i-1].Offset < DefaultAlertCooldown {
+			if as[i].Offset-as[i-1].Offset < keyed.DefaultAlertCooldown {
 				close++
 			}
 		}
@@ -161,35 +158,6 @@ type verdictDetector struct {
 
 func (d *verdictDetector) Add(float64) drift.State { return d.verdict }
 
-// A key is in warning while any of its detectors is: feeding another signal
-// does not clear a warning, and the level follows the detectors.
-func TestKeysInWarningFollowsEveryDetector(t *testing.T) {
-	cfg := testConfig(t, "perceptron", "")
-	cfg.Detectors = []DetectorSpec{{Detector: "ddm", Signal: SignalMistakes}, {Detector: "adwin", Signal: SignalQueries}}
-	w, _ := NewWorker(cfg, 0)
-	ks, err := w.newKey("k")
-	if err != nil {
-		t.Fatal(err)
-	}
-	mistakes, queries := &verdictDetector{verdict: drift.Warning}, &verdictDetector{verdict: drift.Stable}
-	ks.watch.detectors = []drift.Detector{mistakes, queries}
-	r := Record{Key: []byte("k")}
-	for _, step := range []struct {
-		signal string
-		want   int64
-	}{{SignalMistakes, 1}, {SignalQueries, 1}, {SignalScore, 1}} {
-		w.feed(r, "k", ks, step.signal, 1, "e", time.Time{})
-		if got := w.Totals().KeysInWarning; got != step.want {
-			t.Fatalf("after a %s value: %d keys in warning, want %d", step.signal, got, step.want)
-		}
-	}
-	mistakes.verdict = drift.Stable
-	w.feed(r, "k", ks, SignalMistakes, 0, "e", time.Time{})
-	if got := w.Totals().KeysInWarning; got != 0 {
-		t.Fatalf("%d keys in warning once no detector warns", got)
-	}
-}
-
 // BenchmarkProcess times one event through the worker: a labeled one without and
 // with the default drift detectors (ADWIN on mistakes and on queries), and an
 // unlabeled one into a key that holds 1,000 events awaiting their labels.
@@ -199,8 +167,8 @@ func BenchmarkProcess(b *testing.B) {
 	recs := flipping(9, 4096, 2048)
 	for _, tc := range []struct {
 		name string
-		dets []DetectorSpec
-	}{{"no-detectors", nil}, {"two-adwin", []DetectorSpec{{Detector: "adwin", Signal: SignalMistakes}, {Detector: "adwin", Signal: SignalQueries}}}} {
+		dets []keyed.DetectorSpec
+	}{{"no-detectors", nil}, {"two-adwin", []keyed.DetectorSpec{{Detector: "adwin", Signal: keyed.SignalMistakes}, {Detector: "adwin", Signal: keyed.SignalQueries}}}} {
 		b.Run(tc.name, func(b *testing.B) {
 			cfg := testConfig(b, "perceptron", "")
 			cfg.Detectors = tc.dets
@@ -260,7 +228,7 @@ func TestKeysInWarningLeavesWithTheState(t *testing.T) {
 	for _, how := range []string{"evicted", "replaced", "emptied"} {
 		t.Run(how, func(t *testing.T) {
 			cfg := testConfig(t, "perceptron", "")
-			cfg.Detectors = []DetectorSpec{{Detector: "ddm", Signal: SignalMistakes}}
+			cfg.Detectors = []keyed.DetectorSpec{{Detector: "ddm", Signal: keyed.SignalMistakes}}
 			w, _ := NewWorker(cfg, 0)
 			if how == "evicted" {
 				if err := w.UseKeyStore(newTestKeys(t), 1); err != nil {
@@ -268,7 +236,7 @@ func TestKeysInWarningLeavesWithTheState(t *testing.T) {
 				}
 			}
 			for _, k := range []string{"a", "b"} {
-				ks, err := w.newKey(k)
+				ks, err := w.model.NewState(k)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -279,8 +247,8 @@ func TestKeysInWarningLeavesWithTheState(t *testing.T) {
 				w.markDirty(k, ks)
 			}
 			a := w.keys["a"]
-			a.watch.detectors = []drift.Detector{&verdictDetector{Detector: a.watch.detectors[0], verdict: drift.Warning}} // encodes as the DDM it wraps
-			w.feed(Record{Key: []byte("a")}, "a", a, SignalMistakes, 1, "e", time.Time{})
+			a.Detectors()[0] = &verdictDetector{Detector: a.Detectors()[0], verdict: drift.Warning} // encodes as the DDM it wraps
+			run(t, w, []Record{{Offset: 1, Key: []byte("a"), Value: []byte(`{"id":"e","x":[1,0,0,0],"label":1}`)}})
 			if got := w.Totals().KeysInWarning; got != 1 {
 				t.Fatalf("%d keys in warning, want 1", got)
 			}
@@ -291,11 +259,11 @@ func TestKeysInWarningLeavesWithTheState(t *testing.T) {
 					t.Fatal(err)
 				}
 			case "replaced":
-				state, err := encodeState(a)
+				state, err := a.MarshalBinary()
 				if err != nil {
 					t.Fatal(err)
 				}
-				sink.Put(&checkpoint.KeyRecord{Key: "a", AppliedThrough: a.applied, State: state})
+				sink.Put(&checkpoint.KeyRecord{Key: "a", AppliedThrough: a.Applied, State: state})
 			case "emptied":
 				sink.Put(&checkpoint.KeyRecord{Key: "a"})
 			}
@@ -327,7 +295,7 @@ func (d *scripted) Add(float64) drift.State {
 // a checkpoint.
 func TestDriftInCooldownIsAlertedWhenItEnds(t *testing.T) {
 	cfg := testConfig(t, "perceptron", "")
-	cfg.Detectors = []DetectorSpec{{Detector: "adwin", Signal: SignalQueries}, {Detector: "hddm-a", Signal: SignalQueries}}
+	cfg.Detectors = []keyed.DetectorSpec{{Detector: "adwin", Signal: keyed.SignalQueries}, {Detector: "hddm-a", Signal: keyed.SignalQueries}}
 	w, err := NewWorker(cfg, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -335,7 +303,8 @@ func TestDriftInCooldownIsAlertedWhenItEnds(t *testing.T) {
 	recs := flipping(3, 1000, 1<<30)
 	run(t, w, recs[:1])
 	ks := w.keys["k"]
-	ks.watch.detectors = []drift.Detector{&scripted{calls: 1, at: map[int]bool{100: true}}, &scripted{calls: 1, at: map[int]bool{300: true}}}
+	d := ks.Detectors()
+	d[0], d[1] = &scripted{calls: 1, at: map[int]bool{100: true}}, &scripted{calls: 1, at: map[int]bool{300: true}}
 	as := alertsOf(run(t, w, recs[1:]))
 	if len(as) != 2 {
 		t.Fatalf("%d alerts, want 2: %+v", len(as), as)
@@ -343,25 +312,8 @@ func TestDriftInCooldownIsAlertedWhenItEnds(t *testing.T) {
 	if as[0].Detector != "adwin" || as[0].Offset != 99 || as[0].EventsSinceLastAlert != 100 {
 		t.Fatalf("first alert %+v, want adwin's at offset 99, the key's 100th event", as[0])
 	}
-	if as[1].Detector != "hddm-a" || as[1].Offset != 99+DefaultAlertCooldown || as[1].EventsSinceLastAlert != DefaultAlertCooldown {
-		t.Fatalf("second alert %+v, want hddm-a's at offset %d, %d events after the first", as[1], 99+DefaultAlertCooldown, DefaultAlertCooldown)
-	}
-	// The pending drift is part of the key's state.
-	fresh := func() []drift.Detector {
-		a, _ := drift.New("adwin", nil)
-		h, _ := drift.New("hddm-a", nil)
-		return []drift.Detector{a, h}
-	}
-	wt := &watch{detectors: fresh(), since: []int64{7, 9}, alerted: []bool{true, false}, pending: []bool{false, true}}
-	b, err := encodeWatch(nil, wt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	back := &watch{detectors: fresh(), since: make([]int64, 2), alerted: make([]bool, 2), pending: make([]bool, 2)}
-	r := wire.NewReader(b, errors.New("bad"))
-	decodeWatch(r, back)
-	if r.Err != nil || !slices.Equal(back.pending, wt.pending) || !slices.Equal(back.alerted, wt.alerted) || !slices.Equal(back.since, wt.since) {
-		t.Fatalf("watch round trip: %v %+v", r.Err, back)
+	if as[1].Detector != "hddm-a" || as[1].Offset != 99+keyed.DefaultAlertCooldown || as[1].EventsSinceLastAlert != keyed.DefaultAlertCooldown {
+		t.Fatalf("second alert %+v, want hddm-a's at offset %d, %d events after the first", as[1], 99+keyed.DefaultAlertCooldown, keyed.DefaultAlertCooldown)
 	}
 }
 
@@ -373,8 +325,8 @@ func TestDriftInCooldownIsAlertedWhenItEnds(t *testing.T) {
 // its false-alarm rates.)
 func TestImprovementRaisesNoAlert(t *testing.T) {
 	cfg := testConfig(t, "perceptron", "")
-	cfg.Detectors = []DetectorSpec{{Detector: "adwin", Signal: SignalMistakes}, {Detector: "adwin", Signal: SignalQueries},
-		{Detector: "page-hinkley", Signal: SignalMistakes}, {Detector: "hddm-a", Signal: SignalMistakes}, {Detector: "adwin", Signal: SignalScore}}
+	cfg.Detectors = []keyed.DetectorSpec{{Detector: "adwin", Signal: keyed.SignalMistakes}, {Detector: "adwin", Signal: keyed.SignalQueries},
+		{Detector: "page-hinkley", Signal: keyed.SignalMistakes}, {Detector: "hddm-a", Signal: keyed.SignalMistakes}, {Detector: "adwin", Signal: keyed.SignalScore}}
 	w, err := NewWorker(cfg, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -405,17 +357,17 @@ func TestBinaryDetectorsOnlyOnBinarySignals(t *testing.T) {
 		learner, detector, signal string
 		ok                        bool
 	}{
-		{"perceptron", "ddm", SignalMistakes, true},
-		{"perceptron", "eddm", SignalMistakes, true},
-		{"perceptron", "ddm", SignalScore, false},
-		{"perceptron", "eddm", SignalScore, false},
-		{"perceptron", "ddm", SignalQueries, false},
-		{"lasec-ss", "eddm", SignalQueries, true},
-		{"perceptron", "hddm-a", SignalScore, true},
-		{"perceptron", "page-hinkley", SignalQueries, true},
+		{"perceptron", "ddm", keyed.SignalMistakes, true},
+		{"perceptron", "eddm", keyed.SignalMistakes, true},
+		{"perceptron", "ddm", keyed.SignalScore, false},
+		{"perceptron", "eddm", keyed.SignalScore, false},
+		{"perceptron", "ddm", keyed.SignalQueries, false},
+		{"lasec-ss", "eddm", keyed.SignalQueries, true},
+		{"perceptron", "hddm-a", keyed.SignalScore, true},
+		{"perceptron", "page-hinkley", keyed.SignalQueries, true},
 	} {
 		cfg := testConfig(t, tc.learner, "")
-		cfg.Detectors = []DetectorSpec{{Detector: tc.detector, Signal: tc.signal}}
+		cfg.Detectors = []keyed.DetectorSpec{{Detector: tc.detector, Signal: tc.signal}}
 		err := cfg.Validate()
 		if (err == nil) != tc.ok {
 			t.Errorf("%s %s on %s: %v, want ok=%v", tc.learner, tc.detector, tc.signal, err, tc.ok)
@@ -428,7 +380,7 @@ func TestBinaryDetectorsOnlyOnBinarySignals(t *testing.T) {
 func TestDetectorStateIsInTheKeyBound(t *testing.T) {
 	size := func(params string) int64 {
 		cfg := testConfig(t, "perceptron", "")
-		cfg.Detectors = []DetectorSpec{{Detector: "adwin", Signal: SignalMistakes, Params: json.RawMessage(params)}}
+		cfg.Detectors = []keyed.DetectorSpec{{Detector: "adwin", Signal: keyed.SignalMistakes, Params: json.RawMessage(params)}}
 		cfg.MaxKeyBytes = -1
 		if err := cfg.Validate(); err != nil {
 			t.Fatal(err)
@@ -445,7 +397,7 @@ func TestDetectorStateIsInTheKeyBound(t *testing.T) {
 		t.Fatalf("key bound %d with 5 buckets a row, %d with 64: ADWIN's rows are not counted", small, big)
 	}
 	cfg := testConfig(t, "perceptron", "")
-	cfg.Detectors = []DetectorSpec{{Detector: "adwin", Signal: SignalMistakes, Params: json.RawMessage(`{"max_buckets":65}`)}}
+	cfg.Detectors = []keyed.DetectorSpec{{Detector: "adwin", Signal: keyed.SignalMistakes, Params: json.RawMessage(`{"max_buckets":65}`)}}
 	if err := cfg.Validate(); err == nil {
 		t.Fatal("max_buckets 65 accepted")
 	}

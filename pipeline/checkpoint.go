@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/driftstream/driftstream/checkpoint"
+	"github.com/driftstream/driftstream/keyed"
 )
 
 // Checkpoint writes every key changed since the last checkpoint, then the
@@ -30,13 +31,13 @@ func (w *Worker) Checkpoint(ctx context.Context, store checkpoint.Store) (record
 
 // markDirty records that key changed since the last checkpoint; ks is the
 // key's state, nil when the worker does not hold it.
-func (w *Worker) markDirty(key string, ks *keyState) {
+func (w *Worker) markDirty(key string, ks *keyed.State) {
 	if ks != nil {
-		ks.unstored = true
-		if ks.dirty {
+		ks.Mark.Unstored = true
+		if ks.Mark.Dirty {
 			return
 		}
-		ks.dirty = true
+		ks.Mark.Dirty = true
 	}
 	w.dirty = append(w.dirty, key)
 }
@@ -73,11 +74,11 @@ func (w *Worker) TakeCheckpoint() (CheckpointBatch, error) {
 			return fail(err)
 		}
 		if ok {
-			b, err := encodeState(ks)
+			b, err := ks.MarshalBinary()
 			if err != nil {
 				return fail(fmt.Errorf("key %q: %w", k, err))
 			}
-			rec.AppliedThrough, rec.State = ks.applied, b
+			rec.AppliedThrough, rec.State = ks.Applied, b
 		}
 		c.Bytes += len(rec.State)
 		c.Keys = append(c.Keys, rec)
@@ -89,7 +90,7 @@ func (w *Worker) TakeCheckpoint() (CheckpointBatch, error) {
 	}
 	for _, k := range keys {
 		if ks, ok := w.keys[k]; ok {
-			ks.dirty = false
+			ks.Mark.Dirty = false
 		}
 	}
 	w.dirty = keys[:0] // the records hold the strings, not the slice

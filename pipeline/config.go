@@ -1,38 +1,23 @@
 package pipeline
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 
 	"github.com/driftstream/driftstream/drift"
+	"github.com/driftstream/driftstream/keyed"
 	"github.com/driftstream/driftstream/learners"
-	"github.com/driftstream/driftstream/topics"
 )
 
-// Config configures every worker of a service.
+// Config configures every worker of a service: how its keys learn
+// (keyed.Settings, embedded) and the bounds on what a partition reads,
+// holds and writes.
 type Config struct {
-	Learner string
-	Params  json.RawMessage
-	Seed    uint64
-	Vector  topics.Vectorizer
+	keyed.Settings
 	// MaxBytes bounds an input message's value (0: topics.DefaultMaxBytes;
 	// the service sets the input topics' max.message.bytes).
 	MaxBytes int
-	// QueryScale is b of the margin rule b/(b+|score|) that asks for labels of
-	// unlabeled events for learners without a native query rule; 0 never asks.
-	QueryScale float64
-	// MaxPending bounds the unlabeled events awaiting their label per key
-	// (oldest dropped, counted as expired).
-	MaxPending int
-	// PendingTTL gives up an awaited label after this many later input
-	// records of its partition (an offset distance: deterministic on replay).
-	PendingTTL int64
-	// MaxPendingBytes bounds the bytes of a key's pending queries and early
-	// labels together (oldest dropped first, counted as expired); 0 means
-	// DefaultMaxPendingBytes. With the learner's state it bounds a key record.
-	MaxPendingBytes int
 	// MaxKeyBytes bounds a key's checkpoint record; Validate refuses a
 	// configuration whose learner and pending bounds could exceed it (a Kafka
 	// changelog record must fit in one message). 0 means DefaultMaxKeyBytes;
@@ -53,55 +38,13 @@ type Config struct {
 	// Outputs are the output topics' record limits; Validate refuses bounds
 	// whose outputs could exceed them, and dead letters are cut to fit.
 	Outputs OutputLimits
-	// Detectors are the drift detectors run per key (package drift), each on
-	// one signal; none by default.
-	Detectors []DetectorSpec
-	// OnDrift is what a confirmed drift does: OnDriftAlert (the default)
-	// emits an alert, OnDriftReset also restarts the key's learner.
-	OnDrift string
-	// AlertCooldown is the number of a key's events after an alert during
-	// which it raises no other (0: DefaultAlertCooldown).
-	AlertCooldown int64
-	// CooldownPerDetector applies the cooldown to each detector on its own
-	// (scoring detectors side by side) rather than to the key.
-	CooldownPerDetector bool
-	// Standardize z-scores each key's inputs by the running statistics of
-	// that key's earlier inputs (learners.Standardizer, checkpointed with the
-	// key) before its learner sees them; dense inputs only.
-	Standardize bool
-	// Unkeyed seeds every key's learner from Seed alone (learners.Config
-	// with no Key), as a learner run outside the pipeline is seeded: a
-	// backtest of one stream without entity keys (a paper's stream, which
-	// the pass files under one key) draws what that learner draws. Off, as
-	// in the service, each key's learner draws from (Seed, key).
-	Unkeyed bool
-	// Population is the partition's population model (population.go):
-	// PopulationAdditive (a shared part that every key's prediction adds
-	// to its own), PopulationMixture or the keys' learner's name (a per-key
-	// weighted majority of the key's learner and a population learner that
-	// seeds new keys), or PopulationOff (the default; "" means it).
-	Population string
-	// LearnFrom says which labels teach a key: LearnAll (the default; ""
-	// means it), every label that reaches the key, or LearnQueried, only
-	// those its learner asked for (the selective-sampling papers'
-	// protocol, which their reproductions use). Learners that are not
-	// samplers ask for every label, so it changes only samplers.
-	LearnFrom string
 }
-
-// Which labels teach a key (Config.LearnFrom).
-const (
-	LearnAll     = "all"
-	LearnQueried = "queried"
-)
 
 // WithDefaults returns c with each unset (zero) field given its default:
 // the pipeline's one table of defaults. NewWorker applies it; the service
 // and the backtests apply it to the configuration they keep.
 func (c Config) WithDefaults() Config {
-	if c.MaxPendingBytes == 0 {
-		c.MaxPendingBytes = DefaultMaxPendingBytes
-	}
+	c.Settings = c.Settings.WithDefaults()
 	if c.MaxKeyBytes == 0 {
 		c.MaxKeyBytes = DefaultMaxKeyBytes
 	}
@@ -111,29 +54,11 @@ func (c Config) WithDefaults() Config {
 	if c.MaxAbsValue == 0 {
 		c.MaxAbsValue = DefaultMaxAbsValue
 	}
-	if c.MaxPending == 0 {
-		c.MaxPending = DefaultMaxPending
-	}
-	if c.PendingTTL == 0 {
-		c.PendingTTL = DefaultPendingTTL
-	}
 	if c.TopicNames[0] == "" {
 		c.TopicNames = [2]string{"events", "labels"}
 	}
 	if c.MaxKeyLength == 0 {
 		c.MaxKeyLength = DefaultMaxKeyLength
-	}
-	if c.OnDrift == "" {
-		c.OnDrift = OnDriftAlert
-	}
-	if c.AlertCooldown == 0 {
-		c.AlertCooldown = DefaultAlertCooldown
-	}
-	if c.Population == "" {
-		c.Population = PopulationOff
-	}
-	if c.LearnFrom == "" {
-		c.LearnFrom = LearnAll
 	}
 	return c
 }
@@ -150,40 +75,16 @@ func (c Config) Validate() error {
 
 // check validates a configuration with its defaults.
 func (c *Config) check() error {
-	if c.MaxPendingBytes < 0 || c.MaxKeyMemory < 0 || !(c.MaxAbsValue > 0) || math.IsInf(c.MaxAbsValue, 0) {
-		return fmt.Errorf("max pending bytes %d, max key memory %d, max abs value %v: must be positive", c.MaxPendingBytes, c.MaxKeyMemory, c.MaxAbsValue)
+	if c.MaxKeyMemory < 0 || !(c.MaxAbsValue > 0) || math.IsInf(c.MaxAbsValue, 0) {
+		return fmt.Errorf("max key memory %d, max abs value %v: must be positive", c.MaxKeyMemory, c.MaxAbsValue)
+	}
+	if err := c.Settings.Validate(); err != nil {
+		return err
 	}
 	if _, err := c.KeyRecordBytes(); err != nil {
 		return err
 	}
-	if c.Standardize && c.Vector.Hasher != nil && c.Vector.DenseDim == 0 {
-		return errors.New("standardize needs dense inputs (\"x\"): hashed named features would all become dense; scale them at the producer, or set a dense dimension")
-	}
-	if c.LearnFrom != LearnAll && c.LearnFrom != LearnQueried {
-		return fmt.Errorf("learn from %q: %s (every label that reaches a key) or %s (only the labels its learner asked for)", c.LearnFrom, LearnAll, LearnQueried)
-	}
-	if err := c.validateDetectors(); err != nil {
-		return err
-	}
-	if err := c.validateOutputs(); err != nil {
-		return err
-	}
-	l, err := learners.New(c.Learner, c.Params, learners.Config{Dim: c.Vector.Dim})
-	if err != nil {
-		return err
-	}
-	if err := c.validatePopulation(l); err != nil {
-		return err
-	}
-	switch {
-	case c.QueryScale < 0 || math.IsNaN(c.QueryScale):
-		return fmt.Errorf("query scale %v: must be ≥ 0 (0 = never query)", c.QueryScale)
-	case c.MaxPending < 0:
-		return fmt.Errorf("max pending %d: must be ≥ 0", c.MaxPending)
-	case c.PendingTTL < 0:
-		return fmt.Errorf("pending TTL %d: must be ≥ 0", c.PendingTTL)
-	}
-	return nil
+	return c.validateOutputs()
 }
 
 // KeyRecordBytes bounds one key's checkpoint record: the learner's largest
@@ -235,7 +136,6 @@ func byteSize(b int64) string {
 
 // Defaults of the bounds in Config.
 const (
-	DefaultMaxPendingBytes = 128 << 10
 	// DefaultMaxKeyBytes leaves room under Kafka's default message.max.bytes
 	// (1,048,588) for the record key and framing.
 	DefaultMaxKeyBytes  = 900_000
@@ -254,11 +154,3 @@ const (
 // ErrTooLarge reports a configuration whose per-key state cannot fit the
 // configured limits.
 var ErrTooLarge = errors.New("per-key state too large")
-
-// The defaults of MaxPending and PendingTTL, the same for the service
-// (config's DRIFTSTREAM_MAX_PENDING and DRIFTSTREAM_PENDING_TTL) and the
-// backtests.
-const (
-	DefaultMaxPending = 1000
-	DefaultPendingTTL = 1_000_000
-)

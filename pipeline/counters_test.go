@@ -50,7 +50,7 @@ func TestSnapshotCountsTheRunnersOwnRecords(t *testing.T) {
 	if !snap.Restore.Origin.Resumed() {
 		t.Fatal("the second runner did not resume the kept state")
 	}
-	own := all.since(first.Totals)
+	own := all.Since(first.Totals)
 	if snap.Totals != own || snap.Totals.Events+first.Totals.Events != all.Events {
 		t.Fatalf("the second runner's snapshot counts %d events (%+v); its worker %d, the first runner %d", snap.Totals.Events, snap.Totals, all.Events, first.Totals.Events)
 	}

@@ -1,31 +1,30 @@
-// Package pipeline is driftstream's processing core (DESIGN.md §1): a Worker
-// owns one input partition and every key on it, turns records into
-// predictions, label queries and dead letters, learns from labels (inline or
-// delayed), and checkpoints the keys it changed. It knows nothing of Kafka:
-// the service, the backtest and the embedded demo feed it records and drain
+// Package pipeline is driftstream's exactly-once machinery (DESIGN.md §1,
+// docs/ARCHITECTURE.md): a Worker owns one input partition and every key
+// on it. Per record it decodes, looks the key up, has the partition's
+// keyed.Model step the key (package keyed: predictions, label requests,
+// scoring, learning, drift alerts) and writes the Step's outputs; it
+// checkpoints the keys it changed, restores and fences them, and knows
+// nothing of learners or detectors. It knows nothing of Kafka either: the
+// service, the backtest and the embedded demo feed it records and drain
 // its outputs.
 //
 // One concept per file:
 //
 //   - records.go: the input records and outputs a Worker takes and makes.
-//   - config.go: Config, its validation and the key-record size bound.
-//   - worker.go: the Worker and its Process step (predict, query, score, learn).
-//   - keystate.go: a key's state in memory; keycodec.go: its versioned binary
-//     format in the changelog; keycache.go: keys beyond memory (key store).
-//   - labelwait.go: events awaiting their label, early labels, the join.
-//   - population.go: the population model and each key's mixture.
-//   - alerts.go: drift detectors per key and their alerts.
+//   - config.go: Config (keyed.Settings and the partition's bounds), its
+//     validation and the key-record size bound.
+//   - worker.go: the Worker and its Process step (decode, look up, step,
+//     apply); inspect.go: the key API's view of a key and its reset.
+//   - keycache.go: keys beyond memory (key store).
 //   - deadletter.go: dead letters and output size limits (the outputs' JSON
 //     is package topics's).
 //   - checkpoint.go: taking a checkpoint; restore.go: restoring from one.
 //   - runner.go: the partition loop (Runner); phase.go: where a Runner is in
 //     its life, one value (Phase); ports.go: what it reads from and writes
 //     to (Source, Sink, Committer); hooks.go: who hears of its events;
-//     counters.go: the counters and the snapshot it publishes; errors.go and
-//     retry.go: its failures, steps and backoff; writebehind.go: its writes
-//     off the loop.
+//     counters.go: the snapshot it publishes; errors.go and retry.go: its
+//     failures, steps and backoff; writebehind.go: its writes off the loop.
 //   - resume.go, catchup.go, park.go: reusing a partition's state without a
 //     full restore (kept in memory, caught up from the log's tail, parked on
 //     disk for the next process).
-//   - inspect.go: the key API's view of a key.
 package pipeline

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"reflect"
 	"testing"
+
+	"github.com/driftstream/driftstream/keyed"
 )
 
 // A key's counters add up to the worker's, its last drift alert is the last
@@ -13,7 +15,7 @@ import (
 // unchanged.
 func TestKeyInfoAddsUpAndSurvivesRestore(t *testing.T) {
 	cfg := testConfig(t, "perceptron", "")
-	cfg.Detectors = []DetectorSpec{{Detector: "adwin", Signal: SignalMistakes}}
+	cfg.Detectors = []keyed.DetectorSpec{{Detector: "adwin", Signal: keyed.SignalMistakes}}
 	w, err := NewWorker(cfg, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -46,7 +48,7 @@ func TestKeyInfoAddsUpAndSurvivesRestore(t *testing.T) {
 	}
 	last := alerts[len(alerts)-1]
 	k, _, _ := w.Inspect("k")
-	if a := k.LastDriftAlert; a == nil || a.Offset != last.Offset || a.Detector != "adwin" || a.Signal != SignalMistakes || last.TS == nil || a.TS != *last.TS {
+	if a := k.LastDriftAlert; a == nil || a.Offset != last.Offset || a.Detector != "adwin" || a.Signal != keyed.SignalMistakes || last.TS == nil || a.TS != *last.TS {
 		t.Fatalf("last drift alert %+v, want offset %d at %v", a, last.Offset, last.TS)
 	}
 	if k.Accuracy == nil || *k.Accuracy != 1-float64(k.Mistakes)/float64(k.Labeled) {
@@ -116,9 +118,9 @@ func TestResetIsCheckpointedBeforeItAnswers(t *testing.T) {
 	if _, err := b.Restore(context.Background(), h.store); err != nil {
 		t.Fatal(err)
 	}
-	fresh, _ := b.newLearner("k3")
-	want, _ := fresh.MarshalBinary()
-	got, _ := b.keys["k3"].learner.MarshalBinary()
+	fresh, _ := b.model.NewState("k3") // as a reset makes it
+	want, _ := fresh.Learner().MarshalBinary()
+	got, _ := b.keys["k3"].Learner().MarshalBinary()
 	if in, _, _ := b.Inspect("k3"); !bytes.Equal(got, want) || in.Resets != 1 {
 		t.Fatalf("restored k3: fresh learner %v, %d resets", bytes.Equal(got, want), in.Resets)
 	}

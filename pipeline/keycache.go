@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/driftstream/driftstream/checkpoint"
+	"github.com/driftstream/driftstream/keyed"
 )
 
 // KeyStore holds the records of a worker's keys outside memory (package
@@ -37,7 +38,7 @@ type KeyStore interface {
 
 // keyCache is a worker's key store and the bound on the keys it holds in
 // memory. A key not in memory has its latest state in the store; one in
-// memory may have an older record there, or none (keyState.unstored).
+// memory may have an older record there, or none (keyed.Mark.Unstored).
 type keyCache struct {
 	store KeyStore
 	max   int // clean keys held in memory at most, after a checkpoint
@@ -90,7 +91,7 @@ func (w *Worker) Resident() int { return len(w.keys) }
 // lookup returns key's state, read back from the key store (and then held
 // in memory, clean) when it is not in memory; false when the worker has
 // none.
-func (w *Worker) lookup(key string) (*keyState, bool, error) {
+func (w *Worker) lookup(key string) (*keyed.State, bool, error) {
 	if ks, ok := w.keys[key]; ok || w.cache == nil {
 		return ks, ok, nil
 	}
@@ -98,12 +99,12 @@ func (w *Worker) lookup(key string) (*keyState, bool, error) {
 }
 
 // fault reads key back from the key store into memory (lookup's miss).
-func (w *Worker) fault(key string) (*keyState, bool, error) {
+func (w *Worker) fault(key string) (*keyed.State, bool, error) {
 	rec, ok, err := w.stored(key)
 	if !ok || err != nil {
 		return nil, false, err
 	}
-	ks, err := w.decodeState(rec)
+	ks, err := w.model.Decode(rec)
 	if err != nil {
 		return nil, false, fmt.Errorf("partition %d: key %q from the key store: %w", w.partition, key, err)
 	}
@@ -154,7 +155,7 @@ func (w *Worker) spill(c *CheckpointBatch) error {
 			if len(victims) == over {
 				break
 			}
-			if _, ok := written(key); !ok && ks.unstored != stored {
+			if _, ok := written(key); !ok && ks.Mark.Unstored != stored {
 				victims = append(victims, key)
 			}
 		}
@@ -166,18 +167,18 @@ func (w *Worker) spill(c *CheckpointBatch) error {
 	}
 	for _, key := range victims {
 		ks := w.keys[key]
-		if !ks.unstored {
+		if !ks.Mark.Unstored {
 			continue
 		}
 		var rec checkpoint.KeyRecord
 		if i, ok := written(key); ok {
 			rec = c.Keys[i]
 		} else {
-			state, err := encodeState(ks)
+			state, err := ks.MarshalBinary()
 			if err != nil {
 				return fmt.Errorf("key %q: %w", key, err)
 			}
-			rec = checkpoint.KeyRecord{Partition: w.partition, Key: key, Epoch: w.epoch, AppliedThrough: ks.applied, State: state}
+			rec = checkpoint.KeyRecord{Partition: w.partition, Key: key, Epoch: w.epoch, AppliedThrough: ks.Applied, State: state}
 		}
 		if err := w.cache.set(&rec); err != nil {
 			return err
@@ -187,7 +188,7 @@ func (w *Worker) spill(c *CheckpointBatch) error {
 		return keyStoreError{err}
 	}
 	for _, key := range victims {
-		w.unwarn(w.keys[key])
+		w.model.Release(w.keys[key])
 		delete(w.keys, key)
 	}
 	return nil

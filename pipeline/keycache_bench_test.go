@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/driftstream/driftstream/keyed"
 	"github.com/driftstream/driftstream/keystore"
 	"github.com/driftstream/driftstream/topics"
 )
@@ -29,7 +30,7 @@ import (
 func BenchmarkKeyCache(b *testing.B) {
 	const nkeys, events, dim = 20_000, 100_000, 50
 	vec, _ := topics.NewVectorizer(dim, 0)
-	cfg := Config{Learner: "lasec-ss", Params: []byte(`{"a":0.3}`), Seed: 1, Vector: vec}
+	cfg := Config{Settings: keyed.Settings{Learner: "lasec-ss", Params: []byte(`{"a":0.3}`), Seed: 1, Vector: vec}}
 	for _, pattern := range []string{"uniform", "zipf"} {
 		r := rand.New(rand.NewPCG(1, 2))
 		zipf := rand.NewZipf(r, 1.1, 1, nkeys-1)

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/driftstream/driftstream/keyed"
 	"github.com/driftstream/driftstream/learners"
 	"github.com/driftstream/driftstream/topics"
 )
@@ -22,11 +23,11 @@ import (
 //
 //	go test -run '^$' -bench KeyMemory -benchtime 1x ./pipeline
 func BenchmarkKeyMemory(b *testing.B) {
-	defaults := []DetectorSpec{{Detector: "adwin", Signal: SignalMistakes}, {Detector: "adwin", Signal: SignalQueries}}
+	defaults := []keyed.DetectorSpec{{Detector: "adwin", Signal: keyed.SignalMistakes}, {Detector: "adwin", Signal: keyed.SignalQueries}}
 	for _, dim := range []int{10, 50} {
 		for _, run := range []struct {
 			name   string
-			specs  []DetectorSpec
+			specs  []keyed.DetectorSpec
 			subset bool // only the learners of the sizing table
 		}{{"", nil, false}, {"+detectors", defaults, true}} {
 			for _, name := range learners.Names() {
@@ -42,9 +43,9 @@ func BenchmarkKeyMemory(b *testing.B) {
 	}
 }
 
-func benchKeyMemory(b *testing.B, name string, dim int, words int64, detectors []DetectorSpec) {
+func benchKeyMemory(b *testing.B, name string, dim int, words int64, detectors []keyed.DetectorSpec) {
 	vec, _ := topics.NewVectorizer(dim, 0)
-	cfg := Config{Learner: name, Seed: 1, Vector: vec, QueryScale: 1, Detectors: detectors}
+	cfg := Config{Settings: keyed.Settings{Learner: name, Seed: 1, Vector: vec, QueryScale: 1, Detectors: detectors}}
 	nkeys := max(200, min(5000, 4_000_000/int(words*8)))
 	r := rand.New(rand.NewPCG(1, uint64(dim)))
 	var recs []Record

@@ -2,16 +2,13 @@ package pipeline
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/crc32"
 
 	"github.com/driftstream/driftstream/checkpoint"
 	"github.com/driftstream/driftstream/internal/wire"
-	"github.com/driftstream/driftstream/learners"
 )
 
 // ParkingKeyStore is a KeyStore that can outlive its process on a
@@ -66,12 +63,12 @@ func (k *Kept) Park(dir, scope string) error {
 		return fmt.Errorf("park partition %d: %d keys changed since the last checkpoint", w.partition, len(w.dirty))
 	}
 	for key, ks := range w.keys {
-		if !ks.unstored {
+		if !ks.Mark.Unstored {
 			continue
 		}
-		state, err := encodeState(ks)
+		state, err := ks.MarshalBinary()
 		if err == nil {
-			err = w.cache.set(&checkpoint.KeyRecord{Partition: w.partition, Key: key, Epoch: w.epoch, AppliedThrough: ks.applied, State: state})
+			err = w.cache.set(&checkpoint.KeyRecord{Partition: w.partition, Key: key, Epoch: w.epoch, AppliedThrough: ks.Applied, State: state})
 		}
 		if err != nil {
 			w.Close()
@@ -137,32 +134,9 @@ func unpark(cfg Config, partition int, store KeyStore, cacheKeys int, manifest [
 	return &Kept{w: w, end: m.end, epoch: m.epoch, parked: true}, nil
 }
 
-// stateFingerprint identifies what the worker's key records decode under:
-// the learner's snapshot of a blank key (catalog name, dimension, encoded
-// parameters and the release's snapshot format), the drift detectors and
-// standardization. A record written under one fingerprint is read back
-// only under the same.
-func (w *Worker) stateFingerprint() ([32]byte, error) {
-	cfg := &w.cfg
-	l, err := w.maker.New(learners.Config{Dim: cfg.Vector.Dim})
-	if err != nil {
-		return [32]byte{}, err
-	}
-	snap, err := l.MarshalBinary()
-	if err != nil {
-		return [32]byte{}, err
-	}
-	det, err := json.Marshal(cfg.Detectors)
-	if err != nil {
-		return [32]byte{}, err
-	}
-	h := sha256.New()
-	for _, b := range [][]byte{snap, det, {boolByte(cfg.Standardize)}} {
-		h.Write(binary.AppendUvarint(nil, uint64(len(b))))
-		h.Write(b)
-	}
-	return [32]byte(h.Sum(nil)), nil
-}
+// stateFingerprint identifies what the worker's key records decode under
+// (keyed.Model.StateFingerprint).
+func (w *Worker) stateFingerprint() ([32]byte, error) { return w.model.StateFingerprint() }
 
 // parkManifest is what Park records beside a parked key store.
 type parkManifest struct {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/driftstream/driftstream/checkpoint"
+	"github.com/driftstream/driftstream/keyed"
 	"github.com/driftstream/driftstream/keystore"
 	"github.com/driftstream/driftstream/topics"
 )
@@ -52,7 +53,7 @@ func BenchmarkParkedRestart(b *testing.B) {
 	}
 	ctx := context.Background()
 	vec, _ := topics.NewVectorizer(10, 0)
-	cfg := Config{Learner: "perceptron", Seed: 1, Vector: vec}
+	cfg := Config{Settings: keyed.Settings{Learner: "perceptron", Seed: 1, Vector: vec}}
 	store := checkpoint.NewMemoryStore()
 	w, err := NewWorker(cfg, 0)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/driftstream/driftstream/checkpoint"
+	"github.com/driftstream/driftstream/keyed"
 	"github.com/driftstream/driftstream/keystore"
 )
 
@@ -116,7 +117,7 @@ func TestUnparkRefusesAnotherState(t *testing.T) {
 	standardized := func(h *harness) Config { c := h.cfg; c.Standardize = true; return c }
 	detectors := func(h *harness) Config {
 		c := h.cfg
-		c.Detectors = []DetectorSpec{{Detector: "adwin", Signal: "mistakes"}}
+		c.Detectors = []keyed.DetectorSpec{{Detector: "adwin", Signal: "mistakes"}}
 		return c
 	}
 	same := func(h *harness) Config { return h.cfg }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/driftstream/driftstream/keyed"
 	"github.com/driftstream/driftstream/learners"
 	"github.com/driftstream/driftstream/topics"
 )
@@ -26,7 +27,7 @@ func populationConfig(t *testing.T, learner, params string) Config {
 func TestPopulationCrashRestoreIsBitIdentical(t *testing.T) {
 	for _, c := range []struct{ learner, params, population string }{
 		{"lasec-ss", `{"a":0.3}`, "lasec-ss"}, {"perceptron", "", "perceptron"}, {"budget-perceptron", `{"budget":20}`, "budget-perceptron"},
-		{"logreg", "", PopulationAdditive}, {"lasec-ss", `{"a":0.3}`, PopulationAdditive},
+		{"logreg", "", keyed.PopulationAdditive}, {"lasec-ss", `{"a":0.3}`, keyed.PopulationAdditive},
 	} {
 		t.Run(c.learner+"/"+c.population, func(t *testing.T) {
 			cfg := testConfig(t, c.learner, c.params)
@@ -34,7 +35,7 @@ func TestPopulationCrashRestoreIsBitIdentical(t *testing.T) {
 			recs := records(3, 3000, 40)
 			ref, _ := NewWorker(cfg, 0)
 			run(t, ref, recs)
-			if _, ok := ref.keys[PopulationKey]; !ok {
+			if _, ok := ref.keys[keyed.PopulationKey]; !ok {
 				t.Fatal("no population model")
 			}
 			newWorker := func() *Worker { w, _ := NewWorker(cfg, 0); return w }
@@ -56,7 +57,7 @@ func TestPopulationLearnsEveryLabelOnce(t *testing.T) {
 			recs := records(5, 2000, 7)
 			w, _ := NewWorker(cfg, 0)
 			run(t, w, recs)
-			ref, err := learners.New(c.learner, json.RawMessage(c.params), learners.Config{Dim: dim, Seed: cfg.Seed, Key: PopulationKey})
+			ref, err := learners.New(c.learner, json.RawMessage(c.params), learners.Config{Dim: dim, Seed: cfg.Seed, Key: keyed.PopulationKey})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -87,7 +88,7 @@ func TestPopulationLearnsEveryLabelOnce(t *testing.T) {
 				}
 				learned++
 			}
-			pop := w.keys[PopulationKey].learner
+			pop := w.keys[keyed.PopulationKey].Learner()
 			for i := range 20 {
 				probe, _ := learners.NewDense([]float64{float64(i), 1, -float64(i) / 3, 0.5})
 				a, _ := pop.Predict(probe)
@@ -127,22 +128,24 @@ func TestNewKeyStartsAsThePopulation(t *testing.T) {
 			}
 			continue
 		}
-		want, _ := w.keys[PopulationKey].learner.Predict(x)
+		want, _ := w.keys[keyed.PopulationKey].Learner().Predict(x)
 		if pred.Score != want.Score || want.Score == 0 {
 			t.Fatalf("a new key scored %v, the population %v", pred.Score, want.Score)
 		}
 		// Teach the key something of its own, then reset it: a copy again.
 		run(t, w, []Record{{Offset: 10_001, Key: []byte("newcomer"), Value: []byte(`{"id":"n2","x":[1,-2,0.5,3],"label":-1}`)},
 			{Offset: 10_002, Key: []byte("newcomer"), Value: []byte(`{"id":"n3","x":[1,-2,0.5,3],"label":-1}`)}})
-		w.keys["newcomer"].mix = &mixture{population: 0.1, own: 0.9} // as if it had left the population
+		if weight, ok := w.keys["newcomer"].PopulationWeight(); !ok || weight == keyed.MixtureStart {
+			t.Fatalf("the taught key's population weight %v (%v): still where it started", weight, ok)
+		}
 		if ok, err := w.Reset("newcomer"); !ok || err != nil {
 			t.Fatal(ok, err)
 		}
-		if m := w.keys["newcomer"].mix; m != nil {
-			t.Fatalf("a reset key keeps its mixture %+v", m)
+		if weight, ok := w.keys["newcomer"].PopulationWeight(); ok {
+			t.Fatalf("a reset key keeps its mixture (population weight %v)", weight)
 		}
-		got, _ := w.keys["newcomer"].learner.Predict(x)
-		want, _ = w.keys[PopulationKey].learner.Predict(x)
+		got, _ := w.keys["newcomer"].Learner().Predict(x)
+		want, _ = w.keys[keyed.PopulationKey].Learner().Predict(x)
 		if got.Score != want.Score {
 			t.Fatalf("after a reset the key scores %v, the population %v", got.Score, want.Score)
 		}
@@ -153,16 +156,16 @@ func TestNewKeyStartsAsThePopulation(t *testing.T) {
 // dead-lettered; and the population model must be the keys' learner.
 func TestPopulationKeyAndLearnerAreChecked(t *testing.T) {
 	w, _ := NewWorker(populationConfig(t, "perceptron", ""), 0)
-	outs := run(t, w, []Record{{Offset: 0, Key: []byte(PopulationKey), Value: []byte(`{"id":"a","x":[1,2,3,4],"label":1}`)}})
+	outs := run(t, w, []Record{{Offset: 0, Key: []byte(keyed.PopulationKey), Value: []byte(`{"id":"a","x":[1,2,3,4],"label":1}`)}})
 	if len(outs) != 1 || outs[0].Kind != OutDeadLetter || !bytes.Contains([]byte(outs[0].Headers["error"]), []byte("reserved")) {
 		t.Fatalf("outputs %+v", outs)
 	}
 	run(t, w, []Record{{Offset: 1, Key: []byte("k"), Value: []byte(`{"id":"b","x":[1,2,3,4],"label":1}`)}})
-	before, _ := encodeState(w.keys[PopulationKey])
-	if ok, err := w.Reset(PopulationKey); ok || err != nil {
+	before, _ := w.keys[keyed.PopulationKey].MarshalBinary()
+	if ok, err := w.Reset(keyed.PopulationKey); ok || err != nil {
 		t.Fatalf("the population model was reset by hand: %v, %v", ok, err)
 	}
-	if after, _ := encodeState(w.keys[PopulationKey]); !bytes.Equal(before, after) {
+	if after, _ := w.keys[keyed.PopulationKey].MarshalBinary(); !bytes.Equal(before, after) {
 		t.Fatal("a refused reset changed the population model")
 	}
 	cfg := testConfig(t, "lasec-ss", "")
@@ -173,7 +176,7 @@ func TestPopulationKeyAndLearnerAreChecked(t *testing.T) {
 	for _, off := range []string{"", "off"} {
 		cfg := testConfig(t, "lasec-ss", "")
 		cfg.Population = off
-		if err := cfg.Validate(); err != nil || cfg.Population != off || cfg.WithDefaults().Population != PopulationOff {
+		if err := cfg.Validate(); err != nil || cfg.Population != off || cfg.WithDefaults().Population != keyed.PopulationOff {
 			t.Fatalf("population %q: %v, %q (Validate must change nothing), with defaults %q", off, err, cfg.Population, cfg.WithDefaults().Population)
 		}
 	}
@@ -203,10 +206,10 @@ func BenchmarkPopulationCPU(b *testing.B) {
 		recs[i] = Record{Key: fmt.Appendf(nil, "key-%d", r.IntN(1000)), Value: fmt.Appendf(nil, `{"id":"e%d","x":%s,"label":%d}`, i, xs, y)}
 	}
 	for _, learner := range []string{"perceptron", "lasec-ss", "logreg"} {
-		for _, population := range []string{PopulationOff, learner, PopulationAdditive} {
+		for _, population := range []string{keyed.PopulationOff, learner, keyed.PopulationAdditive} {
 			b.Run(learner+"/population-"+population, func(b *testing.B) {
 				vec, _ := topics.NewVectorizer(d, 0)
-				cfg := Config{Learner: learner, Seed: 1, Vector: vec, QueryScale: 1, Population: population}
+				cfg := Config{Settings: keyed.Settings{Learner: learner, Seed: 1, Vector: vec, QueryScale: 1, Population: population}}
 				w, err := NewWorker(cfg, 0)
 				if err != nil {
 					b.Fatal(err)
@@ -214,42 +217,6 @@ func BenchmarkPopulationCPU(b *testing.B) {
 				processLoop(b, w, recs, 0)
 			})
 		}
-	}
-}
-
-// The mixture follows the expert with fewer (recent) mistakes: a new key
-// follows the population, its own learner takes over after the population
-// errs where it does not, and the fixed share lets the population win the
-// key back after the key's own learner starts to err.
-func TestMixtureFollowsTheBetterExpert(t *testing.T) {
-	m := &mixture{population: mixStart, own: 1 - mixStart}
-	if !m.followsPopulation() {
-		t.Fatal("a new key does not follow the population")
-	}
-	steps := 0
-	for m.followsPopulation() {
-		m.update(true, false)
-		steps++
-	}
-	if steps != 4 { // 2/3·0.8^k < 1/3 first at k = 4 (the share pulls both toward 1/2)
-		t.Fatalf("the key's learner took over after %d of the population's mistakes", steps)
-	}
-	for range 200 { // a long run of the population erring alone
-		m.update(true, false)
-	}
-	if m.population < mixShare/2 {
-		t.Fatalf("the population's weight %v fell under the share's floor", m.population)
-	}
-	back := 0
-	for !m.followsPopulation() {
-		m.update(false, true)
-		back++
-	}
-	if back > 30 {
-		t.Fatalf("the population took %d mistakes of the key's learner to win back", back)
-	}
-	if s := m.population + m.own; s < 0.999999 || s > 1.000001 {
-		t.Fatalf("weights sum to %v", s)
 	}
 }
 
@@ -279,20 +246,20 @@ func TestDepartingKeyFollowsItself(t *testing.T) {
 	}
 	w, _ := NewWorker(cfg, 0)
 	run(t, w, recs)
-	if m := w.keys["rebel"].mix; m == nil || m.followsPopulation() {
-		t.Fatalf("the rebel's mixture %+v: it follows the population", m)
+	if weight, ok := w.keys["rebel"].PopulationWeight(); !ok || weight >= 0.5 {
+		t.Fatalf("the rebel's population weight %v (%v): it follows the population", weight, ok)
 	}
 	if info, ok, _ := w.Inspect("rebel"); !ok || info.Follows != "own" || info.PopulationWeight == nil || *info.PopulationWeight >= 0.5 {
 		t.Fatalf("the key API says the rebel follows %q (population weight %v)", info.Follows, info.PopulationWeight)
 	}
 	// A newcomer's first prediction is the population's, and its mixture
 	// starts at mixStart.
-	ps := w.keys[PopulationKey]
-	if !populationLeads(ps) {
-		t.Fatalf("the population does not lead (prior %v) where 20 of 21 keys share its concept", prior(ps))
+	ps := w.keys[keyed.PopulationKey]
+	if prior, _ := ps.PopulationWeight(); prior < 0.6 {
+		t.Fatalf("the population does not lead (prior %v) where 20 of 21 keys share its concept", prior)
 	}
 	x, _ := learners.NewDense([]float64{1, 1, 0, 0})
-	want, err := ps.learner.Predict(x)
+	want, err := ps.Learner().Predict(x)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,8 +268,8 @@ func TestDepartingKeyFollowsItself(t *testing.T) {
 	if len(outs) == 0 || json.Unmarshal(outs[0].Value, &got) != nil || got.Label != want.Label || got.Score != want.Score {
 		t.Fatalf("the newcomer's first prediction %s; the population's %+v", outs[0].Value, want)
 	}
-	if m := w.keys["newcomer"].mix; m.population != mixStart {
-		t.Fatalf("a newcomer's mixture %+v starts elsewhere than at %v", m, mixStart)
+	if weight, _ := w.keys["newcomer"].PopulationWeight(); weight != keyed.MixtureStart {
+		t.Fatalf("a newcomer's population weight %v starts elsewhere than at %v", weight, keyed.MixtureStart)
 	}
 }
 
@@ -343,19 +310,20 @@ func TestNewKeysStartFromThePrior(t *testing.T) {
 			}
 			run(t, w, recs)
 			run(t, w, []Record{{Offset: 8000, Key: []byte("newcomer"), Value: []byte(`{"id":"n0","x":[1,0,0,0]}`)}})
-			ps := w.keys[PopulationKey]
+			ps := w.keys[keyed.PopulationKey]
 			newcomer := w.keys["newcomer"]
-			start := map[bool]float64{true: mixStart, false: 1 - mixStart}[tc.leads]
-			if populationLeads(ps) != tc.leads || newcomer.mix.population != start {
-				t.Fatalf("the prior %v leads %v (want %v); a new key starts at %+v, want %v", prior(ps), populationLeads(ps), tc.leads, newcomer.mix, start)
+			start := map[bool]float64{true: keyed.MixtureStart, false: 1 - keyed.MixtureStart}[tc.leads]
+			prior, _ := ps.PopulationWeight()
+			if weight, _ := newcomer.PopulationWeight(); weight != start {
+				t.Fatalf("the prior %v (want it to lead: %v); a new key starts at %v, want %v", prior, tc.leads, weight, start)
 			}
-			fresh, err := w.maker.New(learners.Config{Dim: w.cfg.Vector.Dim, Seed: w.cfg.Seed, Key: "newcomer"})
+			fresh, err := learners.New(w.cfg.Learner, w.cfg.Params, learners.Config{Dim: w.cfg.Vector.Dim, Seed: w.cfg.Seed, Key: "newcomer"})
 			if err != nil {
 				t.Fatal(err)
 			}
-			a, _ := newcomer.learner.MarshalBinary()
+			a, _ := newcomer.Learner().MarshalBinary()
 			b, _ := fresh.MarshalBinary()
-			c, _ := ps.learner.MarshalBinary()
+			c, _ := ps.Learner().MarshalBinary()
 			if copied := bytes.Equal(a, c); copied != tc.leads || !tc.leads && !bytes.Equal(a, b) {
 				t.Fatalf("the new key's learner is a copy of the population: %v, want %v (a fresh learner: %v)", copied, tc.leads, bytes.Equal(a, b))
 			}

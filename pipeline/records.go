@@ -1,11 +1,14 @@
 package pipeline
 
-import "github.com/driftstream/driftstream/topics"
+import (
+	"github.com/driftstream/driftstream/keyed"
+	"github.com/driftstream/driftstream/topics"
+)
 
-// Input topics, as indexes into applied-through offsets.
+// Input topics, as indexes into applied-through offsets (keyed's).
 const (
-	EventsTopic = 0
-	LabelsTopic = 1
+	EventsTopic = keyed.EventsTopic
+	LabelsTopic = keyed.LabelsTopic
 )
 
 // Record is one input record.
@@ -61,6 +64,7 @@ const (
 	OutPrediction = "prediction"
 	OutQuery      = "label-query"
 	OutDeadLetter = "dead-letter"
+	OutAlert      = "drift-alert" // the alerts topic
 )
 
 // Output is one message for an output topic.

@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/driftstream/driftstream/checkpoint"
+	"github.com/driftstream/driftstream/keyed"
 	"github.com/driftstream/driftstream/learners"
 	"github.com/driftstream/driftstream/topics"
 )
@@ -92,7 +93,7 @@ func (w *Worker) Restore(ctx context.Context, store checkpoint.Store) (Restored,
 	}
 	res, err := w.restore(ctx, store)
 	if err != nil {
-		w.keys = map[string]*keyState{}
+		w.keys = map[string]*keyed.State{}
 		if w.cache != nil {
 			w.cache.count = 0
 		}
@@ -207,7 +208,7 @@ func (w *Worker) restored(snap *checkpoint.Snapshot, sink *restoring) (Restored,
 	}
 	res.From = snap.ReplayFromKeys(func(key string) ([2]int64, bool) {
 		if ks, ok := w.keys[key]; ok {
-			return ks.applied, true
+			return ks.Applied, true
 		}
 		if _, ok := sink.held[key]; w.cache == nil || (sink.held != nil && !ok) {
 			return [2]int64{}, false
@@ -264,7 +265,7 @@ func (r *restoring) Reserve(n int) {
 		n = min(n, r.w.cache.max)
 	}
 	if len(r.w.keys) == 0 {
-		r.w.keys = make(map[string]*keyState, n)
+		r.w.keys = make(map[string]*keyed.State, n)
 	}
 }
 
@@ -299,14 +300,14 @@ func (r *restoring) Put(rec *checkpoint.KeyRecord) {
 	delete(r.unheld, rec.Key)
 	var err error
 	if len(rec.State) != 0 {
-		var ks *keyState
-		if ks, err = r.w.decodeState(rec); err == nil {
+		var ks *keyed.State
+		if ks, err = r.w.model.Decode(rec); err == nil {
 			r.hold(rec, ks)
 			return
 		}
 	}
 	old, inMemory := r.w.keys[rec.Key]
-	r.w.unwarn(old)
+	r.w.model.Release(old)
 	if r.w.cache != nil && (inMemory || r.stored(rec.Key)) {
 		if r.held != nil {
 			delete(r.held, rec.Key)
@@ -328,9 +329,9 @@ func (r *restoring) Put(rec *checkpoint.KeyRecord) {
 
 // hold keeps a key whose record decoded: in memory, or with a key store
 // and no room left in the cache, there.
-func (r *restoring) hold(rec *checkpoint.KeyRecord, ks *keyState) {
+func (r *restoring) hold(rec *checkpoint.KeyRecord, ks *keyed.State) {
 	old, inMemory := r.w.keys[rec.Key]
-	r.w.unwarn(old) // replaced (in place): its warning level goes with it
+	r.w.model.Release(old) // replaced (in place): its warning level goes with it
 	if r.w.cache == nil {
 		r.w.keys[rec.Key] = ks
 		return
@@ -342,7 +343,7 @@ func (r *restoring) hold(rec *checkpoint.KeyRecord, ks *keyState) {
 		r.w.cache.count++ // a key new to the worker (in place)
 	}
 	if inMemory || len(r.w.keys) < r.w.cache.max {
-		ks.unstored = true // written when evicted
+		ks.Mark.Unstored = true // written when evicted
 		r.w.keys[rec.Key] = ks
 		return
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/driftstream/driftstream/checkpoint"
+	"github.com/driftstream/driftstream/keyed"
 	"github.com/driftstream/driftstream/topics"
 )
 
@@ -28,7 +29,7 @@ func BenchmarkDecodeKeyState(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			state, err := encodeState(w.keys["customer-0000001"])
+			state, err := w.keys["customer-0000001"].MarshalBinary()
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -36,7 +37,7 @@ func BenchmarkDecodeKeyState(b *testing.B) {
 			b.SetBytes(int64(len(state)))
 			b.ReportAllocs()
 			for range b.N {
-				if _, err := w.decodeState(&rec); err != nil {
+				if _, err := w.model.Decode(&rec); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -53,7 +54,7 @@ func BenchmarkEncodeKeyState(b *testing.B) {
 		for _, dim := range []int{10, 50} {
 			b.Run(fmt.Sprintf("%s-d%d", name, dim), func(b *testing.B) {
 				vec, _ := topics.NewVectorizer(dim, 0)
-				w, err := NewWorker(Config{Learner: name, Seed: 1, Vector: vec}, 0)
+				w, err := NewWorker(Config{Settings: keyed.Settings{Learner: name, Seed: 1, Vector: vec}}, 0)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -67,7 +68,7 @@ func BenchmarkEncodeKeyState(b *testing.B) {
 				ks := w.keys["customer-0000001"]
 				b.ReportAllocs()
 				for b.Loop() {
-					if _, err := encodeState(ks); err != nil {
+					if _, err := ks.MarshalBinary(); err != nil {
 						b.Fatal(err)
 					}
 				}

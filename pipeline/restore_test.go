@@ -114,7 +114,7 @@ func TestRestoreFallbackRulesWhileReading(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if w.Keys() != 1 || w.keys["b"] == nil || w.keys["b"].applied[EventsTopic] != 40 {
+	if w.Keys() != 1 || w.keys["b"] == nil || w.keys["b"].Applied[EventsTopic] != 40 {
 		t.Fatalf("held %d keys (%v), want b alone at offset 40", w.Keys(), w.keys)
 	}
 	if len(res.Problems) != 1 || !strings.Contains(res.Problems[0].Error(), `key "a"`) {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/driftstream/driftstream/checkpoint"
+	"github.com/driftstream/driftstream/keyed"
 	"github.com/driftstream/driftstream/learners"
 	"github.com/driftstream/driftstream/topics"
 )
@@ -28,7 +29,7 @@ func testConfig(t testing.TB, learner, params string) Config {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Config{Learner: learner, Params: json.RawMessage(params), Seed: 7, Vector: vec, QueryScale: 1, MaxPending: 50, PendingTTL: 400}
+	return Config{Settings: keyed.Settings{Learner: learner, Params: json.RawMessage(params), Seed: 7, Vector: vec, QueryScale: 1, MaxPending: 50, PendingTTL: 400}}
 }
 
 // records builds a partition's input: events for nkeys keys with drifting
@@ -119,7 +120,7 @@ func states(t *testing.T, w *Worker) map[string][]byte {
 		if !ok || err != nil {
 			t.Fatalf("key %q: held %v, %v", k, ok, err)
 		}
-		b, err := encodeState(ks)
+		b, err := ks.MarshalBinary()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -341,7 +342,7 @@ func sameStates(t *testing.T, got, want *Worker) {
 // still ends bit-identical; with a population model too, which skips what
 // it absorbed before its checkpoint while the key catches up.
 func TestCorruptCheckpointRecoversByReplay(t *testing.T) {
-	for _, population := range []string{PopulationOff, "lasec"} {
+	for _, population := range []string{keyed.PopulationOff, "lasec"} {
 		t.Run("population-"+population, func(t *testing.T) { corruptCheckpointRecovers(t, population) })
 	}
 }
@@ -395,7 +396,7 @@ func corruptCheckpointRecovers(t *testing.T, population string) {
 	// against the population as restored, not as it was then: its mixture
 	// (and a copy, had it been new) may differ. Every other key, and the
 	// population model, are exact.
-	if population == PopulationOff && len(differing) > 0 || len(differing) > 1 || slices.Contains(differing, PopulationKey) {
+	if population == keyed.PopulationOff && len(differing) > 0 || len(differing) > 1 || slices.Contains(differing, keyed.PopulationKey) {
 		t.Fatalf("keys %q differ after recovery", differing)
 	}
 	if !slices.Equal(sortedKeys(got), sortedKeys(want)) {
@@ -560,67 +561,12 @@ func TestDelayedLabelsAreScored(t *testing.T) {
 	}
 }
 
-// A key state written before pending queries kept their prediction still
-// restores: its queries are learned when answered, but not scored.
-func TestKeyStateWithoutDecidedPredictions(t *testing.T) {
-	w, err := NewWorker(testConfig(t, "lasec-ss", `{"a":5}`), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ks, err := w.newKey("k")
-	if err != nil {
-		t.Fatal(err)
-	}
-	x, _ := w.cfg.Vector.Vector(topics.Event{X: []float64{1, 2, 3, 4}})
-	ks.waiting().pending = []pending{{id: "a", offset: 3, x: x, decided: 1, score: 0.5, queried: true}, {id: "b", offset: 4, decided: -1, score: -2}}
-	b, err := encodeState(ks)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wb, _ := encodeWatch(nil, ks.watch)
-	watchLen, statsLen := len(wb), len(encodeStats(nil, &ks.stats))+1 // and an empty input-statistics section
-	v1 := b[2 : len(b)-1]                                             // version 1 had no header and no mixture
-	for _, tc := range []struct {
-		name  string
-		state []byte
-		want  []int
-	}{
-		{"current", b, []int{1, -1}},
-		{"version 1", v1, []int{1, -1}},
-		{"version 1 before key counters", v1[:len(v1)-statsLen], []int{1, -1}},
-		{"version 1, older", v1[:len(v1)-statsLen-watchLen-2*11], []int{0, 0}},
-	} {
-		got, err := w.decodeState(&checkpoint.KeyRecord{Key: "k", State: tc.state})
-		if err != nil {
-			t.Fatalf("%s: %v", tc.name, err)
-		}
-		if pend := got.pending(); len(pend) != 2 || pend[0].decided != tc.want[0] || pend[1].decided != tc.want[1] {
-			t.Fatalf("%s: pending %+v", tc.name, pend)
-		}
-	}
-	for _, cut := range []struct {
-		name  string
-		state []byte
-	}{
-		{"a cut extension", v1[:len(v1)-4]},
-		{"version 2 without its mixture", b[:len(b)-1]},
-		{"version 2 without its key counters", b[:len(b)-1-statsLen]},
-		{"version 2 cut anywhere", b[:len(b)-3]},
-		{"version 2 with a byte more", append(slices.Clone(b), 0)},
-		{"version 3", append([]byte{0, 3}, b[2:]...)},
-	} {
-		if _, err := w.decodeState(&checkpoint.KeyRecord{Key: "k", State: cut.state}); err == nil {
-			t.Errorf("%s decoded", cut.name)
-		}
-	}
-}
-
-// With LearnQueried (the papers' protocol) a sampler learns only the labels
+// With keyed.LearnQueried (the papers' protocol) a sampler learns only the labels
 // it asked for: labels of events it did not query are scored but leave its
-// state as if they had never come. With LearnAll (the default) they teach
+// state as if they had never come. With keyed.LearnAll (the default) they teach
 // it: its state is then that of the same learner taught every label.
 func TestSamplerLearnsOnlyWhatItAsked(t *testing.T) {
-	for _, from := range []string{LearnQueried, LearnAll} {
+	for _, from := range []string{keyed.LearnQueried, keyed.LearnAll} {
 		t.Run(from, func(t *testing.T) { testSamplerLearns(t, from) })
 	}
 }
@@ -676,9 +622,9 @@ func testSamplerLearns(t *testing.T, from string) {
 	if all.Labeled != 300 || asked.Labeled != asked.Queries || asked.Queries == 0 || asked.Queries >= 300 || asked.Asked != asked.Queries {
 		t.Fatalf("labeled %d of 300 with every label, %d with the %d asked", all.Labeled, asked.Labeled, asked.Queries)
 	}
-	a, _ := wAll.keys["k"].learner.MarshalBinary()
-	b, _ := wAsked.keys["k"].learner.MarshalBinary()
-	if from == LearnQueried {
+	a, _ := wAll.keys["k"].Learner().MarshalBinary()
+	b, _ := wAsked.keys["k"].Learner().MarshalBinary()
+	if from == keyed.LearnQueried {
 		if !bytes.Equal(a, b) {
 			t.Fatal("the sampler's state depends on labels it did not ask for")
 		}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/driftstream/driftstream/pipeline"
+	"github.com/driftstream/driftstream/keyed"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
 )
@@ -20,7 +20,7 @@ func TestDriftAlertsReachTheAlertsTopic(t *testing.T) {
 	cfg := testConfig(t, addr, "g-alerts")
 	cfg.Topics.Alerts = "drift-alerts"
 	cfg.Pipeline.Learner, cfg.Pipeline.Params = "perceptron", nil
-	cfg.Pipeline.Detectors = []pipeline.DetectorSpec{{Detector: "adwin", Signal: pipeline.SignalMistakes}}
+	cfg.Pipeline.Detectors = []keyed.DetectorSpec{{Detector: "adwin", Signal: keyed.SignalMistakes}}
 	reg := prometheus.NewRegistry()
 	var err error
 	if cfg.Metrics, err = NewMetrics(reg); err != nil {

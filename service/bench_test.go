@@ -23,6 +23,7 @@ import (
 
 	"github.com/driftstream/driftstream/checkpoint"
 	"github.com/driftstream/driftstream/internal/kafkaread"
+	"github.com/driftstream/driftstream/keyed"
 	"github.com/driftstream/driftstream/keystore"
 	"github.com/driftstream/driftstream/pipeline"
 	"github.com/driftstream/driftstream/topics"
@@ -217,7 +218,7 @@ func benchConfig(addr, run, learner string, dim int) (Config, error) {
 	cfg := Config{Brokers: []string{addr}, Group: "bench-" + run, Partitions: 4, Replication: 1,
 		Topics: Topics{Events: "events", Predictions: "predictions-" + run, Queries: "label-queries-" + run, DeadLetters: "dead-letters-" + run,
 			Changelog: "changelog-" + run},
-		Pipeline: pipeline.Config{Learner: learner, Seed: 1, Vector: vec, QueryScale: 1}, CheckpointEvery: benchCheckpointEvery(),
+		Pipeline: pipeline.Config{Settings: keyed.Settings{Learner: learner, Seed: 1, Vector: vec, QueryScale: 1}}, CheckpointEvery: benchCheckpointEvery(),
 		CheckpointInterval: 5 * time.Second, FlushInterval: 5 * time.Millisecond}
 	if d, err := time.ParseDuration(os.Getenv("DRIFTSTREAM_BENCH_FLUSH")); err == nil {
 		cfg.FlushInterval = d
@@ -296,7 +297,7 @@ func BenchmarkRestore(b *testing.B) {
 	}
 	ctx := context.Background()
 	vec, _ := topics.NewVectorizer(10, 0)
-	cfg := pipeline.Config{Learner: "perceptron", Seed: 1, Vector: vec}
+	cfg := pipeline.Config{Settings: keyed.Settings{Learner: "perceptron", Seed: 1, Vector: vec}}
 	fill := func(st checkpoint.Store) (stateBytes int) { // one labeled event per key, then a checkpoint
 		w, err := pipeline.NewWorker(cfg, 0)
 		if err != nil {

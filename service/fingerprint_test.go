@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/driftstream/driftstream/internal/poll"
+	"github.com/driftstream/driftstream/keyed"
 	"github.com/driftstream/driftstream/pipeline"
 	"github.com/driftstream/driftstream/topics"
 	"github.com/segmentio/kafka-go"
@@ -46,8 +47,8 @@ func TestFingerprint(t *testing.T) {
 		vec, _ := topics.NewVectorizer(5, 0)
 		tp := Topics{Events: "events", Labels: "labels", Predictions: "predictions", Queries: "label-queries", DeadLetters: "dead-letters", Alerts: "alerts", Changelog: "changelog"}
 		cfg := Config{Brokers: []string{addr}, Group: "fp", Partitions: 3, Replication: 1, Topics: tp,
-			Pipeline: pipeline.Config{Learner: run.learner, Params: json.RawMessage(run.params), Seed: 7, Vector: vec, MaxPending: 1000, PendingTTL: 100000,
-				Population: run.pop, Detectors: []pipeline.DetectorSpec{{Detector: "adwin", Signal: "mistakes"}}},
+			Pipeline: pipeline.Config{
+				Settings: keyed.Settings{Learner: run.learner, Params: json.RawMessage(run.params), Seed: 7, Vector: vec, MaxPending: 1000, PendingTTL: 100000, Population: run.pop, Detectors: []keyed.DetectorSpec{{Detector: "adwin", Signal: "mistakes"}}}},
 			CheckpointEvery: 250, CheckpointInterval: time.Hour}
 		ctx, cancel := context.WithCancel(context.Background())
 		s, err := New(ctx, cfg)

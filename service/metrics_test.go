@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/driftstream/driftstream/keyed"
 	"github.com/driftstream/driftstream/pipeline"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -73,7 +74,7 @@ func TestCounterSeriesExistFromTheStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.watchDetectors([]pipeline.DetectorSpec{{Detector: "adwin", Signal: "mistakes"}, {Detector: "adwin", Signal: "queries"}})
+	m.watchDetectors([]keyed.DetectorSpec{{Detector: "adwin", Signal: "mistakes"}, {Detector: "adwin", Signal: "queries"}})
 	families, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -111,7 +112,7 @@ func TestCounterSeriesExistFromTheStart(t *testing.T) {
 // An additive model's keys follow neither expert: the mixture's series are
 // absent there.
 func TestScrapedMetricsReadThePartitions(t *testing.T) {
-	for _, model := range []string{pipeline.PopulationOff, "perceptron", pipeline.PopulationAdditive} {
+	for _, model := range []string{keyed.PopulationOff, "perceptron", keyed.PopulationAdditive} {
 		population := model == "perceptron" // the mixture, by the learner's name
 		t.Run(model, func(t *testing.T) {
 			addr := cluster(t)

@@ -4,6 +4,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/driftstream/driftstream/keyed"
 	"github.com/driftstream/driftstream/pipeline"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -17,7 +18,7 @@ type scraped struct {
 	// detectors are the drift-alert series shown before a service is
 	// attached (watchDetectors); an attached service's own replace them.
 	mu        sync.Mutex
-	detectors []pipeline.DetectorSpec
+	detectors []keyed.DetectorSpec
 
 	events, predictions, labeled, mistakes, queries         *prometheus.Desc
 	labelsJoined, labelsUnknown, labelsExpired, labelsNoKey *prometheus.Desc
@@ -66,7 +67,7 @@ func (c *scraped) attach(s *Service) { c.svc.Store(s) }
 
 // watchDetectors shows the drift-alert series of specs, at 0, until a
 // service is attached.
-func (m *Metrics) watchDetectors(specs []pipeline.DetectorSpec) {
+func (m *Metrics) watchDetectors(specs []keyed.DetectorSpec) {
 	if m == nil {
 		return
 	}
@@ -90,7 +91,7 @@ func (c *scraped) Collect(ch chan<- prometheus.Metric) {
 		sum       pipeline.Totals
 		parts     []partitionSnapshot
 		cnt       = newCounters()
-		detectors []pipeline.DetectorSpec
+		detectors []keyed.DetectorSpec
 		mixes     bool
 	)
 	if s := c.svc.Load(); s != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/driftstream/driftstream/internal/kafkaread"
 	"github.com/driftstream/driftstream/internal/kafkatest"
 	"github.com/driftstream/driftstream/internal/poll"
+	"github.com/driftstream/driftstream/keyed"
 	"github.com/driftstream/driftstream/pipeline"
 	"github.com/driftstream/driftstream/topics"
 	"github.com/segmentio/kafka-go"
@@ -38,7 +39,7 @@ func testConfig(t *testing.T, addr, group string) Config {
 	vec, _ := topics.NewVectorizer(3, 0)
 	return Config{Brokers: []string{addr}, Group: group, Partitions: partitions, Replication: 1,
 		Topics:          Topics{Events: "events", Predictions: "predictions", Queries: "label-queries", DeadLetters: "dead-letters", Changelog: "changelog"},
-		Pipeline:        pipeline.Config{Learner: "lasec-ss", Params: json.RawMessage(`{"a":0.3}`), Seed: 3, Vector: vec, MaxPending: 100, PendingTTL: 10000},
+		Pipeline:        pipeline.Config{Settings: keyed.Settings{Learner: "lasec-ss", Params: json.RawMessage(`{"a":0.3}`), Seed: 3, Vector: vec, MaxPending: 100, PendingTTL: 10000}},
 		CheckpointEvery: 100, CheckpointInterval: 200 * time.Millisecond}
 }
 

@@ -18,8 +18,8 @@ import (
 	"github.com/driftstream/driftstream/backtest"
 	"github.com/driftstream/driftstream/config"
 	"github.com/driftstream/driftstream/experiments"
+	"github.com/driftstream/driftstream/keyed"
 	"github.com/driftstream/driftstream/learners"
-	"github.com/driftstream/driftstream/pipeline"
 	"github.com/driftstream/driftstream/streams"
 	"github.com/driftstream/driftstream/topics"
 )
@@ -61,18 +61,18 @@ func runBacktest(args []string, stdout, stderr io.Writer) int {
 	labelsTopic := fs.String("labels-topic", "", "topic backtest: a co-partitioned labels topic")
 	from := fs.String("from", "", "topic backtest: start of the range in every partition: an offset or an RFC 3339 time (default: the first offset)")
 	to := fs.String("to", "", "topic backtest: end of the range (exclusive): an offset or an RFC 3339 time (default: the end when the backtest starts)")
-	keyed := fs.Bool("keyed", false, "replay -data through the service's pipeline, one learner per key, as the producer would write it to a topic")
+	keyedFlag := fs.Bool("keyed", false, "replay -data through the service's pipeline, one learner per key, as the producer would write it to a topic")
 	keys := fs.Int("keys", 1, "with -keyed: spread events without a key column over this many keys (1: one learner for the whole stream; synth:...&keys=N says the same)")
 	keyCol := fs.String("key", "", "with -keyed: the CSV column or JSONL field holding the entity key")
 	labelsDelay := fs.Int("labels-delay", 0, "with -keyed: send each label as a label record this many events after its event (0: inline)")
 	partitions := fs.Int("partitions", 1, "with -keyed: partitions of the topic the data would be written to")
-	population := fs.String("population", pipeline.PopulationOff, "a population model per partition (the service's DRIFTSTREAM_POPULATION): off, additive (a shared part each key's prediction adds to its own), mixture or on (a learner that seeds new keys, followed per key by a weighted majority), or a learner of -learners (its runs alone keep a mixture)")
-	learnFrom := fs.String("learn-from", pipeline.LearnAll, "-keyed and topic backtests: which labels teach a key, all or queried (the service's DRIFTSTREAM_LEARN_FROM); single-stream backtests and reproductions run the papers' protocol, queried")
+	population := fs.String("population", keyed.PopulationOff, "a population model per partition (the service's DRIFTSTREAM_POPULATION): off, additive (a shared part each key's prediction adds to its own), mixture or on (a learner that seeds new keys, followed per key by a weighted majority), or a learner of -learners (its runs alone keep a mixture)")
+	learnFrom := fs.String("learn-from", keyed.LearnAll, "-keyed and topic backtests: which labels teach a key, all or queried (the service's DRIFTSTREAM_LEARN_FROM); single-stream backtests and reproductions run the papers' protocol, queried")
 	partitioner := fs.String("partitioner", topics.DefaultPartitioner, "with -keyed: the producer's key → partition hash that deals the keys over -partitions (cmd/producer's -partitioner): "+strings.Join(topics.Partitioners, ", "))
 	queryScale := fs.Float64("query-scale", 1, "-keyed and topic backtests: margin rule b/(b+|score|) for learners without a query rule (the service's DRIFTSTREAM_QUERY_SCALE)")
 	quiet := fs.Bool("q", false, "no progress lines on stderr")
 	detectorsFlag := fs.String("detectors", "", `drift detectors: a JSON list of {"detector","signal","params"}, [] for none, or "all" (every detector on every signal it can watch). -keyed and topic backtests: run per key as the service runs them (default: the service's DRIFTSTREAM_DETECTORS) and write alerts-LEARNER.jsonl; a single stream: scored against the generator's known drift points`)
-	cooldown := fs.Int64("alert-cooldown", pipeline.DefaultAlertCooldown, "events of a key after an alert during which it raises no other (the service's DRIFTSTREAM_ALERT_COOLDOWN); a drift confirmed meanwhile is alerted when it ends. A single stream scores each detector with its own cooldown, side by side")
+	cooldown := fs.Int64("alert-cooldown", keyed.DefaultAlertCooldown, "events of a key after an alert during which it raises no other (the service's DRIFTSTREAM_ALERT_COOLDOWN); a drift confirmed meanwhile is alerted when it ends. A single stream scores each detector with its own cooldown, side by side")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -107,10 +107,10 @@ func runBacktest(args []string, stdout, stderr io.Writer) int {
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if err := flagsApply(set, *topic != "", *keyed); err != nil {
+	if err := flagsApply(set, *topic != "", *keyedFlag); err != nil {
 		return fail(err)
 	}
-	if *topic != "" || *keyed {
+	if *topic != "" || *keyedFlag {
 		switch {
 		case fs.NArg() > 0:
 			return fail(usageError{fmt.Errorf("unexpected arguments %q", fs.Args())})
@@ -118,7 +118,7 @@ func runBacktest(args []string, stdout, stderr io.Writer) int {
 			return fail(usageError{errors.New("-out is required: the directory for the report")})
 		case (*dim > 0) == (*hashBits > 0) && *topic != "":
 			return fail(usageError{errors.New("a topic backtest needs exactly one of -dim (dense \"x\") and -hash-bits (named \"features\")")})
-		case *topic != "" && (*brokers == "" || *data != "" || *keyed):
+		case *topic != "" && (*brokers == "" || *data != "" || *keyedFlag):
 			return fail(usageError{errors.New("-topic needs -brokers, and excludes -data and -keyed")})
 		case *topic == "" && *data == "":
 			return fail(usageError{errors.New("-keyed needs -data: a file or synth:NAME?k=v")})
@@ -251,7 +251,7 @@ func runBacktest(args []string, stdout, stderr io.Writer) int {
 // populationApplies checks -population against the learners run.
 func populationApplies(population string, specs []backtest.Spec) error {
 	switch population {
-	case pipeline.PopulationOff, pipeline.PopulationAdditive, pipeline.PopulationMixture, "on":
+	case keyed.PopulationOff, keyed.PopulationAdditive, keyed.PopulationMixture, "on":
 		return nil
 	}
 	if !slices.ContainsFunc(specs, func(s backtest.Spec) bool { return s.Name == population }) {

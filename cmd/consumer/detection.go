@@ -10,27 +10,27 @@ import (
 
 	"github.com/driftstream/driftstream/backtest"
 	"github.com/driftstream/driftstream/drift"
-	"github.com/driftstream/driftstream/pipeline"
+	"github.com/driftstream/driftstream/keyed"
 	"github.com/driftstream/driftstream/streams"
 )
 
 // detectorSpecs reads -detectors: a JSON list, or "all".
-func detectorSpecs(flag string) ([]pipeline.DetectorSpec, error) {
+func detectorSpecs(flag string) ([]keyed.DetectorSpec, error) {
 	switch flag {
 	case "":
 		return nil, nil
 	case "all": // every detector on every signal it can watch: DDM and EDDM count mistakes
-		var all []pipeline.DetectorSpec
+		var all []keyed.DetectorSpec
 		for _, name := range drift.Names() {
-			for _, sig := range []string{pipeline.SignalMistakes, pipeline.SignalQueries, pipeline.SignalScore} {
-				if !drift.Binary(name) || sig == pipeline.SignalMistakes {
-					all = append(all, pipeline.DetectorSpec{Detector: name, Signal: sig})
+			for _, sig := range []string{keyed.SignalMistakes, keyed.SignalQueries, keyed.SignalScore} {
+				if !drift.Binary(name) || sig == keyed.SignalMistakes {
+					all = append(all, keyed.DetectorSpec{Detector: name, Signal: sig})
 				}
 			}
 		}
 		return all, nil
 	}
-	var specs []pipeline.DetectorSpec
+	var specs []keyed.DetectorSpec
 	if err := json.Unmarshal([]byte(flag), &specs); err != nil {
 		return nil, usageError{fmt.Errorf(`-detectors: %v: give a JSON list such as [{"detector":"adwin","signal":"mistakes"}] or "all"`, err)}
 	}
@@ -56,7 +56,7 @@ func driftPoints(data string) ([]int, error) {
 
 // reportDetection scores each learner's detectors against the drift
 // points, pooled over repeats, prints a table and writes detection.json.
-func reportDetection(dir string, drifts []int, res backtest.Result, dets []pipeline.DetectorSpec, stdout io.Writer) error {
+func reportDetection(dir string, drifts []int, res backtest.Result, dets []keyed.DetectorSpec, stdout io.Writer) error {
 	type row struct {
 		Learner string               `json:"learner"`
 		Scores  []backtest.Detection `json:"detectors"`

@@ -17,6 +17,7 @@ import (
 
 	"github.com/driftstream/driftstream/backtest"
 	"github.com/driftstream/driftstream/config"
+	"github.com/driftstream/driftstream/keyed"
 	"github.com/driftstream/driftstream/learners"
 	"github.com/driftstream/driftstream/pipeline"
 	"github.com/driftstream/driftstream/streams"
@@ -198,7 +199,7 @@ func runDetection(args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() > 0 || *keys < 1 || *events < 100 || *window < 1 {
 		return fail(fmt.Errorf("-keys ≥ 1, -events ≥ 100 and -window ≥ 1, no arguments"), exitUsage)
 	}
-	var specs []pipeline.DetectorSpec
+	var specs []keyed.DetectorSpec
 	switch *detectorsFlag {
 	case "default":
 		specs = config.DefaultDetectors()
@@ -209,14 +210,14 @@ func runDetection(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	vec, _ := topics.NewVectorizer(detectionDim, 0)
-	base := pipeline.Config{Learner: *learner, Params: json.RawMessage(*params), Seed: *seed, Vector: vec, QueryScale: 1, MaxKeyBytes: -1}
+	base := pipeline.Config{Settings: keyed.Settings{Learner: *learner, Params: json.RawMessage(*params), Seed: *seed, Vector: vec, QueryScale: 1}, MaxKeyBytes: -1}
 	if *params == "" {
 		base.Params = nil
 	}
-	var usable []pipeline.DetectorSpec
+	var usable []keyed.DetectorSpec
 	for _, spec := range specs {
 		cfg := base
-		cfg.Detectors = []pipeline.DetectorSpec{spec}
+		cfg.Detectors = []keyed.DetectorSpec{spec}
 		if err := cfg.Validate(); err != nil {
 			return fail(err, exitUsage)
 		}
@@ -231,7 +232,7 @@ func runDetection(args []string, stdout, stderr io.Writer) int {
 				fmt.Fprintf(stderr, "detection: %s, %s on %s\n", sc.name, spec.Detector, spec.Signal)
 			}
 			cfg := base
-			cfg.Detectors = []pipeline.DetectorSpec{spec}
+			cfg.Detectors = []keyed.DetectorSpec{spec}
 			run, err := keyedAlerts(ctx, cfg, exs, truths, *events)
 			if err != nil {
 				return fail(err, exitError)
@@ -377,7 +378,7 @@ func keyedAlerts(ctx context.Context, cfg pipeline.Config, exs []streams.Example
 
 // scoreDetection scores one run's alerts against the scenario's drift point
 // (halfway through every key's events).
-func scoreDetection(sc detectionScenario, spec pipeline.DetectorSpec, alerts map[string][]int, keys, events, window int) detectionScore {
+func scoreDetection(sc detectionScenario, spec keyed.DetectorSpec, alerts map[string][]int, keys, events, window int) detectionScore {
 	s := detectionScore{Detector: spec.Detector, Signal: spec.Signal, Scenario: sc.name, Kind: sc.kind, Keys: keys}
 	drift := events / 2
 	falseAlerts, falseEvents := 0, 0
@@ -430,7 +431,7 @@ func scoreDetection(sc detectionScenario, spec pipeline.DetectorSpec, alerts map
 func detectionTable(scores []detectionScore, learner string, keys, events, window int) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "drift detection through the service's pipeline: learner %s, %d keys × %d events per scenario, drift at each key's event %d; detected = alerted within %d events; false alerts per key per 100k events (before the drift, or any on a stationary stream); the service's per-key cooldown (%d). “on keys that got worse”: the key's expected mistake rate by the generator's truth (without the labels' noise) over its %d events before the alert was at least %.2f above its rate before those, since its previous alert\n\n",
-		learner, keys, events, events/2, window, pipeline.DefaultAlertCooldown, worseWindow, worseBy)
+		learner, keys, events, events/2, window, keyed.DefaultAlertCooldown, worseWindow, worseBy)
 	var scen []string
 	for _, s := range scores {
 		if !slices.Contains(scen, s.Scenario) {

@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/driftstream/driftstream/backtest"
+	"github.com/driftstream/driftstream/keyed"
 	"github.com/driftstream/driftstream/pipeline"
 	"github.com/driftstream/driftstream/streams"
 	"github.com/driftstream/driftstream/topics"
@@ -164,7 +165,7 @@ func populationPass(ctx context.Context, learner, variant string, dim int, seed 
 	if err != nil {
 		return run, err
 	}
-	cfg := pipeline.Config{Learner: learner, Seed: seed, Vector: vec, QueryScale: 1, MaxKeyBytes: -1, Population: pipeline.PopulationOff}
+	cfg := pipeline.Config{Settings: keyed.Settings{Learner: learner, Seed: seed, Vector: vec, QueryScale: 1, Population: keyed.PopulationOff}, MaxKeyBytes: -1}
 	if variant == "population" {
 		cfg.Population = learner
 	}

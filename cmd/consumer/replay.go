@@ -20,6 +20,7 @@ import (
 	"github.com/driftstream/driftstream/backtest"
 	"github.com/driftstream/driftstream/config"
 	"github.com/driftstream/driftstream/internal/kafkaread"
+	"github.com/driftstream/driftstream/keyed"
 	"github.com/driftstream/driftstream/pipeline"
 	"github.com/driftstream/driftstream/topics"
 )
@@ -48,7 +49,7 @@ type keyedRun struct {
 	// learnFrom is -learn-from (pipeline.Config.LearnFrom).
 	learnFrom string
 	// detectors run per key with the key's cooldown, as in the service.
-	detectors []pipeline.DetectorSpec
+	detectors []keyed.DetectorSpec
 	cooldown  int64
 	out       string
 	quiet     bool
@@ -86,8 +87,9 @@ func (k keyedRun) run(ctx context.Context, stdout, stderr io.Writer) error {
 			name = spec.Name
 		}
 		alerts := &alertLog{}
-		cfg := backtest.ReplayConfig{Name: name, Pipeline: pipeline.Config{Learner: spec.Name, Params: spec.Params, Seed: k.seed, Vector: vec,
-			QueryScale: k.queryScale, MaxKeyBytes: -1, Standardize: k.standardize, Population: backtest.PopulationOf(k.population, spec.Name), LearnFrom: k.learnFrom, Detectors: k.detectors, AlertCooldown: k.cooldown},
+		cfg := backtest.ReplayConfig{Name: name, Pipeline: pipeline.Config{
+			Settings:    keyed.Settings{Learner: spec.Name, Params: spec.Params, Seed: k.seed, Vector: vec, QueryScale: k.queryScale, Standardize: k.standardize, Population: backtest.PopulationOf(k.population, spec.Name), LearnFrom: k.learnFrom, Detectors: k.detectors, AlertCooldown: k.cooldown},
+			MaxKeyBytes: -1},
 			Outputs: alerts.add}
 		if !k.quiet {
 			cfg.Progress = stderr

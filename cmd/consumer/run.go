@@ -24,6 +24,7 @@ import (
 	"github.com/driftstream/driftstream/checkpoint"
 	"github.com/driftstream/driftstream/config"
 	"github.com/driftstream/driftstream/internal/kafkaread"
+	"github.com/driftstream/driftstream/keyed"
 	"github.com/driftstream/driftstream/pipeline"
 	"github.com/driftstream/driftstream/service"
 	"github.com/driftstream/driftstream/topics"
@@ -274,10 +275,14 @@ func pipelineConfig(cfg config.Config) (pipeline.Config, error) {
 	if cfg.Bias {
 		vec = vec.WithBias()
 	}
-	p := pipeline.Config{Learner: cfg.Learner, Seed: cfg.Seed, Vector: vec, QueryScale: cfg.QueryScale,
-		MaxPending: cfg.MaxPending, PendingTTL: cfg.PendingTTL, TopicNames: [2]string{cfg.EventsTopic, cfg.LabelsTopic},
-		MaxKeyBytes: cfg.MaxKeyBytes, MaxKeyMemory: cfg.MaxKeyMemory, MaxPendingBytes: cfg.MaxPendingBytes, MaxAbsValue: cfg.MaxAbsValue, MaxKeyLength: cfg.MaxKeyLength,
-		MaxBytes: cfg.MaxEventBytes}
+	p := pipeline.Config{
+		Settings:     keyed.Settings{Learner: cfg.Learner, Seed: cfg.Seed, Vector: vec, QueryScale: cfg.QueryScale, MaxPending: cfg.MaxPending, PendingTTL: cfg.PendingTTL, MaxPendingBytes: cfg.MaxPendingBytes},
+		TopicNames:   [2]string{cfg.EventsTopic, cfg.LabelsTopic},
+		MaxKeyBytes:  cfg.MaxKeyBytes,
+		MaxKeyMemory: cfg.MaxKeyMemory,
+		MaxAbsValue:  cfg.MaxAbsValue,
+		MaxKeyLength: cfg.MaxKeyLength,
+		MaxBytes:     cfg.MaxEventBytes}
 	if cfg.LearnerParams != "" {
 		p.Params = json.RawMessage(cfg.LearnerParams)
 	}

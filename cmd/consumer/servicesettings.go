@@ -8,14 +8,14 @@ import (
 
 	"github.com/driftstream/driftstream/backtest"
 	"github.com/driftstream/driftstream/config"
-	"github.com/driftstream/driftstream/pipeline"
+	"github.com/driftstream/driftstream/keyed"
 )
 
 // serviceRun is the service's learning configuration, for a keyed or topic
 // backtest without -learners: "what the service would have done".
 type serviceRun struct {
 	specs     []backtest.Spec
-	detectors []pipeline.DetectorSpec
+	detectors []keyed.DetectorSpec
 }
 
 // serviceSettings reads the service's configuration (its DRIFTSTREAM_*

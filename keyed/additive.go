@@ -1,4 +1,4 @@
-package pipeline
+package keyed
 
 import (
 	"fmt"
@@ -20,8 +20,8 @@ import (
 
 // summed is key ks's additive prediction of x, whose own part predicted p:
 // the label and margin of the sum, and the shared part's prediction.
-func (w *Worker) summed(x learners.Vector, p learners.Prediction) (label int, sum float64, shared learners.Prediction, err error) {
-	ps, err := w.population()
+func (m *Model) summed(x learners.Vector, p learners.Prediction) (label int, sum float64, shared learners.Prediction, err error) {
+	ps, err := m.shared.Population()
 	if err != nil {
 		return 0, 0, shared, err
 	}
@@ -41,18 +41,18 @@ func (w *Worker) summed(x learners.Vector, p learners.Prediction) (label int, su
 
 // sumNow is the additive margin of x by the parts' current states: a
 // delayed label is learned at the margin the model has when it comes.
-func (w *Worker) sumNow(ks *keyState, x learners.Vector) (float64, error) {
+func (m *Model) sumNow(ks *State, x learners.Vector) (float64, error) {
 	p, err := ks.learner.Predict(x)
 	if err != nil {
 		return 0, err
 	}
-	_, sum, _, err := w.summed(x, p)
+	_, sum, _, err := m.summed(x, p)
 	return sum, err
 }
 
 // learnSum teaches ks's learner, one part of an additive model, the label
 // y of x at the model's margin sum, as learn guards a step.
-func (w *Worker) learnSum(ks *keyState, x learners.Vector, y int, sum float64) error {
-	s := ks.learner.(learners.Summand) // Config.Validate checked it
-	return w.guarded(ks, x, func() error { return s.LearnSum(x, y, sum) })
+func (m *Model) learnSum(ks *State, x learners.Vector, y int, sum float64) error {
+	s := ks.learner.(learners.Summand) // Settings.Validate checked it
+	return guarded(ks, x, func() error { return s.LearnSum(x, y, sum) })
 }

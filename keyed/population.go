@@ -1,4 +1,4 @@
-package pipeline
+package keyed
 
 import (
 	"fmt"
@@ -30,7 +30,7 @@ import (
 // held and checkpointed. An input record with this key is dead-lettered.
 const PopulationKey = "\x00population"
 
-// The population models (Config.Population).
+// The population models (Settings.Population).
 const (
 	// PopulationOff keeps none: each key's learner alone.
 	PopulationOff = "off"
@@ -47,9 +47,9 @@ const (
 	PopulationMixture = "mixture"
 )
 
-// validatePopulation checks Config.Population against l, a learner of the
+// validatePopulation checks Settings.Population against l, a learner of the
 // keys' configuration.
-func (c *Config) validatePopulation(l learners.Learner) error {
+func (c *Settings) validatePopulation(l learners.Learner) error {
 	switch c.Population {
 	case PopulationOff, PopulationMixture, c.Learner:
 		return nil
@@ -62,37 +62,19 @@ func (c *Config) validatePopulation(l learners.Learner) error {
 	return fmt.Errorf("population %q: %s, %s, %s (or the keys' learner's name, %s)", c.Population, PopulationOff, PopulationAdditive, PopulationMixture, c.Learner)
 }
 
-// populated reports whether the worker keeps a population model.
-func (w *Worker) populated() bool { return w.populate }
+// populated reports whether the model keeps a population model.
+func (m *Model) populated() bool { return m.populate }
 
 // mixing reports whether the worker's population model is the mixture:
 // keys follow it or their own learner, which the key API, the snapshot's
 // population share and weight, and the population predictions counter
 // report (an additive model's keys follow neither: they add both).
-func (w *Worker) mixing() bool { return w.populate && !w.additive }
+func (m *Model) mixing() bool { return m.populate && !m.additive }
 
 // Mixes reports whether c keeps the mixture population model (not off, not
 // additive): the one whose per-key choice the metrics report.
-func (c Config) Mixes() bool {
+func (c Settings) Mixes() bool {
 	return c.Population != "" && c.Population != PopulationOff && c.Population != PopulationAdditive
-}
-
-// population returns the partition's population model, made on first use.
-func (w *Worker) population() (*keyState, error) {
-	ks, ok, err := w.lookup(PopulationKey)
-	if err != nil || ok {
-		return ks, err
-	}
-	if ks, err = w.blankKey(learners.Config{Dim: w.cfg.Vector.Dim, Seed: w.cfg.Seed, Key: PopulationKey}); err != nil {
-		return nil, err
-	}
-	ks.watch = nil // the population raises no alerts
-	w.keys[PopulationKey] = ks
-	if w.cache != nil {
-		w.cache.count++
-	}
-	w.markDirty(PopulationKey, ks) // checkpointed from its first day, as a key is
-	return ks, nil
 }
 
 // teachPopulation teaches the population model the label y of x, which
@@ -101,17 +83,17 @@ func (w *Worker) population() (*keyState, error) {
 // when set, is the model's Predict of x in this state (the event's mix
 // made it), not computed twice. An additive model's shared part learns at
 // sum, the whole model's margin.
-func (w *Worker) teachPopulation(r Record, x learners.Vector, y int, pred *learners.Prediction, sum float64) error {
-	ps, err := w.population()
+func (m *Model) teachPopulation(in Input, x learners.Vector, y int, pred *learners.Prediction, sum float64) error {
+	ps, err := m.shared.Population()
 	if err != nil {
 		return err
 	}
-	if r.Offset <= ps.applied[r.Topic] {
+	if in.Offset <= ps.Applied[in.Topic] {
 		return nil // replayed: learned before the checkpoint
 	}
 	var p learners.Prediction
 	switch {
-	case w.additive:
+	case m.additive:
 	case pred != nil:
 		p = *pred
 	default:
@@ -119,18 +101,18 @@ func (w *Worker) teachPopulation(r Record, x learners.Vector, y int, pred *learn
 	}
 	switch {
 	case err != nil:
-	case w.additive:
-		err = w.learnSum(ps, x, y, sum)
+	case m.additive:
+		err = m.learnSum(ps, x, y, sum)
 	default:
 		// A sampler's population asks as the sampler does, at the label:
 		// it learns the labels its own rule draws (a tracking learner taught
 		// every label of many keys follows whichever keys came last).
-		if p = ps.learner.Decide(p); !w.sampling || p.Query {
-			err = w.learn(ps, x, y, p)
+		if p = ps.learner.Decide(p); !m.sampling || p.Query {
+			err = m.learn(ps, x, y, p)
 		}
 	}
-	ps.applied[r.Topic] = r.Offset
-	w.markDirty(PopulationKey, ps)
+	ps.Applied[in.Topic] = in.Offset
+	m.shared.PopulationChanged(ps)
 	if err != nil {
 		return fmt.Errorf("population model: %w", err)
 	}
@@ -139,11 +121,11 @@ func (w *Worker) teachPopulation(r Record, x learners.Vector, y int, pred *learn
 
 // seed makes l, a new learner of the keys' configuration, a copy of the
 // population model when the worker keeps one (else l stays as built).
-func (w *Worker) seed(l learners.Learner) error {
-	if !w.populated() || w.additive {
+func (m *Model) seed(l learners.Learner) error {
+	if !m.populated() || m.additive {
 		return nil // an additive model's own parts start at zero
 	}
-	ps, err := w.population()
+	ps, err := m.shared.Population()
 	if err != nil {
 		return err
 	}
@@ -160,6 +142,11 @@ func (w *Worker) seed(l learners.Learner) error {
 	return nil
 }
 
+// MixtureStart is the population model's weight in a new key's mixture
+// when the population leads (the key's own learner gets the rest); when it
+// does not, the key starts at 1 − MixtureStart (populationLeads).
+const MixtureStart = 2.0 / 3
+
 // The mixture of a key's learner and the population model: a per-key
 // weighted majority of the two experts (Littlestone & Warmuth), with
 // Herbster & Warmuth's fixed share so that the lighter expert can win back
@@ -167,13 +154,12 @@ func (w *Worker) seed(l learners.Learner) error {
 // the prediction of the heavier expert, the population on a tie; every
 // scored label multiplies a wrong expert's weight by mixBeta, then each
 // weight gives mixShare of itself to the pool shared equally. A new key
-// starts at mixStart for the population: it follows the population until
+// starts at MixtureStart for the population: it follows the population until
 // its own learner has made fewer mistakes. The constants were chosen on
 // draws apart from those the figures report (docs/POPULATION.md).
 const (
 	mixBeta  = 0.8
 	mixShare = 0.01
-	mixStart = 2.0 / 3
 	// youngEvents is the age, in events, up to which a key's labels score
 	// the partition's prior; priorRate is the prior's weight per label, and
 	// leadAccuracy the prior at which new keys start from the population.
@@ -210,38 +196,38 @@ func (m *mixture) update(populationWrong, ownWrong bool) {
 // exponentially weighted mean (weight priorRate per label), kept in the
 // population model's own mixture (population: the accuracy, own: the rest)
 // so that it is checkpointed, restored and replayed with the model. It
-// starts at mixStart (no mixture yet). Reading it changes nothing: only
+// starts at MixtureStart (no mixture yet). Reading it changes nothing: only
 // scoreMixture writes it, and marks the model dirty when it does.
-func prior(ps *keyState) float64 {
+func prior(ps *State) float64 {
 	if ps.mix == nil {
-		return mixStart
+		return MixtureStart
 	}
 	return ps.mix.population
 }
 
 // populationLeads reports whether the population model predicts young keys
 // well (prior at least leadAccuracy): then a new key's learner starts as a
-// copy of it and its mixture at mixStart, following it. Otherwise — keys
+// copy of it and its mixture at MixtureStart, following it. Otherwise — keys
 // with concepts of their own, where the population predicts young keys
 // little better than a coin — a new key is a per-key learner: its learner
-// starts from scratch and its mixture at 1−mixStart, following its own
+// starts from scratch and its mixture at 1−MixtureStart, following its own
 // learner until the population proves better on it.
-func populationLeads(ps *keyState) bool { return prior(ps) >= leadAccuracy }
+func populationLeads(ps *State) bool { return prior(ps) >= leadAccuracy }
 
 // scoreMixture scores key ks's mixture, and the partition's prior, on a
 // label of record r: populationWrong and ownWrong say which expert's
 // prediction for the event was wrong. The prior counts a record once, as
 // the population model learns it (teachPopulation's rule).
-func (w *Worker) scoreMixture(r Record, ks *keyState, populationWrong, ownWrong bool) error {
+func (m *Model) scoreMixture(in Input, ks *State, populationWrong, ownWrong bool) error {
 	ks.mix.update(populationWrong, ownWrong)
 	if ks.stats.events > youngEvents {
 		return nil // only young keys score the prior
 	}
-	ps, err := w.population()
+	ps, err := m.shared.Population()
 	if err != nil {
 		return err
 	}
-	if r.Offset > ps.applied[r.Topic] {
+	if in.Offset > ps.Applied[in.Topic] {
 		right := 0.0
 		if !populationWrong {
 			right = 1
@@ -251,7 +237,7 @@ func (w *Worker) scoreMixture(r Record, ks *keyState, populationWrong, ownWrong 
 			ps.mix = new(mixture)
 		}
 		ps.mix.population, ps.mix.own = acc, 1-acc
-		w.markDirty(PopulationKey, ps)
+		m.shared.PopulationChanged(ps)
 	}
 	return nil
 }
@@ -260,8 +246,8 @@ func (w *Worker) scoreMixture(r Record, ks *keyState, populationWrong, ownWrong 
 // learner's decided prediction own, or the population's, by the key's
 // mixture (made on first use). It returns the label and score made and the
 // population's prediction.
-func (w *Worker) mixed(ks *keyState, x learners.Vector, own learners.Prediction) (label int, score float64, population learners.Prediction, err error) {
-	ps, err := w.population()
+func (m *Model) mixed(ks *State, x learners.Vector, own learners.Prediction) (label int, score float64, population learners.Prediction, err error) {
+	ps, err := m.shared.Population()
 	if err != nil {
 		return 0, 0, population, err
 	}
@@ -270,15 +256,24 @@ func (w *Worker) mixed(ks *keyState, x learners.Vector, own learners.Prediction)
 		return 0, 0, pp, fmt.Errorf("population model: %w", err)
 	}
 	if ks.mix == nil {
-		start := 1 - mixStart // the key's own learner, unless the population proves better on the key
+		start := 1 - MixtureStart // the key's own learner, unless the population proves better on the key
 		if populationLeads(ps) {
-			start = mixStart
+			start = MixtureStart
 		}
 		ks.mix = &mixture{population: start, own: 1 - start}
 	}
-	w.lastWeight = ks.mix.population
 	if ks.mix.followsPopulation() {
 		return pp.Label, pp.Score, pp, nil
 	}
 	return own.Label, own.Score, pp, nil
+}
+
+// PopulationWeight is the population model's weight in the key's mixture,
+// false before the key's first event under the mixture. On the population
+// model's own State it is the prior: its recent accuracy on young keys.
+func (ks *State) PopulationWeight() (float64, bool) {
+	if ks.mix == nil {
+		return 0, false
+	}
+	return ks.mix.population, true
 }

@@ -1,11 +1,10 @@
-package pipeline
+package keyed
 
 import (
 	"slices"
 	"time"
 
 	"github.com/driftstream/driftstream/learners"
-	"github.com/driftstream/driftstream/topics"
 )
 
 // pending is a label query waiting for its label. It keeps the prediction
@@ -127,82 +126,85 @@ func push[T sized](list []T, e T, max int, held *int) ([]T, int64) {
 }
 
 // expire drops awaited events older than the TTL.
-func (w *Worker) expire(r Record, ks *keyState) {
+func (m *Model) expire(in Input, ks *State) {
 	pend, n := ks.pending(), 0
-	for n < len(pend) && r.Offset-pend[n].offset > w.cfg.PendingTTL {
+	for n < len(pend) && in.Offset-pend[n].offset > m.s.PendingTTL {
 		n++
 	}
 	if n > 0 {
 		ks.wait.dropAwaited(n)
-		w.stats.LabelsExpired += int64(n)
+		m.stats.LabelsExpired += int64(n)
 	}
 }
 
-// label joins a label record to its pending query and learns.
-func (w *Worker) label(r Record, key string, ks *keyState, ev topics.Event) error {
-	w.expire(r, ks)
+// label joins a label record to its awaited event, scores the prediction
+// made for it, and learns: a delayed label. A label ahead of its event (on
+// the labels topic) waits for it; one whose event the key no longer
+// awaits is counted, never retried.
+func (m *Model) label(in Input, ks *State) error {
+	ev := in.Event
+	m.expire(in, ks)
 	i := -1
 	if ks.awaiting(ev.ID) {
 		i = slices.IndexFunc(ks.wait.pending, func(p pending) bool { return p.id == ev.ID })
 	}
-	if i < 0 && r.Topic == LabelsTopic {
-		// Possibly ahead of its event on the other topic: keep it (bounded, TTL'd).
-		lw, n := ks.waiting(), 0
-		for n < len(lw.early) && r.Offset-lw.early[n].offset > w.cfg.PendingTTL {
-			n++
-		}
-		w.stats.LabelsUnknown += int64(n)
-		for _, e := range lw.early[:n] {
-			lw.held -= e.size()
-		}
-		var dropped int64
-		lw.early, dropped = push(lw.early[n:], early{id: ev.ID, label: ev.Label, offset: r.Offset}, w.cfg.MaxPending, &lw.held)
-		w.stats.LabelsUnknown += dropped
-		lw.bound(w.cfg.MaxPendingBytes, &w.stats)
+	if i < 0 && in.Topic == LabelsTopic {
+		m.early(in, ks)
 		return nil
 	}
 	if i < 0 {
-		w.stats.LabelsUnknown++ // unknown or expired id: counted, never retried
+		m.stats.LabelsUnknown++ // unknown or expired id: counted, never retried
 		return nil
 	}
 	q := ks.wait.pending[i]
 	x := q.x
 	ks.wait.unawait(i)
-	w.stats.LabelsJoined++
+	m.stats.LabelsJoined++
 	scored := q.decided != 0 // the prediction made when the event came
 	var err error
 	if q.population != 0 && ks.mix != nil {
-		err = w.scoreMixture(r, ks, int(q.population) != ev.Label, int(q.own) != ev.Label)
+		err = m.scoreMixture(in, ks, int(q.population) != ev.Label, int(q.own) != ev.Label)
 	}
 	if scored {
-		w.stats.Labeled++
-		ks.stats.labeled++
-		w.stats.DelayedLabeled++
-		if q.decided != ev.Label {
-			w.stats.Mistakes++
-			ks.stats.mistakes++
-		}
-		w.last = Outcome{Time: q.ts, Wrong: q.decided != ev.Label, Expected: boolValue(q.decided != ev.Label)}
+		m.score(ks, q.decided != ev.Label, q.ts)
+		m.stats.DelayedLabeled++
 	}
 	var sum float64 // an additive model's margin by its parts' current states
-	if w.additive && x.Dim() > 0 && err == nil {
-		sum, err = w.sumNow(ks, x)
+	if m.additive && x.Dim() > 0 && err == nil {
+		sum, err = m.sumNow(ks, x)
 	}
 	switch {
 	case err != nil || !q.learnable(): // a sampler's label it did not ask for (LearnQueried)
-	case w.additive:
-		err = w.learnSum(ks, x, ev.Label, sum)
+	case m.additive:
+		err = m.learnSum(ks, x, ev.Label, sum)
 	default:
 		var p learners.Prediction
 		if p, err = ks.learner.Predict(x); err == nil { // the state moved on since the event: learn from the current one
-			err = w.learn(ks, x, ev.Label, p)
+			err = m.learn(ks, x, ev.Label, p)
 		}
 	}
-	if w.populated() && x.Dim() > 0 && err == nil {
-		err = w.teachPopulation(r, x, ev.Label, nil, sum)
+	if m.populated() && x.Dim() > 0 && err == nil {
+		err = m.teachPopulation(in, x, ev.Label, nil, sum)
 	}
 	if scored {
-		w.outcome(r, key, ks, q.decided != ev.Label, ev.ID, q.ts)
+		m.outcome(in, ks, q.decided != ev.Label, q.ts)
 	}
 	return err
+}
+
+// early keeps a labels-topic label whose event has not come (the two
+// topics are read concurrently): bounded, TTL'd.
+func (m *Model) early(in Input, ks *State) {
+	lw, n := ks.waiting(), 0
+	for n < len(lw.early) && in.Offset-lw.early[n].offset > m.s.PendingTTL {
+		n++
+	}
+	m.stats.LabelsUnknown += int64(n)
+	for _, e := range lw.early[:n] {
+		lw.held -= e.size()
+	}
+	var dropped int64
+	lw.early, dropped = push(lw.early[n:], early{id: in.Event.ID, label: in.Event.Label, offset: in.Offset}, m.s.MaxPending, &lw.held)
+	m.stats.LabelsUnknown += dropped
+	lw.bound(m.s.MaxPendingBytes, m.stats)
 }

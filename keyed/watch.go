@@ -1,4 +1,4 @@
-package pipeline
+package keyed
 
 import (
 	"encoding/json"
@@ -27,16 +27,13 @@ const (
 	SignalScore = "score"
 )
 
-// OutAlert is the output kind of drift alerts (the alerts topic).
-const OutAlert = "drift-alert"
-
 // The actions on a confirmed drift.
 const (
 	OnDriftAlert = "alert" // emit the alert only
 	OnDriftReset = "reset" // emit the alert and restart the key's learner
 )
 
-// MaxDetectors bounds Config.Detectors (every detector on every signal fits).
+// MaxDetectors bounds Settings.Detectors (every detector on every signal fits).
 const MaxDetectors = 16
 
 // DetectorSpec is one drift detector run per key on one signal.
@@ -47,7 +44,7 @@ type DetectorSpec struct {
 }
 
 // validateDetectors checks the specs and the drift settings.
-func (c *Config) validateDetectors() error {
+func (c *Settings) validateDetectors() error {
 	if len(c.Detectors) > MaxDetectors {
 		return fmt.Errorf("%d drift detectors: at most %d", len(c.Detectors), MaxDetectors)
 	}
@@ -84,7 +81,7 @@ func (c *Config) validateDetectors() error {
 // binarySignal reports whether signal takes only the values 0 and 1 under
 // this configuration: mistakes always, queries for a learner that samples
 // (its own decision), never the score.
-func (c *Config) binarySignal(signal string) bool {
+func (c *Settings) binarySignal(signal string) bool {
 	switch signal {
 	case SignalMistakes:
 		return true
@@ -96,7 +93,7 @@ func (c *Config) binarySignal(signal string) bool {
 }
 
 // signalRange says what a real-valued signal's values are.
-func (c *Config) signalRange(signal string) string {
+func (c *Settings) signalRange(signal string) string {
 	if signal == SignalQueries {
 		return fmt.Sprintf("learner %s does not sample, so the queries signal is the margin rule's probability b/(b+|score|)", c.Learner)
 	}
@@ -133,12 +130,12 @@ type watch struct {
 
 // newWatch builds a key's detectors; nil when none are configured (one
 // allocation less per key: every use checks).
-func (w *Worker) newWatch() (*watch, error) {
-	if len(w.cfg.Detectors) == 0 {
+func (m *Model) newWatch() (*watch, error) {
+	if len(m.s.Detectors) == 0 {
 		return nil, nil
 	}
 	wt := &watch{}
-	for _, s := range w.cfg.Detectors {
+	for _, s := range m.s.Detectors {
 		d, err := drift.New(s.Detector, s.Params)
 		if err != nil {
 			return nil, err
@@ -154,8 +151,8 @@ func (w *Worker) newWatch() (*watch, error) {
 
 // outcome records a scored prediction of the key and feeds the mistakes
 // signal.
-func (w *Worker) outcome(r Record, key string, ks *keyState, wrong bool, id string, ts time.Time) {
-	if len(w.cfg.Detectors) == 0 {
+func (m *Model) outcome(in Input, ks *State, wrong bool, ts time.Time) {
+	if len(m.s.Detectors) == 0 {
 		return // nothing watches: the alert's rates are never read
 	}
 	wt := ks.watch
@@ -166,12 +163,12 @@ func (w *Worker) outcome(r Record, key string, ks *keyState, wrong bool, id stri
 		wt.recent |= 1
 	}
 	wt.recentN = min(wt.recentN+1, recentOutcomes)
-	w.feed(r, key, ks, SignalMistakes, boolValue(wrong), id, ts)
+	m.feed(in, ks, SignalMistakes, boolValue(wrong), ts)
 }
 
 // tick counts an event of the key for its detectors' cooldowns, before the
 // event's signals are fed: the event of an alert is not one "after" it.
-func (ks *keyState) tick() {
+func (ks *State) tick() {
 	if ks.watch == nil {
 		return
 	}
@@ -182,7 +179,7 @@ func (ks *keyState) tick() {
 
 // eventSignals feeds an event's label-free signals: asked is the query
 // decision (0 or 1) or probability, score the prediction's margin.
-func (w *Worker) eventSignals(r Record, key string, ks *keyState, asked, score float64, id string, ts time.Time) {
+func (m *Model) eventSignals(in Input, ks *State, asked, score float64, ts time.Time) {
 	if ks.watch == nil {
 		return
 	}
@@ -190,21 +187,21 @@ func (w *Worker) eventSignals(r Record, key string, ks *keyState, asked, score f
 	// A drift confirmed during a cooldown is alerted at the first event
 	// after it: none is lost (the detector restarted when it confirmed it).
 	for i := range wt.pending {
-		if wt.pending[i] && !w.cooling(wt, i) {
+		if wt.pending[i] && !m.cooling(wt, i) {
 			wt.pending[i] = false
-			w.alert(r, key, ks, i, id, ts)
+			m.alert(in, ks, i, ts)
 		}
 	}
-	w.feed(r, key, ks, SignalQueries, asked, id, ts)
-	w.feed(r, key, ks, SignalScore, 1/(1+math.Abs(score)), id, ts)
+	m.feed(in, ks, SignalQueries, asked, ts)
+	m.feed(in, ks, SignalScore, 1/(1+math.Abs(score)), ts)
 }
 
 // feed gives x to the key's detectors of signal; a confirmed drift outside
 // the cooldown becomes an alert (and, with OnDriftReset, a new learner).
-func (w *Worker) feed(r Record, key string, ks *keyState, signal string, x float64, id string, ts time.Time) {
+func (m *Model) feed(in Input, ks *State, signal string, x float64, ts time.Time) {
 	wt := ks.watch
 	was := slices.Contains(wt.warns, true)
-	for i, s := range w.cfg.Detectors {
+	for i, s := range m.s.Detectors {
 		if s.Signal != signal {
 			continue
 		}
@@ -212,28 +209,28 @@ func (w *Worker) feed(r Record, key string, ks *keyState, signal string, x float
 		wt.warns[i] = state == drift.Warning
 		switch {
 		case state != drift.Drift:
-		case w.cooling(wt, i):
+		case m.cooling(wt, i):
 			wt.pending[i] = true // alerted when the cooldown ends
 		default:
 			wt.pending[i] = false
-			w.alert(r, key, ks, i, id, ts)
+			m.alert(in, ks, i, ts)
 		}
 	}
 	switch now := slices.Contains(wt.warns, true); {
 	case now && !was:
-		w.stats.KeysInWarning++
+		m.stats.KeysInWarning++
 	case was && !now:
-		w.stats.KeysInWarning--
+		m.stats.KeysInWarning--
 	}
 }
 
-// unwarn takes ks out of Totals.KeysInWarning if it is in warning: its
-// state is leaving memory (evicted to the key store, replaced by a record,
-// reset), and the level is not persisted, so the state that comes back, if
-// any, starts out of warning.
-func (w *Worker) unwarn(ks *keyState) {
+// Release takes ks out of Totals.KeysInWarning if it is in warning: the
+// holder calls it when the state leaves memory (evicted to the key store,
+// replaced by a record), and a reset does. The level is not persisted, so
+// the state that comes back, if any, starts out of warning.
+func (m *Model) Release(ks *State) {
 	if ks != nil && ks.watch != nil && slices.Contains(ks.watch.warns, true) {
-		w.stats.KeysInWarning--
+		m.stats.KeysInWarning--
 	}
 }
 
@@ -255,20 +252,20 @@ func (wt *watch) sinceKeyAlert() int64 {
 // cooling reports whether detector i must stay quiet: the key (or, with
 // CooldownPerDetector, detector i itself) alerted fewer than AlertCooldown
 // events ago.
-func (w *Worker) cooling(wt *watch, i int) bool {
+func (m *Model) cooling(wt *watch, i int) bool {
 	for j := range wt.since {
-		if (j == i || !w.cfg.CooldownPerDetector) && wt.alerted[j] && wt.since[j] < w.cfg.AlertCooldown {
+		if (j == i || !m.s.CooldownPerDetector) && wt.alerted[j] && wt.since[j] < m.s.AlertCooldown {
 			return true
 		}
 	}
 	return false
 }
 
-func (w *Worker) alert(r Record, key string, ks *keyState, i int, id string, ts time.Time) {
+func (m *Model) alert(in Input, ks *State, i int, ts time.Time) {
 	wt := ks.watch
-	s := w.cfg.Detectors[i]
-	msg := topics.DriftAlert{Key: key, KeyB64: topics.KeyB64(key), Partition: r.Partition, Offset: r.Offset, ID: id, Detector: s.Detector, Signal: s.Signal,
-		EventsSinceLastAlert: wt.sinceKeyAlert(), Action: w.cfg.OnDrift}
+	s := m.s.Detectors[i]
+	msg := topics.DriftAlert{Key: in.Key, KeyB64: topics.KeyB64(in.Key), Partition: in.Partition, Offset: in.Offset, ID: in.Event.ID, Detector: s.Detector, Signal: s.Signal,
+		EventsSinceLastAlert: wt.sinceKeyAlert(), Action: m.s.OnDrift}
 	if !ts.IsZero() {
 		t := ts.UTC().Format(time.RFC3339Nano)
 		msg.TS = &t
@@ -282,20 +279,20 @@ func (w *Worker) alert(r Record, key string, ks *keyState, i int, id string, ts 
 		v := float64(recentWrong) / float64(wt.recentN)
 		msg.MistakeRateAfter = &v
 	}
-	w.stats.Alerts++
-	w.stats.AlertsBy[i]++
-	emit(w, r, OutAlert, msg)
+	m.stats.Alerts++
+	m.stats.AlertsBy[i]++
+	m.step.Alerts = append(m.step.Alerts, msg)
 	wt.since[i], wt.alerted[i] = 0, true
 	wt.labeled, wt.mistakes = 0, 0
 	rare := ks.stats.rareForUpdate()
-	rare.alertDetector, rare.alertOffset, rare.alertTimestamp = i+1, r.Offset, 0
+	rare.alertDetector, rare.alertOffset, rare.alertTimestamp = i+1, in.Offset, 0
 	if !ts.IsZero() {
 		rare.alertTimestamp = ts.UnixNano()
 	}
-	if w.cfg.OnDrift == OnDriftReset {
-		if l, err := w.newLearner(key); err == nil {
+	if m.s.OnDrift == OnDriftReset {
+		if l, err := m.newLearner(in.Key); err == nil {
 			ks.learner, ks.mix = l, nil // a new key's: it follows the population again
-			w.stats.Resets++
+			m.stats.Resets++
 			rare.resets++
 		}
 	}
@@ -308,5 +305,12 @@ func boolValue(b bool) float64 {
 	return 0
 }
 
-// appendJSON encodes the alert with encoding/json: alerts are rare, so the
-// reflection costs nothing that matters.
+// Detectors are the key's drift detectors, in Settings.Detectors order
+// (nil without any): to read. The slice is the key's own, so that a test
+// can put a scripted detector in a slot; nothing else may write to it.
+func (ks *State) Detectors() []drift.Detector {
+	if ks.watch == nil {
+		return nil
+	}
+	return ks.watch.detectors
+}

@@ -1,4 +1,4 @@
-package pipeline
+package keyed
 
 // The key-state codec: what a key's checkpoint record (checkpoint.KeyRecord's
 // State) holds, in one place. Integers are Go's binary varints (uvarint for
@@ -51,7 +51,9 @@ package pipeline
 // reads both; a state of a later version is refused with its number.
 
 import (
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -62,14 +64,15 @@ import (
 	"github.com/driftstream/driftstream/learners"
 )
 
-// stateVersion is the key-state format encodeState writes.
+// stateVersion is the key-state format MarshalBinary writes.
 const stateVersion = 2
 
 // errState reports a key state that cannot be decoded.
 var errState = errors.New("bad key state")
 
-// encodeState writes a key's state in the current format (stateVersion).
-func encodeState(ks *keyState) ([]byte, error) {
+// MarshalBinary writes the key's state in the current format
+// (stateVersion): a checkpoint record's State.
+func (ks *State) MarshalBinary() ([]byte, error) {
 	snap, err := ks.learner.MarshalBinary()
 	if err != nil {
 		return nil, err
@@ -137,8 +140,9 @@ func sign8(positive bool) int8 {
 	return -1
 }
 
-// decodeState rebuilds a key from its checkpointed bytes.
-func (w *Worker) decodeState(rec *checkpoint.KeyRecord) (*keyState, error) {
+// Decode rebuilds a key from its checkpoint record, in the format of any
+// version this build reads; its learner and detectors are the model's.
+func (m *Model) Decode(rec *checkpoint.KeyRecord) (*State, error) {
 	r := wire.NewReader(rec.State, errState)
 	version := 1 // no header: the first field is the snapshot's length, never 0
 	if len(r.B) >= 2 && r.B[0] == 0 {
@@ -154,7 +158,7 @@ func (w *Worker) decodeState(rec *checkpoint.KeyRecord) (*keyState, error) {
 	if r.Err != nil {
 		return nil, r.Err
 	}
-	ks, err := w.blankKey(learners.Config{Dim: w.cfg.Vector.Dim}) // every stream comes from the record
+	ks, err := m.blank(learners.Config{Dim: m.s.Vector.Dim}) // every stream comes from the record
 	if err != nil {
 		return nil, err
 	}
@@ -210,7 +214,7 @@ func (w *Worker) decodeState(rec *checkpoint.KeyRecord) (*keyState, error) {
 			decodeWatch(r, ks.watch)
 		}
 		if !legacy || len(r.B) > 0 && r.Err == nil {
-			decodeStats(r, &ks.stats, len(w.cfg.Detectors))
+			decodeStats(r, &ks.stats, len(m.s.Detectors))
 		}
 		if !legacy || len(r.B) > 0 && r.Err == nil {
 			// Input statistics: kept when the key is standardized now; a key
@@ -242,7 +246,7 @@ func (w *Worker) decodeState(rec *checkpoint.KeyRecord) (*keyState, error) {
 	if err := r.Done(); err != nil {
 		return nil, err
 	}
-	ks.applied = rec.AppliedThrough
+	ks.Applied = rec.AppliedThrough
 	return ks, nil
 }
 
@@ -353,4 +357,31 @@ func boolByte(b bool) byte {
 		return 1
 	}
 	return 0
+}
+
+// StateFingerprint identifies what the model's key records decode under:
+// the learner's snapshot of a blank key (catalog name, dimension, encoded
+// parameters and the release's snapshot format), the drift detectors and
+// standardization. A record written under one fingerprint is read back
+// only under the same.
+func (m *Model) StateFingerprint() ([32]byte, error) {
+	cfg := &m.s
+	l, err := m.maker.New(learners.Config{Dim: cfg.Vector.Dim})
+	if err != nil {
+		return [32]byte{}, err
+	}
+	snap, err := l.MarshalBinary()
+	if err != nil {
+		return [32]byte{}, err
+	}
+	det, err := json.Marshal(cfg.Detectors)
+	if err != nil {
+		return [32]byte{}, err
+	}
+	h := sha256.New()
+	for _, b := range [][]byte{snap, det, {boolByte(cfg.Standardize)}} {
+		h.Write(binary.AppendUvarint(nil, uint64(len(b))))
+		h.Write(b)
+	}
+	return [32]byte(h.Sum(nil)), nil
 }

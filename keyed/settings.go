@@ -1,0 +1,149 @@
+package keyed
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/driftstream/driftstream/learners"
+	"github.com/driftstream/driftstream/topics"
+)
+
+// Settings configure how every key of a partition learns: its learner, its
+// label wait, its drift watch and the partition's population model. The
+// zero value of each field means its default (WithDefaults).
+type Settings struct {
+	Learner string
+	Params  json.RawMessage
+	Seed    uint64
+	Vector  topics.Vectorizer
+	// QueryScale is b of the margin rule b/(b+|score|) that asks for labels of
+	// unlabeled events for learners without a native query rule; 0 never asks.
+	QueryScale float64
+	// MaxPending bounds the unlabeled events awaiting their label per key
+	// (oldest dropped, counted as expired); 0 means DefaultMaxPending.
+	MaxPending int
+	// PendingTTL gives up an awaited label after this many later input
+	// records of its partition (an offset distance: deterministic on
+	// replay); 0 means DefaultPendingTTL.
+	PendingTTL int64
+	// MaxPendingBytes bounds the bytes of a key's pending events and early
+	// labels together (oldest dropped first, counted as expired); 0 means
+	// DefaultMaxPendingBytes. With the learner's state it bounds a key record.
+	MaxPendingBytes int
+	// Detectors are the drift detectors run per key (package drift), each on
+	// one signal; none by default.
+	Detectors []DetectorSpec
+	// OnDrift is what a confirmed drift does: OnDriftAlert (the default)
+	// emits an alert, OnDriftReset also restarts the key's learner.
+	OnDrift string
+	// AlertCooldown is the number of a key's events after an alert during
+	// which it raises no other (0: DefaultAlertCooldown).
+	AlertCooldown int64
+	// CooldownPerDetector applies the cooldown to each detector on its own
+	// (scoring detectors side by side) rather than to the key.
+	CooldownPerDetector bool
+	// Standardize z-scores each key's inputs by the running statistics of
+	// that key's earlier inputs (learners.Standardizer, checkpointed with the
+	// key) before its learner sees them; dense inputs only.
+	Standardize bool
+	// Unkeyed seeds every key's learner from Seed alone (learners.Config
+	// with no Key), as a learner run outside the pipeline is seeded: a
+	// backtest of one stream without entity keys (a paper's stream, which
+	// the pass files under one key) draws what that learner draws. Off, as
+	// in the service, each key's learner draws from (Seed, key).
+	Unkeyed bool
+	// Population is the partition's population model (population.go):
+	// PopulationAdditive (a shared part that every key's prediction adds
+	// to its own), PopulationMixture or the keys' learner's name (a per-key
+	// weighted majority of the key's learner and a population learner that
+	// seeds new keys), or PopulationOff (the default; "" means it).
+	Population string
+	// LearnFrom says which labels teach a key: LearnAll (the default; ""
+	// means it), every label that reaches the key, or LearnQueried, only
+	// those its learner asked for (the selective-sampling papers'
+	// protocol, which their reproductions use). Learners that are not
+	// samplers ask for every label, so it changes only samplers.
+	LearnFrom string
+}
+
+// Which labels teach a key (Settings.LearnFrom).
+const (
+	LearnAll     = "all"
+	LearnQueried = "queried"
+)
+
+// The defaults of the bounds in Settings, the same for the service
+// (config's DRIFTSTREAM_MAX_PENDING, DRIFTSTREAM_PENDING_TTL and
+// DRIFTSTREAM_MAX_PENDING_BYTES) and the backtests.
+const (
+	DefaultMaxPending      = 1000
+	DefaultPendingTTL      = 1_000_000
+	DefaultMaxPendingBytes = 128 << 10
+)
+
+// WithDefaults returns s with each unset (zero) field given its default.
+func (s Settings) WithDefaults() Settings {
+	if s.MaxPendingBytes == 0 {
+		s.MaxPendingBytes = DefaultMaxPendingBytes
+	}
+	if s.MaxPending == 0 {
+		s.MaxPending = DefaultMaxPending
+	}
+	if s.PendingTTL == 0 {
+		s.PendingTTL = DefaultPendingTTL
+	}
+	if s.OnDrift == "" {
+		s.OnDrift = OnDriftAlert
+	}
+	if s.AlertCooldown == 0 {
+		s.AlertCooldown = DefaultAlertCooldown
+	}
+	if s.Population == "" {
+		s.Population = PopulationOff
+	}
+	if s.LearnFrom == "" {
+		s.LearnFrom = LearnAll
+	}
+	return s
+}
+
+// Validate checks the settings as WithDefaults completes them, and
+// changes nothing.
+func (s Settings) Validate() error {
+	d := s.WithDefaults()
+	return d.check()
+}
+
+// check validates settings with their defaults.
+func (s *Settings) check() error {
+	if s.MaxPendingBytes < 0 {
+		return fmt.Errorf("max pending bytes %d: must be positive", s.MaxPendingBytes)
+	}
+	if s.Standardize && s.Vector.Hasher != nil && s.Vector.DenseDim == 0 {
+		return errors.New("standardize needs dense inputs (\"x\"): hashed named features would all become dense; scale them at the producer, or set a dense dimension")
+	}
+	if s.LearnFrom != LearnAll && s.LearnFrom != LearnQueried {
+		return fmt.Errorf("learn from %q: %s (every label that reaches a key) or %s (only the labels its learner asked for)", s.LearnFrom, LearnAll, LearnQueried)
+	}
+	if err := s.validateDetectors(); err != nil {
+		return err
+	}
+	l, err := learners.New(s.Learner, s.Params, learners.Config{Dim: s.Vector.Dim})
+	if err != nil {
+		return err
+	}
+	if err := s.validatePopulation(l); err != nil {
+		return err
+	}
+	switch {
+	case s.QueryScale < 0 || math.IsNaN(s.QueryScale):
+		return fmt.Errorf("query scale %v: must be ≥ 0 (0 = never query)", s.QueryScale)
+	case s.MaxPending < 0:
+		return fmt.Errorf("max pending %d: must be ≥ 0", s.MaxPending)
+	case s.PendingTTL < 0:
+		return fmt.Errorf("pending TTL %d: must be ≥ 0", s.PendingTTL)
+	}
+	return nil
+}

@@ -1,0 +1,275 @@
+package keyed
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/driftstream/driftstream/learners"
+	"github.com/driftstream/driftstream/topics"
+)
+
+// Input is one decoded record of a key: where it came from and its event
+// (an input, with its label or not, or a label record).
+type Input struct {
+	Key       string
+	Topic     int // EventsTopic or LabelsTopic
+	Partition int
+	Offset    int64
+	Event     *topics.Event
+}
+
+// Outcome is a scored prediction: when its event happened and whether it
+// was wrong.
+type Outcome struct {
+	// Time is the event's "ts", zero when it had none.
+	Time  time.Time
+	Wrong bool
+	// Expected is the probability that the prediction made was wrong: the
+	// learner's own for its prediction scored as the event came (a
+	// randomized learner's draw), else 0 or 1 as Wrong — a prediction the
+	// population model took part in, or a label joined to an awaited event
+	// (the wait keeps the label predicted, not its probability).
+	Expected float64
+}
+
+// Step is what one record did to its key: the outputs it makes, in the
+// order they are written (its prediction, its label request, its drift
+// alerts), the prediction it scored, and whether the key refused or failed
+// it. The Model reuses one Step: it is valid until the Model's next call.
+type Step struct {
+	// Prediction is the event's prediction, when Predicted.
+	Prediction topics.Prediction
+	Predicted  bool
+	// Query is the label request for the event, when Queried.
+	Query   topics.LabelQuery
+	Queried bool
+	// Alerts are the drift alerts the record raised, in order.
+	Alerts []topics.DriftAlert
+	// Scored is set when the record scored a prediction against its label:
+	// an event with its label, or a label joined to its awaited event.
+	// Outcome is that score.
+	Scored  bool
+	Outcome Outcome
+	// PopulationWeight is the population model's weight in the key's
+	// mixture when it predicted (the mixture only).
+	PopulationWeight float64
+	// Refused is set when the key refused the record before it touched the
+	// key's state (a duplicate id, a record on the labels topic that is not
+	// a label): the record is invalid, the key unchanged, and a replay
+	// refuses it again. Nothing else in the Step is set.
+	Refused error
+	// Failed is set when the key absorbed the record but learning from it
+	// failed (a step that would make the state non-finite, the population
+	// model's holder failing): the outputs made before stand.
+	Failed error
+	// The values the prediction's pointers point to: fields, not an
+	// allocation per event.
+	qprob, post float64
+}
+
+// Step applies in, a record of key state ks (made by NewState for a key
+// seen for the first time), and returns what it did. The holder writes the
+// Step's outputs, sets ks.Applied, and keeps ks for the next checkpoint —
+// also when Failed is set; when Refused is set, the record leaves ks as it
+// was.
+func (m *Model) Step(in Input, ks *State) *Step {
+	st := &m.step
+	alerts := st.Alerts[:0]
+	*st = Step{Alerts: alerts}
+	ev := in.Event
+	if in.Topic == LabelsTopic && ev.Kind != topics.LabelRecord {
+		st.Refused = errors.New("the labels topic carries label records only ({\"id\",\"label\"})")
+		return st
+	}
+	if ev.Kind == topics.Input && ks.awaiting(ev.ID) {
+		// Its label could not tell the two apart: refused before it touches
+		// the key, so that a replay refuses it again.
+		st.Refused = fmt.Errorf("duplicate id %q: an earlier event of key %q with this id still awaits its label; ids must be unique per key: %w",
+			ev.ID, in.Key, topics.ErrInvalid)
+		return st
+	}
+	if ev.Kind == topics.LabelRecord {
+		st.Failed = m.label(in, ks)
+		return st
+	}
+	label := ev.Label
+	if label == 0 {
+		if i := slices.IndexFunc(ks.early(), func(e early) bool { return e.id == ev.ID }); i >= 0 {
+			lw := ks.wait
+			label = lw.early[i].label // its label came first on the labels topic
+			lw.held -= lw.early[i].size()
+			lw.early = slices.Delete(lw.early, i, i+1)
+			m.stats.LabelsJoined++
+		}
+	}
+	st.Failed = m.event(in, ks, label)
+	return st
+}
+
+// asks is the query rule, the one place the service reads it: the
+// probability that the key asks for the label of an event predicted p
+// with margin score, and, when draw is set, whether it asks. A sampler
+// decides by its own rule (p.Query, p.QueryProb, drawn in Decide); any
+// other learner by the margin rule b/(b+|score|) (Settings.QueryScale),
+// drawn from the key's query stream.
+func (m *Model) asks(ks *State, p learners.Prediction, score float64, draw bool) (bool, float64) {
+	if m.sampling {
+		return p.Query, p.QueryProb
+	}
+	b := m.s.QueryScale
+	if b <= 0 {
+		return false, 0
+	}
+	prob := b / (b + math.Abs(score))
+	return draw && rand.New(&ks.query).Float64() < prob, prob
+}
+
+// learns reports whether a key learns a label it asked for (asked) or
+// not: every label with LearnAll, and every one a learner that is not a
+// sampler gets.
+func (m *Model) learns(asked bool) bool { return m.learnAll || !m.sampling || asked }
+
+// event predicts, scores and learns an event whose label is label (0:
+// none yet), or queries and awaits its label.
+func (m *Model) event(in Input, ks *State, label int) error {
+	ev, st := in.Event, &m.step
+	x, err := m.s.Vector.Vector(*ev)
+	if err != nil {
+		return err
+	}
+	if ks.std != nil { // scaled by the key's earlier inputs, then counted
+		if x, err = ks.std.Next(x); err != nil {
+			return err
+		}
+	}
+	p, err := ks.learner.Predict(x)
+	if err != nil {
+		return err
+	}
+	m.expire(in, ks)
+	var pop learners.Prediction // the population's, with a population model
+	var sumLabel int
+	var sum float64
+	if m.additive {
+		// The prediction is the sum's: a sampler asks by the whole model's
+		// margin, as the margin rule reads it; the draw is the same one.
+		if sumLabel, sum, pop, err = m.summed(x, p); err != nil {
+			return err
+		}
+		p.QueryProb = ks.learner.(learners.Summand).QueryProbAt(sum)
+	}
+	// Decide the round before emitting, so the prediction message is final.
+	p = ks.learner.Decide(p)
+	made, score, popLabel := p.Label, p.Score, 0 // decided: a randomized learner's draw
+	post, hasPost := p.Posterior, p.HasPosterior
+	if m.additive {
+		made, score = sumLabel, sum
+		if hasPost { // a logistic key: the sum is its log-odds
+			post = learners.Sigmoid(sum)
+		}
+	}
+	// With the mixture the key picks whose prediction it makes (the
+	// learner's own, or the population's); a sampler's own rule still
+	// decides its queries, the margin rule reads the prediction made.
+	if m.mixing() {
+		if made, score, pop, err = m.mixed(ks, x, p); err != nil {
+			return err
+		}
+		popLabel = pop.Label
+		if ks.mix.followsPopulation() {
+			post = pop.Posterior
+		}
+		st.PopulationWeight = ks.mix.population
+	}
+	query, qprob := m.asks(ks, p, score, label == 0)
+	st.Predicted = true
+	st.Prediction = topics.Prediction{ID: ev.ID, Key: in.Key, KeyB64: topics.KeyB64(in.Key), Label: made, Score: score, Learner: m.s.Learner, Partition: in.Partition, Offset: in.Offset}
+	if m.sampling {
+		st.qprob = qprob
+		st.Prediction.QueryProb = &st.qprob
+	}
+	if hasPost {
+		st.post = post
+		st.Prediction.Posterior = &st.post
+	}
+	m.stats.Events++
+	ks.stats.events++
+	m.stats.Predictions++
+	if m.mixing() && ks.mix.followsPopulation() { // as mixed decided
+		m.stats.FollowedPopulation++
+	}
+	if asked, _ := m.asks(ks, p, score, false); !m.sampling || asked {
+		m.stats.Asked++
+	}
+	// The label-free signals, once the event is handled: a sampler's own
+	// query decision, or the margin rule's probability for the others.
+	if len(m.s.Detectors) > 0 {
+		ks.tick()
+		asked, prob := m.asks(ks, p, score, false)
+		signal := prob
+		if m.sampling {
+			signal = boolValue(asked)
+		}
+		defer m.eventSignals(in, ks, signal, score, ev.TS)
+	}
+	if label != 0 {
+		wrong := made != label
+		m.score(ks, wrong, ev.TS)
+		if !m.populated() {
+			st.Outcome.Expected = p.ExpectedMistake(label)
+		}
+		var err error
+		if m.mixing() {
+			err = m.scoreMixture(in, ks, popLabel != label, p.Label != label)
+		}
+		switch {
+		case err != nil || !m.learns(query): // LearnQueried: a sampler's unasked label
+		case m.additive:
+			err = m.learnSum(ks, x, label, score)
+		default:
+			err = m.learn(ks, x, label, p)
+		}
+		if m.populated() && err == nil {
+			err = m.teachPopulation(in, x, label, &pop, score)
+		}
+		m.outcome(in, ks, wrong, ev.TS)
+		return err
+	}
+	if query {
+		m.stats.Queries++
+		st.Queried = true
+		st.Query = topics.LabelQuery{ID: ev.ID, Key: in.Key, KeyB64: topics.KeyB64(in.Key), Score: score, QueryProb: qprob, Partition: in.Partition, Offset: in.Offset}
+	}
+	// Every unlabeled event awaits its label, asked for or not: the label,
+	// when it comes, scores this prediction, and is learned unless the
+	// learner is a sampler that did not ask and only asked labels teach
+	// (LearnQueried: then x need not be kept).
+	q := pending{id: ev.ID, offset: in.Offset, decided: made, score: score, queried: query, ts: ev.TS, own: int8(p.Label), population: int8(popLabel)}
+	switch {
+	case m.learns(query):
+		q.x = x
+	case m.populated(): // the population learns every label; the key only those it asked for
+		q.x, q.populationOnly = x, true
+	}
+	lw := ks.waiting()
+	m.stats.LabelsExpired += lw.await(q, m.s.MaxPending)
+	lw.bound(m.s.MaxPendingBytes, m.stats)
+	return nil
+}
+
+// score counts a prediction of ks scored against its label, wrong or not,
+// as the Step's outcome (its Expected as Wrong: the caller may refine it).
+func (m *Model) score(ks *State, wrong bool, ts time.Time) {
+	m.stats.Labeled++
+	ks.stats.labeled++
+	if wrong {
+		m.stats.Mistakes++
+		ks.stats.mistakes++
+	}
+	m.step.Scored = true
+	m.step.Outcome = Outcome{Time: ts, Wrong: wrong, Expected: boolValue(wrong)}
+}
