@@ -121,7 +121,7 @@ func Messages(ctx context.Context, src streams.Source, opts MessageOptions, emit
 	return n, nil
 }
 
-// eventOf is an example as a DESIGN §2 event, without its label when the
+// eventOf is an example as a docs/spec/DESIGN.md §2 event, without its label when the
 // label is sent later. A dense example's values are shared, not copied
 // (nothing downstream modifies an input).
 func eventOf(ex streams.Example, withLabel bool) topics.Event {

@@ -71,7 +71,7 @@ func Replay(ctx context.Context, cfg ReplayConfig, in Input) (*Report, error) {
 		r, err := pipeline.NewRunner(pipeline.RunnerConfig{Partition: p, Pipeline: cfg.Pipeline, Store: checkpoint.NewMemoryStore(),
 			Open: func(ctx context.Context, from [2]int64) (pipeline.Source, error) { return in.Open(ctx, p, from) },
 			Sink: &sink{partition: p, outputs: cfg.Outputs, counts: &scorers[i].outputs}, CheckpointEvery: cfg.CheckpointEvery,
-			CheckpointInterval: time.Hour, Hooks: []pipeline.Hook{scorers[i]}, Logger: slog.New(slog.DiscardHandler),
+			CheckpointPeriod: time.Hour, Hooks: []pipeline.Hook{scorers[i]}, Logger: slog.New(slog.DiscardHandler),
 			Retry: pipeline.Backoff{Initial: 10 * time.Millisecond, Max: time.Second, Timeout: 30 * time.Second}})
 		if err != nil {
 			return nil, err

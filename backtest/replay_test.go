@@ -103,7 +103,7 @@ func TestSameCodeSameAnswer(t *testing.T) {
 			// The service.
 			svc, err := service.New(context.Background(), service.Config{Brokers: []string{addr}, Group: "g", Partitions: partitions, Replication: 1,
 				Topics:   service.Topics{Events: "events", Predictions: "predictions", Queries: "label-queries", DeadLetters: "dead-letters", Changelog: "changelog"},
-				Pipeline: pcfg, CheckpointEvery: 200, CheckpointInterval: 100 * time.Millisecond})
+				Pipeline: pcfg, CheckpointEvery: 200, CheckpointPeriod: 100 * time.Millisecond})
 			if err != nil {
 				t.Fatal(err)
 			}

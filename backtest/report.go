@@ -64,7 +64,7 @@ func (c Config) pass() Pass {
 	return PipelinePass
 }
 
-// Summary is summary.json (DESIGN §5), with confidence intervals added.
+// Summary is summary.json (docs/spec/DESIGN.md §5), with confidence intervals added.
 type Summary struct {
 	Data            string  `json:"data"`
 	Events          int     `json:"events"`

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/driftstream/driftstream/internal/kafkaread"
-	"github.com/driftstream/driftstream/internal/kafkasource"
+	"github.com/driftstream/driftstream/pipeline/kafkasource"
 	"github.com/driftstream/driftstream/pipeline"
 	"github.com/segmentio/kafka-go"
 )

@@ -1,6 +1,6 @@
 // Package checkpoint stores driftstream's per-key state so that a crash,
 // restart or rebalance loses nothing and replays deterministically
-// (DESIGN.md §4). A checkpoint of a partition is a set of key records — each
+// (docs/spec/DESIGN.md §4). A checkpoint of a partition is a set of key records — each
 // the key's opaque state and the input offsets it has absorbed
 // (applied_through) — followed by a marker record with the offset through
 // which every dirty key was written. Records are versioned and CRC-checked; a

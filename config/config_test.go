@@ -199,7 +199,7 @@ func TestDefaultsAreThePipelines(t *testing.T) {
 		{"LearnFrom", c.LearnFrom, p.LearnFrom},
 		{"RetryTimeout", c.RetryTimeout, pipeline.DefaultBackoff.Timeout},
 		{"CheckpointEvery", c.CheckpointEvery, service.DefaultCheckpointEvery},
-		{"CheckpointPeriod", c.CheckpointPeriod, service.DefaultCheckpointInterval},
+		{"CheckpointPeriod", c.CheckpointPeriod, service.DefaultCheckpointPeriod},
 		{"FailExitAfter", c.FailExitAfter, service.DefaultFailExitAfter},
 		{"ShutdownTimeout", c.ShutdownTimeout, service.DefaultFinalTimeout},
 		{"SessionTimeout", c.SessionTimeout, service.DefaultSessionTimeout},

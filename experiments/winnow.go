@@ -79,7 +79,7 @@ func newThresholdStream(seed uint64, n, k, T, period int, delta float64, continu
 	return s, nil
 }
 
-// theorem1 is Mesterharm's exact Theorem 1 mistake bound (ALGORITHMS §4.2),
+// theorem1 is Mesterharm's exact Theorem 1 mistake bound (docs/spec/ALGORITHMS.md §4.2),
 // and whether its conditions hold: α < e, ε < 1/λ, ε ≤ α^ζ/ζ and a
 // positive denominator.
 func theorem1(alpha, eps, lambda, delta, zeta, H, N float64) (float64, bool) {
@@ -99,7 +99,7 @@ func theorem1(alpha, eps, lambda, delta, zeta, H, N float64) (float64, bool) {
 //   - Theorem 10: plain Winnow (winnow2, threshold 1, w₀ = ε = δ/(50λ),
 //     α = 1+δ) on a fixed concept, against Theorem 1's bound with H = k — the
 //     "similar bound" the seed states (its exact constants are not in
-//     ALGORITHMS.md).
+//     docs/spec/ALGORITHMS.md).
 func RunWinnowRealValued(ctx context.Context, _ []backtest.Spec, _ string, seed uint64, progress func(string)) (string, error) {
 	const n, k, T, period, delta, draws = 100, 3, 10000, 1000, 0.5, 5
 	var b strings.Builder

@@ -10,7 +10,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 )
 
-// disjunctions is the seed-002 experiment stream of ALGORITHMS §7.3 with its
+// disjunctions is the seed-002 experiment stream of docs/spec/ALGORITHMS.md §7.3 with its
 // bookkeeping: Z⁺ literal additions (counting the initial ones), Z⁻ removals
 // and A attribute errors.
 type disjunctions struct {

@@ -18,7 +18,7 @@
 // RNG included, through MarshalBinary/UnmarshalBinary, and [Restore] rebuilds a
 // learner from a snapshot alone.
 //
-// The algorithms follow ../shared/ALGORITHMS.md; section numbers in doc comments
+// The algorithms follow docs/spec/ALGORITHMS.md; section numbers in doc comments
 // refer to it. A Learner is not safe for concurrent use: in driftstream each key's
 // learner is owned by exactly one partition worker.
 package learners

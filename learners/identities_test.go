@@ -12,7 +12,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 )
 
-// ALGORITHMS §8: pairs of configurations that must make identical predictions
+// docs/spec/ALGORITHMS.md §8: pairs of configurations that must make identical predictions
 // and identical update rounds on the same stream (and RNG stream).
 func TestEquivalentConfigurations(t *testing.T) {
 	g := func(seed uint64) stream { return gaussStream(seed, 1500, 6, 250) }
@@ -535,7 +535,7 @@ func TestSwinConstants(t *testing.T) {
 			t.Errorf("α=%v: c_rand/c_det = %v", alpha, crand/cdet)
 		}
 	}
-	// The numbers ALGORITHMS §4.3 quotes for the defaults.
+	// The numbers docs/spec/ALGORITHMS.md §4.3 quotes for the defaults.
 	alpha, beta := 1.32, 0.0269
 	L := math.Log(alpha) / (alpha - 1)
 	for name, got := range map[string][2]float64{
@@ -545,7 +545,7 @@ func TestSwinConstants(t *testing.T) {
 		"c_det":  {(math.Log(alpha) - beta*(alpha-1)) / (alpha + 1), 0.1160},
 	} {
 		if math.Abs(got[0]-got[1]) > 5e-5 {
-			t.Errorf("%s = %.5f, ALGORITHMS §4.3 says %.4f", name, got[0], got[1])
+			t.Errorf("%s = %.5f, docs/spec/ALGORITHMS.md §4.3 says %.4f", name, got[0], got[1])
 		}
 	}
 }

@@ -36,7 +36,7 @@ type Learner interface {
 type Prediction struct {
 	// Label is the predicted class, −1 or +1.
 	Label int
-	// Score is the algorithm's margin; positive means +1 (ALGORITHMS §1.1).
+	// Score is the algorithm's margin; positive means +1 (docs/spec/ALGORITHMS.md §1.1).
 	Score float64
 	// Prob is the probability that the prediction is +1: 0 or 1 for
 	// deterministic learners, p(r) for randomized Shifting Winnow. Expected
@@ -72,7 +72,7 @@ func (p Prediction) ExpectedMistake(y int) float64 {
 	return p.Prob
 }
 
-// sign maps a margin to a label; a zero margin predicts +1 (ALGORITHMS §1.2).
+// sign maps a margin to a label; a zero margin predicts +1 (docs/spec/ALGORITHMS.md §1.2).
 func sign(m float64) int {
 	if m >= 0 {
 		return 1

@@ -12,7 +12,7 @@ import (
 	"testing"
 )
 
-// The names DESIGN.md §3 promises to the CLI and configuration.
+// The names docs/spec/DESIGN.md §3 promises to the CLI and configuration.
 var designNames = []string{
 	"perceptron", "modified-perceptron", "shifting-perceptron", "budget-perceptron",
 	"threshold-tracker", "winnow2", "tracking-winnow", "swin", "weighted-majority",
@@ -20,7 +20,7 @@ var designNames = []string{
 	"perceptron-ss", "sop-ss", "lasec-ss", "bbq", "bbq-i",
 }
 
-// beyondPapers are the catalog's learners that no paper of DESIGN §3
+// beyondPapers are the catalog's learners that no paper of docs/spec/DESIGN.md §3
 // specifies: the baselines a user would otherwise pick.
 var beyondPapers = []string{"logreg"}
 
@@ -30,7 +30,7 @@ func TestCatalogHasEveryDesignLearner(t *testing.T) {
 	slices.Sort(a)
 	slices.Sort(b)
 	if !slices.Equal(a, b) {
-		t.Fatalf("catalog names %v, DESIGN §3 names %v", got, designNames)
+		t.Fatalf("catalog names %v, docs/spec/DESIGN.md §3 names %v", got, designNames)
 	}
 	covered := map[string]bool{}
 	for _, c := range allCases() {

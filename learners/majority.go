@@ -13,7 +13,7 @@ type Member struct {
 	Params json.RawMessage `json:"params,omitempty"`
 }
 
-// WeightedMajorityParams configures `weighted-majority` (ALGORITHMS §4.4).
+// WeightedMajorityParams configures `weighted-majority` (docs/spec/ALGORITHMS.md §4.4).
 type WeightedMajorityParams struct {
 	Members []Member `json:"members" def:"[]" doc:"member learners, [{\"name\": ..., \"params\": {...}}, ...]; at least one; samplers are not allowed"`
 	Beta    float64  `json:"beta" doc:"β ∈ [0,1): a member's weight is multiplied by β on each of its mistakes"`

@@ -6,7 +6,7 @@ import (
 	"math"
 )
 
-// ODMParams configures `odm` (ALGORITHMS §6.1) and the candidates of `dynamic-odm`.
+// ODMParams configures `odm` (docs/spec/ALGORITHMS.md §6.1) and the candidates of `dynamic-odm`.
 type ODMParams struct {
 	Lambda   float64 `json:"lambda" doc:"loss weight λ > 0 in f(w) = ‖w‖²/2 + λ·ℓ(w)"`
 	Mu       float64 `json:"mu" doc:"weight μ > 0 of over-margin deviations (margins above 1+θ)"`
@@ -30,7 +30,7 @@ var ErrUnstable = errors.New("step size unstable for this input")
 // that a wide or spiky input gets a smaller step, never a diverging one. The
 // tuning chose λ = 64 before the guard existed (with a cap on ηλ from the
 // input's width) and λ = 16 with it. The 1/s schedule of
-// ALGORITHMS §6.1 starts with η = 1 on a squared loss, overshoots, and left
+// docs/spec/ALGORITHMS.md §6.1 starts with η = 1 on a squared loss, overshoots, and left
 // D-ODM at chance level on every data set.
 func defaultODMParams() ODMParams {
 	return ODMParams{Lambda: 16, Mu: 0.5, Theta: 0.5, Schedule: "constant", StepGuard: 0.5}
@@ -238,7 +238,7 @@ func (l *odm) UnmarshalBinary(data []byte) error {
 	return nil
 }
 
-// DynamicODMParams configures `dynamic-odm` (ALGORITHMS §6.2).
+// DynamicODMParams configures `dynamic-odm` (docs/spec/ALGORITHMS.md §6.2).
 type DynamicODMParams struct {
 	ODMParams
 	Horizon    int     `json:"horizon" doc:"stream length T when known (sets N and ε); 0 = unknown"`

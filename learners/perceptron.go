@@ -14,7 +14,7 @@ type PerceptronSSParams struct {
 	B Real `json:"b" doc:"query scale b > 0: query with probability b/(b+|w·x|); \"inf\" queries always (the Perceptron)"`
 }
 
-// perceptron is Rosenblatt's Perceptron (ALGORITHMS §2.1), w ← w + y·x when
+// perceptron is Rosenblatt's Perceptron (docs/spec/ALGORITHMS.md §2.1), w ← w + y·x when
 // y·w·x ≤ 0, and, with a finite query scale, the selective-sampling Perceptron
 // of Cesa-Bianchi, Gentile and Zaniboni (2006, §5.3): it asks for a label with
 // probability b/(b + |w·x|), so confident predictions rarely cost a label.
@@ -100,7 +100,7 @@ func (l *perceptron) UnmarshalBinary(data []byte) error {
 	return nil
 }
 
-// ModifiedPerceptronParams configures `modified-perceptron` (ALGORITHMS §2.2).
+// ModifiedPerceptronParams configures `modified-perceptron` (docs/spec/ALGORITHMS.md §2.2).
 type ModifiedPerceptronParams struct {
 	Init             string    `json:"init" doc:"first-example (w = y·x̂ on the first nonzero input), random (w = g/‖g‖, g ~ N(0,I) from the learner's RNG) or given (w0)"`
 	W0               []float64 `json:"w0,omitempty" def:"none" doc:"initial weight vector for init=given; nonzero, length = dimension; normalized"`
@@ -261,7 +261,7 @@ func (l *modifiedPerceptron) UnmarshalBinary(data []byte) error {
 	return nil
 }
 
-// ShiftingPerceptronParams configures `shifting-perceptron` (ALGORITHMS §2.3).
+// ShiftingPerceptronParams configures `shifting-perceptron` (docs/spec/ALGORITHMS.md §2.3).
 type ShiftingPerceptronParams struct {
 	Lambda float64 `json:"lambda" doc:"shrink rate λ > 0: on the k-th update w ← (1 − λ/(λ+k))·w + y·x"`
 }
@@ -337,7 +337,7 @@ func (l *shiftingPerceptron) UnmarshalBinary(data []byte) error {
 	return nil
 }
 
-// BudgetPerceptronParams configures `budget-perceptron` (ALGORITHMS §2.4).
+// BudgetPerceptronParams configures `budget-perceptron` (docs/spec/ALGORITHMS.md §2.4).
 type BudgetPerceptronParams struct {
 	Budget         int  `json:"budget" doc:"B ≥ 1: at most B stored update examples; w is always their signed sum"`
 	EvictAmongAll  bool `json:"evict_among_all" doc:"add the newcomer first and evict uniformly among all B+1 (Foundry variant); default replaces one of the B stored (DOGMA)"`

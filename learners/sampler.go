@@ -2,7 +2,7 @@ package learners
 
 import "math"
 
-// sampler is the randomized query rule of the selective samplers (ALGORITHMS
+// sampler is the randomized query rule of the selective samplers (docs/spec/ALGORITHMS.md
 // §5.3): ask for the label with probability s/(s + |p̂|), drawing exactly one
 // uniform per round when the scale s is finite and none when it is +∞, which
 // is how the supervised learners that share a sampler's code never query-draw.

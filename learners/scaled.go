@@ -7,7 +7,7 @@ import (
 )
 
 // scaledVec stores a weight vector as w = s·v so that global rescalings
-// (shrinking, renormalizing) cost O(1) instead of O(d) (ALGORITHMS §1.4). It
+// (shrinking, renormalizing) cost O(1) instead of O(d) (docs/spec/ALGORITHMS.md §1.4). It
 // also tracks ‖v‖² incrementally so that learners that need ‖w‖ stay O(nnz).
 type scaledVec struct {
 	s       float64

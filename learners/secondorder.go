@@ -11,7 +11,7 @@ import (
 // rls is the shared core of the second-order learners (SOP, LASEC, their
 // selective samplers and BBQ): a Kalman-filter / recursive-least-squares
 // estimate w = P·v with covariance P, in the exact O(d²) covariance form of
-// ALGORITHMS §5.2. Per update it applies the drift step P ← P + I/c and the
+// docs/spec/ALGORITHMS.md §5.2. Per update it applies the drift step P ← P + I/c and the
 // rank-one correction −q qᵀ/(1+s) with q = (P + I/c)x, s = xᵀq; c = ∞ (invC =
 // 0) gives SOP and BBQ.
 //
@@ -213,20 +213,20 @@ func checkRidge(learner, name string, v float64) error {
 	return nil
 }
 
-// SOPParams configures `sop` (ALGORITHMS §5.1).
+// SOPParams configures `sop` (docs/spec/ALGORITHMS.md §5.1).
 type SOPParams struct {
 	A        float64 `json:"a" doc:"ridge a > 0: initial inverse covariance I/a; a → ∞ gives the Perceptron"`
 	Diagonal bool    `json:"diagonal" doc:"keep only the diagonal of the covariance: O(nnz) per round and O(d) memory; an approximation for high dimension"`
 }
 
-// LASECParams configures `lasec` (ALGORITHMS §5.2).
+// LASECParams configures `lasec` (docs/spec/ALGORITHMS.md §5.2).
 type LASECParams struct {
 	B        float64 `json:"b" doc:"ridge b > 0 (initial regularization)"`
 	C        Real    `json:"c" doc:"drift c ∈ (b, ∞]: process noise I/c added per update; \"inf\" gives SOP with a = b"`
 	Diagonal bool    `json:"diagonal" doc:"keep only the diagonal of the covariance (lazy +1/c): O(nnz) per round; an approximation for high dimension"`
 }
 
-// SOPSSParams configures `sop-ss` (ALGORITHMS §5.3).
+// SOPSSParams configures `sop-ss` (docs/spec/ALGORITHMS.md §5.3).
 type SOPSSParams struct {
 	A        float64 `json:"a" doc:"ridge a > 0"`
 	B        Real    `json:"b" doc:"query scale b > 0: query with probability b/(b+|p̂|); \"inf\" gives SOP"`
@@ -352,7 +352,7 @@ func (l *secondOrder) UnmarshalBinary(data []byte) error {
 	return nil
 }
 
-// BBQParams configures `bbq` and `bbq-i` (ALGORITHMS §5.4).
+// BBQParams configures `bbq` and `bbq-i` (docs/spec/ALGORITHMS.md §5.4).
 type BBQParams struct {
 	Kappa float64 `json:"kappa" doc:"κ ∈ [0,1]: query when r = xᵀ(A+xxᵀ)⁻¹x exceeds ρ·t^−κ; larger κ queries more"`
 	A     float64 `json:"a" doc:"ridge a > 0: A starts at a·I"`

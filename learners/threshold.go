@@ -10,7 +10,7 @@ import (
 // (for example a negative attribute for Winnow).
 var ErrDomain = errors.New("input outside the learner's domain")
 
-// ThresholdTrackerParams configures `threshold-tracker` (ALGORITHMS §3).
+// ThresholdTrackerParams configures `threshold-tracker` (docs/spec/ALGORITHMS.md §3).
 type ThresholdTrackerParams struct {
 	Gamma float64 `json:"gamma" doc:"γ > 0: the largest per-round threshold move considered near; the interval widens by γ each round"`
 }

@@ -57,7 +57,7 @@ func multiplicative(w []float64, x Vector, alpha, lnAlpha float64, promote bool,
 	}
 }
 
-// Winnow2Params configures `winnow2` (ALGORITHMS §4.1).
+// Winnow2Params configures `winnow2` (docs/spec/ALGORITHMS.md §4.1).
 type Winnow2Params struct {
 	Alpha        float64  `json:"alpha" doc:"promotion factor α > 1"`
 	Theta        *float64 `json:"theta,omitempty" def:"n/2" doc:"threshold θ > 0: predict 1 iff Σwᵢxᵢ ≥ θ"`
@@ -153,7 +153,7 @@ func (l *winnow2) UnmarshalBinary(data []byte) error {
 	return nil
 }
 
-// TrackingWinnowParams configures `tracking-winnow` (ALGORITHMS §4.2). Left
+// TrackingWinnowParams configures `tracking-winnow` (docs/spec/ALGORITHMS.md §4.2). Left
 // unset, α, ε and the initial weight follow Mesterharm's Theorem 1 tuning.
 type TrackingWinnowParams struct {
 	Delta   float64  `json:"delta" doc:"target margin δ ∈ (0,1]; sets α = 1+δ and ε = δ/(50λ) unless they are given"`
@@ -343,7 +343,7 @@ func (l *trackingWinnow) UnmarshalBinary(data []byte) error {
 	return nil
 }
 
-// SwinParams configures `swin` (ALGORITHMS §4.3).
+// SwinParams configures `swin` (docs/spec/ALGORITHMS.md §4.3).
 type SwinParams struct {
 	Alpha      float64  `json:"alpha" doc:"update factor α > 1 (1.32 with β = 0.0269 is the tuning when only n is known)"`
 	Beta       float64  `json:"beta" doc:"total floor mass β ∈ [0, ln α/(α−1)): every weight stays ≥ β/n"`
@@ -352,7 +352,7 @@ type SwinParams struct {
 }
 
 // swin is Auer and Warmuth's Shifting Winnow for tracking the best disjunction
-// over Boolean inputs, as reconstructed in ALGORITHMS §4.3: Winnow with weights
+// over Boolean inputs, as reconstructed in docs/spec/ALGORITHMS.md §4.3: Winnow with weights
 // floored at β/n so that a literal switched off long ago can be switched back
 // on in few mistakes, deterministic (threshold θ_det) or randomized (predict 1
 // with probability p_rand(r), a ramp from β to L = ln α/(α−1)).

@@ -11,7 +11,7 @@ import (
 
 // Checkpoint writes every key changed since the last checkpoint, then the
 // partition marker, to store, under the worker's epoch. The caller flushes
-// outputs before and commits input offsets after (DESIGN §4); on error nothing
+// outputs before and commits input offsets after (docs/spec/DESIGN.md §4); on error nothing
 // is marked clean. A dirty key the worker does not hold (its record was
 // unreadable and replay has not rebuilt it) is written with an empty state,
 // which supersedes the unreadable record.

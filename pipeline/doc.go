@@ -1,4 +1,4 @@
-// Package pipeline is driftstream's exactly-once machinery (DESIGN.md §1,
+// Package pipeline is driftstream's exactly-once machinery (docs/spec/DESIGN.md §1,
 // docs/ARCHITECTURE.md): a Worker owns one input partition and every key
 // on it. Per record it decodes, looks the key up, has the partition's
 // keyed.Model step the key (package keyed: predictions, label requests,

@@ -77,7 +77,7 @@ func BenchmarkParkedRestart(b *testing.B) {
 	run := func(gen int32, ks KeyStore, kept *Kept) (*Runner, *restoredTook) {
 		obs := &restoredTook{}
 		rc := RunnerConfig{Partition: 0, Pipeline: cfg, Store: store, Open: (&feed{bounded: true}).opener(newGate(1 << 62)), Sink: &testSink{out: newOutputs()},
-			Generation: gen, CheckpointEvery: 1 << 30, CheckpointInterval: time.Hour, FinalTimeout: time.Minute, Hooks: []Hook{obs}, Kept: kept, KeyStore: ks, CacheKeys: cache}
+			Generation: gen, CheckpointEvery: 1 << 30, CheckpointPeriod: time.Hour, FinalTimeout: time.Minute, Hooks: []Hook{obs}, Kept: kept, KeyStore: ks, CacheKeys: cache}
 		rn, err := NewRunner(rc)
 		if err != nil {
 			b.Fatal(err)

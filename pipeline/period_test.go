@@ -22,7 +22,7 @@ func (c *checkpointTimes) Checkpointed(int, int, KeyCount, time.Duration) {
 	c.mu.Unlock()
 }
 
-// While records arrive, checkpoints come CheckpointInterval apart: the
+// While records arrive, checkpoints come CheckpointPeriod apart: the
 // period counts from the last checkpoint (it came every second interval
 // when the ticker and the checkpoint's own time raced).
 func TestCheckpointPeriodCountsFromTheLastCheckpoint(t *testing.T) {
@@ -48,7 +48,7 @@ func TestCheckpointPeriodCountsFromTheLastCheckpoint(t *testing.T) {
 	obs := &checkpointTimes{}
 	r, err := NewRunner(RunnerConfig{Partition: 0, Pipeline: testConfig(t, "perceptron", ""), Store: checkpoint.NewMemoryStore(), Open: open,
 		Sink: &testSink{out: newOutputs()}, Committer: &testCommitter{}, Generation: 1, Owner: "a", CheckpointEvery: 1 << 30,
-		CheckpointInterval: interval, FinalTimeout: 5 * time.Second, Hooks: []Hook{obs}})
+		CheckpointPeriod: interval, FinalTimeout: 5 * time.Second, Hooks: []Hook{obs}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -77,7 +77,7 @@ func TestRunnerPhases(t *testing.T) {
 			sink := &testSink{out: h.out}
 			sink.before.set(c.fault)
 			r, err := NewRunner(RunnerConfig{Partition: 0, Pipeline: h.cfg, Store: phaseStore{h.store, ph}, Open: h.feed.opener(newGate(1 << 62)),
-				Sink: phaseSink{sink, ph}, Committer: h.com, CheckpointEvery: 1 << 30, CheckpointInterval: 1 << 62,
+				Sink: phaseSink{sink, ph}, Committer: h.com, CheckpointEvery: 1 << 30, CheckpointPeriod: 1 << 62,
 				Retry: Backoff{Initial: 1, Max: 1, Timeout: 1}, Hooks: []Hook{phaseHook{ph}}})
 			if err != nil {
 				t.Fatal(err)

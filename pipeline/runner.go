@@ -28,9 +28,9 @@ type RunnerConfig struct {
 	// them were delivered before and are not repeated.
 	Committed [2]int64
 	// CheckpointEvery checkpoints after this many records, or after
-	// CheckpointInterval, whichever comes first.
-	CheckpointEvery    int
-	CheckpointInterval time.Duration
+	// CheckpointPeriod, whichever comes first.
+	CheckpointEvery  int
+	CheckpointPeriod time.Duration
 	// FlushInterval, when positive, writes the outputs so far this often,
 	// between checkpoints, so that a prediction is readable within about
 	// this long instead of at the next checkpoint. The protocol only needs
@@ -67,14 +67,19 @@ type RunnerConfig struct {
 	CloseTimeout time.Duration
 }
 
-// DefaultCloseTimeout is RunnerConfig.CloseTimeout's default.
-const DefaultCloseTimeout = 5 * time.Second
+// Defaults of RunnerConfig's timeouts.
+const (
+	// DefaultCloseTimeout is RunnerConfig.CloseTimeout's default.
+	DefaultCloseTimeout = 5 * time.Second
+	// DefaultFinalTimeout is RunnerConfig.FinalTimeout's default.
+	DefaultFinalTimeout = 30 * time.Second
+)
 
-// Runner is the partition loop of DESIGN §4, the one that the service, the
+// Runner is the partition loop of docs/spec/DESIGN.md §4, the one that the service, the
 // backtest and the demo all run: restore the partition's keys, claim the
 // partition under a new epoch, read from the replay start, process, and
 // checkpoint — flush outputs, write key records and marker, commit offsets —
-// every CheckpointEvery records or CheckpointInterval, and once more when ctx
+// every CheckpointEvery records or CheckpointPeriod, and once more when ctx
 // ends (revocation, shutdown) or the source is exhausted. The writes run on
 // a write-behind goroutine, in that order, while the loop goes on
 // processing; the loop waits only when it is writeBehindDepth jobs behind.
@@ -144,8 +149,8 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 	switch {
 	case cfg.Store == nil || cfg.Open == nil || cfg.Sink == nil:
 		return nil, errors.New("runner: store, source opener and sink are required")
-	case cfg.CheckpointEvery < 1 || cfg.CheckpointInterval <= 0:
-		return nil, fmt.Errorf("runner: checkpoint every %d records or %s: both must be positive", cfg.CheckpointEvery, cfg.CheckpointInterval)
+	case cfg.CheckpointEvery < 1 || cfg.CheckpointPeriod <= 0:
+		return nil, fmt.Errorf("runner: checkpoint every %d records or %s: both must be positive", cfg.CheckpointEvery, cfg.CheckpointPeriod)
 	}
 	if cfg.Retry == (Backoff{}) {
 		cfg.Retry = DefaultBackoff
@@ -154,7 +159,7 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 		return nil, fmt.Errorf("runner: backoff %+v: need 0 < initial ≤ max and a positive timeout", cfg.Retry)
 	}
 	if cfg.FinalTimeout <= 0 {
-		cfg.FinalTimeout = 30 * time.Second
+		cfg.FinalTimeout = DefaultFinalTimeout
 	}
 	if cfg.CloseTimeout <= 0 {
 		cfg.CloseTimeout = DefaultCloseTimeout
@@ -321,9 +326,9 @@ func (r *Runner) run(ctx context.Context) error {
 	defer wb.abort()                   // a no-op after the final drain
 	pctx := context.WithoutCancel(ctx) // a record once taken is processed whole
 	since := 0
-	// A checkpoint comes CheckpointInterval after the last one at the
+	// A checkpoint comes CheckpointPeriod after the last one at the
 	// latest while records arrive: the ticker restarts at every checkpoint.
-	tick := time.NewTicker(r.cfg.CheckpointInterval)
+	tick := time.NewTicker(r.cfg.CheckpointPeriod)
 	defer tick.Stop()
 	var flushC <-chan time.Time
 	if r.cfg.FlushInterval > 0 {
@@ -387,7 +392,7 @@ func (r *Runner) run(ctx context.Context) error {
 						return err
 					}
 					since = 0
-					tick.Reset(r.cfg.CheckpointInterval) // the period counts from the last checkpoint
+					tick.Reset(r.cfg.CheckpointPeriod) // the period counts from the last checkpoint
 				}
 			}
 		case <-tick.C:
@@ -413,7 +418,7 @@ func (r *Runner) run(ctx context.Context) error {
 				return err
 			}
 			since = 0
-			tick.Reset(r.cfg.CheckpointInterval)
+			tick.Reset(r.cfg.CheckpointPeriod)
 		}
 	}
 }

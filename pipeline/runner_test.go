@@ -298,7 +298,7 @@ func (h *harness) runner(gen int32, g *gate, sink *testSink, obs Hook) *Runner {
 	}
 	cfg := RunnerConfig{Partition: 0, Pipeline: h.cfg, Store: h.store, Open: h.feed.opener(g), Sink: sink,
 		Committer: h.com, Generation: gen, Owner: fmt.Sprintf("gen-%d", gen), Committed: h.com.committed(),
-		CheckpointEvery: h.every, CheckpointInterval: time.Hour, FinalTimeout: 5 * time.Second,
+		CheckpointEvery: h.every, CheckpointPeriod: time.Hour, FinalTimeout: 5 * time.Second,
 		Retry: Backoff{Initial: time.Millisecond, Max: 5 * time.Millisecond, Timeout: 200 * time.Millisecond}, Hooks: []Hook{obs}, Kept: h.kept}
 	if h.cacheKeys > 0 {
 		ks := newTestKeys(h.t)
@@ -619,7 +619,7 @@ func TestRevokedDuringRestoreIsNoFailure(t *testing.T) {
 	h := newHarness(t, 100, 3, true)
 	store := blockingStore{MemoryStore: checkpoint.NewMemoryStore(), loading: make(chan struct{}), once: new(sync.Once)}
 	r, err := NewRunner(RunnerConfig{Partition: 0, Pipeline: h.cfg, Store: store, Open: h.feed.opener(newGate(1 << 62)),
-		Sink: &testSink{out: h.out}, CheckpointEvery: 10, CheckpointInterval: time.Hour})
+		Sink: &testSink{out: h.out}, CheckpointEvery: 10, CheckpointPeriod: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -645,7 +645,7 @@ func TestFlushBetweenCheckpoints(t *testing.T) {
 	h := newHarness(t, 200, 5, false)
 	sink := &testSink{out: h.out}
 	r, err := NewRunner(RunnerConfig{Partition: 0, Pipeline: h.cfg, Store: h.store, Open: h.feed.opener(newGate(100)), Sink: sink,
-		Committer: h.com, CheckpointEvery: 1 << 30, CheckpointInterval: time.Hour, FlushInterval: 5 * time.Millisecond})
+		Committer: h.com, CheckpointEvery: 1 << 30, CheckpointPeriod: time.Hour, FlushInterval: 5 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -849,7 +849,7 @@ func heldRun(t *testing.T, h *harness, sink Sink, store checkpoint.Store, want i
 	t.Helper()
 	obs := &progress{}
 	r, err := NewRunner(RunnerConfig{Partition: 0, Pipeline: h.cfg, Store: store, Open: h.feed.opener(newGate(1 << 62)), Sink: sink,
-		Committer: h.com, CheckpointEvery: h.every, CheckpointInterval: time.Hour, Hooks: []Hook{obs}})
+		Committer: h.com, CheckpointEvery: h.every, CheckpointPeriod: time.Hour, Hooks: []Hook{obs}})
 	if err != nil {
 		t.Fatal(err)
 	}

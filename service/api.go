@@ -34,7 +34,7 @@ type KeyNotHeldError struct {
 	Owned     []int `json:"owned_partitions"`
 	Restoring []int `json:"restoring_partitions,omitempty"`
 	// Partitions is the key's events-topic partition under each common
-	// producer partitioner (DESIGN §2: events and labels must agree).
+	// producer partitioner (docs/spec/DESIGN.md §2: events and labels must agree).
 	Partitions map[string]int `json:"partition_by_partitioner"`
 }
 

@@ -219,7 +219,7 @@ func benchConfig(addr, run, learner string, dim int) (Config, error) {
 		Topics: Topics{Events: "events", Predictions: "predictions-" + run, Queries: "label-queries-" + run, DeadLetters: "dead-letters-" + run,
 			Changelog: "changelog-" + run},
 		Pipeline: pipeline.Config{Settings: keyed.Settings{Learner: learner, Seed: 1, Vector: vec, QueryScale: 1}}, CheckpointEvery: benchCheckpointEvery(),
-		CheckpointInterval: 5 * time.Second, FlushInterval: 5 * time.Millisecond}
+		CheckpointPeriod: 5 * time.Second, FlushInterval: 5 * time.Millisecond}
 	if d, err := time.ParseDuration(os.Getenv("DRIFTSTREAM_BENCH_FLUSH")); err == nil {
 		cfg.FlushInterval = d
 	}

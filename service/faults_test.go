@@ -105,7 +105,7 @@ func TestPermanentFailureEndsThePartitionNotTheService(t *testing.T) {
 	kafkatest.Slow(t)
 	addr := cluster(t)
 	cfg := testConfig(t, addr, "g-broken")
-	cfg.CheckpointEvery, cfg.CheckpointInterval = 50, time.Hour
+	cfg.CheckpointEvery, cfg.CheckpointPeriod = 50, time.Hour
 	cfg.FailExitAfter = 2 * time.Second
 	reg := prometheus.NewRegistry()
 	m, err := NewMetrics(reg)
@@ -196,7 +196,7 @@ func TestChangelogMustBeCompacted(t *testing.T) {
 func TestStopUnderBacklogRepeatsNothing(t *testing.T) {
 	addr := cluster(t)
 	cfg := testConfig(t, addr, "g-backlog")
-	cfg.CheckpointEvery, cfg.CheckpointInterval = 1<<30, time.Hour // only the final checkpoint
+	cfg.CheckpointEvery, cfg.CheckpointPeriod = 1<<30, time.Hour // only the final checkpoint
 	var logs strings.Builder
 	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	if _, err := New(context.Background(), cfg); err != nil {
@@ -226,7 +226,7 @@ func TestStopUnderBacklogRepeatsNothing(t *testing.T) {
 	}
 	t.Logf("%d of 3 stops landed while records waited; %d of %d events processed before the last run", underBacklog, processed, len(ids))
 	last := cfg
-	last.CheckpointEvery, last.CheckpointInterval = 100, 200*time.Millisecond
+	last.CheckpointEvery, last.CheckpointPeriod = 100, 200*time.Millisecond
 	_, stop := started(t, last)
 	eventually(t, 60*time.Second, func() bool { return len(predictionsByID(t, addr)) >= len(ids) }, func() string { return "not all predicted" })
 	stop()
@@ -392,7 +392,7 @@ func TestDeletedChangelogIsNeverRecreated(t *testing.T) {
 	c := kafkatest.Cluster(t, kfake.SeedTopics(-1), kfake.AllowAutoTopicCreation())
 	addr := c.ListenAddrs()[0]
 	cfg := testConfig(t, addr, "g-deleted-changelog")
-	cfg.CheckpointEvery, cfg.CheckpointInterval = 50, 100*time.Millisecond
+	cfg.CheckpointEvery, cfg.CheckpointPeriod = 50, 100*time.Millisecond
 	cfg.FailExitAfter = time.Hour
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -49,7 +49,7 @@ func TestFingerprint(t *testing.T) {
 		cfg := Config{Brokers: []string{addr}, Group: "fp", Partitions: 3, Replication: 1, Topics: tp,
 			Pipeline: pipeline.Config{
 				Settings: keyed.Settings{Learner: run.learner, Params: json.RawMessage(run.params), Seed: 7, Vector: vec, MaxPending: 1000, PendingTTL: 100000, Population: run.pop, Detectors: []keyed.DetectorSpec{{Detector: "adwin", Signal: "mistakes"}}}},
-			CheckpointEvery: 250, CheckpointInterval: time.Hour}
+			CheckpointEvery: 250, CheckpointPeriod: time.Hour}
 		ctx, cancel := context.WithCancel(context.Background())
 		s, err := New(ctx, cfg)
 		if err != nil {

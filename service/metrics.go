@@ -10,7 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Metrics are the service's Prometheus metrics (DESIGN §6). Labels are
+// Metrics are the service's Prometheus metrics (docs/spec/DESIGN.md §6). Labels are
 // partitions, reasons, kinds and detectors only — never an entity key,
 // whose cardinality is unbounded.
 //

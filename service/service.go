@@ -1,4 +1,4 @@
-// Package service runs driftstream on Kafka (DESIGN.md §1, §4): a consumer
+// Package service runs driftstream on Kafka (docs/spec/DESIGN.md §1, §4): a consumer
 // group whose generations assign partitions, and for each assigned partition
 // one pipeline.Runner fed by Kafka adapters — partition readers as its
 // source, the output topics as its sink, the generation's offset commits as
@@ -49,11 +49,11 @@ type Topics struct {
 // The defaults of Config's unset fields: the one table (package config's
 // environment defaults are checked against it).
 const (
-	DefaultCheckpointEvery    = 10_000
-	DefaultCheckpointInterval = 5 * time.Second
-	DefaultFailExitAfter      = 30 * time.Second
-	DefaultFinalTimeout       = 30 * time.Second
-	DefaultSessionTimeout     = 10 * time.Second
+	DefaultCheckpointEvery  = 10_000
+	DefaultCheckpointPeriod = 5 * time.Second
+	DefaultFailExitAfter    = 30 * time.Second
+	DefaultFinalTimeout     = 30 * time.Second
+	DefaultSessionTimeout   = 10 * time.Second
 )
 
 // Config configures a service.
@@ -90,10 +90,10 @@ type Config struct {
 	// the partition. Errors of the broker or the partition are retried.
 	OnOutputError string
 	// CheckpointEvery checkpoints a partition after this many records
-	// (default DefaultCheckpointEvery), or after CheckpointInterval,
+	// (default DefaultCheckpointEvery), or after CheckpointPeriod,
 	// whichever comes first.
-	CheckpointEvery    int
-	CheckpointInterval time.Duration
+	CheckpointEvery  int
+	CheckpointPeriod time.Duration
 	// FlushInterval writes outputs this often between checkpoints (0: at
 	// checkpoints only); see pipeline.RunnerConfig.FlushInterval.
 	FlushInterval time.Duration
@@ -249,8 +249,8 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	if cfg.CheckpointEvery <= 0 {
 		cfg.CheckpointEvery = DefaultCheckpointEvery
 	}
-	if cfg.CheckpointInterval <= 0 {
-		cfg.CheckpointInterval = DefaultCheckpointInterval
+	if cfg.CheckpointPeriod <= 0 {
+		cfg.CheckpointPeriod = DefaultCheckpointPeriod
 	}
 	if cfg.Retry == (pipeline.Backoff{}) {
 		cfg.Retry = pipeline.DefaultBackoff
@@ -520,7 +520,7 @@ func (s *Service) runPartition(ctx, gctx context.Context, gen *kafka.Generation,
 		Open: func(ctx context.Context, from [2]int64) (pipeline.Source, error) { return s.openSource(ctx, p, from) },
 		Sink: s.sink, Committer: &groupCommitter{gen: gen, gctx: gctx, topics: [2]string{s.cfg.Topics.Events, s.cfg.Topics.Labels}, partition: p},
 		Generation: gen.ID, Owner: s.cfg.Owner, Committed: committed, CheckpointEvery: s.cfg.CheckpointEvery,
-		CheckpointInterval: s.cfg.CheckpointInterval, FlushInterval: s.cfg.FlushInterval, FinalTimeout: s.cfg.FinalTimeout, Retry: s.cfg.Retry, Hooks: []pipeline.Hook{s.observer()}, Logger: s.log,
+		CheckpointPeriod: s.cfg.CheckpointPeriod, FlushInterval: s.cfg.FlushInterval, FinalTimeout: s.cfg.FinalTimeout, Retry: s.cfg.Retry, Hooks: []pipeline.Hook{s.observer()}, Logger: s.log,
 		Kept: s.keptOrParked(p)})
 	if err != nil {
 		if keys != nil {

@@ -40,7 +40,7 @@ func testConfig(t *testing.T, addr, group string) Config {
 	return Config{Brokers: []string{addr}, Group: group, Partitions: partitions, Replication: 1,
 		Topics:          Topics{Events: "events", Predictions: "predictions", Queries: "label-queries", DeadLetters: "dead-letters", Changelog: "changelog"},
 		Pipeline:        pipeline.Config{Settings: keyed.Settings{Learner: "lasec-ss", Params: json.RawMessage(`{"a":0.3}`), Seed: 3, Vector: vec, MaxPending: 100, PendingTTL: 10000}},
-		CheckpointEvery: 100, CheckpointInterval: 200 * time.Millisecond}
+		CheckpointEvery: 100, CheckpointPeriod: 200 * time.Millisecond}
 }
 
 // produce writes n events over 20 keys (a third unlabeled, answered by a
@@ -499,7 +499,7 @@ func crashes(t *testing.T, cacheKeys int, population bool) {
 	}
 	cfg := config()
 	cfg.CheckpointEvery = 37
-	cfg.CheckpointInterval = time.Hour // checkpoints only by count: crashes land between them
+	cfg.CheckpointPeriod = time.Hour // checkpoints only by count: crashes land between them
 	if _, err := New(context.Background(), cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -549,7 +549,7 @@ func crashes(t *testing.T, cacheKeys int, population bool) {
 			}
 			// A crash before a marker is written repeats at most two checkpoint
 			// intervals per partition: the interval the marker closes, and the
-			// outputs of the next, written while the marker was (DESIGN §4 and
+			// outputs of the next, written while the marker was (docs/spec/DESIGN.md §4 and
 			// the README's "How it works").
 			if limit := 4 * partitions * 2 * cfg.CheckpointEvery; dups > limit {
 				t.Fatalf("%d duplicate predictions over 4 crashes, more than %d", dups, limit)

@@ -15,7 +15,7 @@ import (
 	"github.com/driftstream/driftstream/learners"
 )
 
-// generators is the catalog of built-in generators (ALGORITHMS.md §7).
+// generators is the catalog of built-in generators (docs/spec/ALGORITHMS.md §7).
 func generators() []Generator {
 	return []Generator{
 		{Name: "latent-hyperplane", Summary: "seed 000: x = A·z with a drifting hyperplane target (random or linear drift)", build: latentHyperplane},

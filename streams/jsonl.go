@@ -10,7 +10,7 @@ import (
 	"github.com/driftstream/driftstream/topics"
 )
 
-// JSONLOptions says how to turn JSONL events (DESIGN §2) into inputs.
+// JSONLOptions says how to turn JSONL events (docs/spec/DESIGN.md §2) into inputs.
 type JSONLOptions struct {
 	// Dim is the length of dense "x" inputs.
 	Dim int
@@ -19,7 +19,7 @@ type JSONLOptions struct {
 	// MaxBytes bounds one line (0: topics.DefaultMaxBytes).
 	MaxBytes int
 	// KeyField, when set, names a string field of every line holding the
-	// entity key (the Kafka record key, which DESIGN §2 events do not carry);
+	// entity key (the Kafka record key, which docs/spec/DESIGN.md §2 events do not carry);
 	// it is taken out before the event is decoded.
 	KeyField string
 }
@@ -37,7 +37,7 @@ type jsonlSource struct {
 	done   bool
 }
 
-// OpenJSONL opens a JSONL file of DESIGN §2 events (.gz read transparently).
+// OpenJSONL opens a JSONL file of docs/spec/DESIGN.md §2 events (.gz read transparently).
 func OpenJSONL(path string, opts JSONLOptions) (Source, error) {
 	vec, err := topics.NewVectorizer(opts.Dim, opts.HashBits)
 	if err != nil {

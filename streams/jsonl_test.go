@@ -52,7 +52,7 @@ func TestJSONLReader(t *testing.T) {
 }
 
 // A key field names each line's entity; it is taken out before the event
-// is decoded (DESIGN §2 events carry no key), and a line without one is an
+// is decoded (docs/spec/DESIGN.md §2 events carry no key), and a line without one is an
 // error with its position.
 func TestJSONLKeyField(t *testing.T) {
 	content := `{"id":"e-1","customer":"c7","x":[0.5,1],"label":1}

@@ -1,5 +1,5 @@
 // Package streams holds driftstream's stream sources: deterministic seeded
-// generators of drifting concepts (ALGORITHMS.md §7) and, later, readers for
+// generators of drifting concepts (docs/spec/ALGORITHMS.md §7) and, later, readers for
 // CSV, JSONL and ARFF files. Every source implements Source, which the
 // backtest and the Kafka pipeline both consume.
 package streams
@@ -42,7 +42,7 @@ type Source interface {
 
 // WithBias appends a constant feature 1 to every input, so that linear
 // learners without a bias term (all of driftstream's) can place a threshold
-// away from the origin, as ALGORITHMS §2 recommends.
+// away from the origin, as docs/spec/ALGORITHMS.md §2 recommends.
 func WithBias(src Source) Source { return biasSource{src} }
 
 type biasSource struct{ Source }

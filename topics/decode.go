@@ -8,7 +8,7 @@ import (
 	"unicode/utf8"
 )
 
-// scanner reads the one JSON object of the DESIGN §2 schema without
+// scanner reads the one JSON object of the docs/spec/DESIGN.md §2 schema without
 // reflection: the bytes are walked once, numbers go to strconv, and the only
 // allocations are the id, the ts, the x slice and the features map.
 type scanner struct {

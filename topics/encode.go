@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// AppendJSON appends ev encoded as DESIGN §2 JSON: an input event
+// AppendJSON appends ev encoded as docs/spec/DESIGN.md §2 JSON: an input event
 // (features or x, id, label when not 0, ts when set) or a label record (id
 // and label), its fields in name order as encoding/json writes a map.
 // Floats are written in the shortest form that reads back to the same bits,

@@ -1,4 +1,4 @@
-// Package topics holds driftstream's message contracts (DESIGN.md §2): the
+// Package topics holds driftstream's message contracts (docs/spec/DESIGN.md §2): the
 // JSON input events and label records read from the events and labels topics,
 // with their validation, and the vectorization that turns them into learner
 // inputs. Every decoding error says what is wrong, so that the service can put
@@ -46,11 +46,11 @@ type Event struct {
 	// Features are named sparse features, hashed into buckets.
 	Features map[string]float64
 	// Label is −1 or +1, or 0 when the event is unlabeled. A JSON label of 0
-	// means −1 (DESIGN §2).
+	// means −1 (docs/spec/DESIGN.md §2).
 	Label int
 }
 
-// Decode parses and validates one event (DESIGN §2). maxBytes ≤ 0 means
+// Decode parses and validates one event (docs/spec/DESIGN.md §2). maxBytes ≤ 0 means
 // DefaultMaxBytes. It reads the fixed schema without reflection (about ten
 // times faster than encoding/json, and two allocations for a dense event).
 // It is stricter than encoding/json: unknown fields — a misspelt "lable"

@@ -18,7 +18,7 @@ func KeyB64(key string) string {
 	return base64.StdEncoding.EncodeToString([]byte(key))
 }
 
-// The output records of DESIGN §2, as the service writes them to the
+// The output records of docs/spec/DESIGN.md §2, as the service writes them to the
 // predictions, label-queries and alerts topics (dead letters are the input
 // record itself, with headers). Each type's JSON tags are the contract: a
 // consumer decodes a record with encoding/json into the type; the service

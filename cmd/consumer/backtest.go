@@ -30,7 +30,7 @@ type usageError struct{ error }
 func (e usageError) Unwrap() error { return e.error }
 
 // runBacktest replays a file or generator through learners and writes the
-// report (DESIGN §5).
+// report (docs/spec/DESIGN.md §5).
 func runBacktest(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("backtest", flag.ContinueOnError)
 	fs.SetOutput(stderr)

@@ -121,3 +121,24 @@ func TestReproductionDocHasTheTables(t *testing.T) {
 		}
 	}
 }
+
+// The specs the code cites (docs/spec) are the ones the project was given
+// (../shared beside the clone, as CI has it): a clone reads what the code
+// refers to, and a change to the given specs fails here until the copies
+// follow it (cp ../shared/DESIGN.md ../shared/ALGORITHMS.md docs/spec/).
+func TestSpecCopiesAreCurrent(t *testing.T) {
+	for _, name := range []string{"DESIGN.md", "ALGORITHMS.md"} {
+		given := filepath.Join("..", "..", "..", "shared", name)
+		want, err := os.ReadFile(given)
+		if err != nil {
+			t.Skipf("%s not beside the clone (CI has it): %v", given, err)
+		}
+		got, err := os.ReadFile(filepath.Join("..", "..", "docs", "spec", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("docs/spec/%s differs from %s: copy it again", name, given)
+		}
+	}
+}

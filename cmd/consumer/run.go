@@ -118,7 +118,7 @@ func runService(args []string, stdout, stderr io.Writer) int {
 		Topics: service.Topics{Events: cfg.EventsTopic, Labels: cfg.LabelsTopic, Predictions: cfg.PredictionsTopic, Queries: cfg.QueriesTopic,
 			DeadLetters: cfg.DeadLetterTopic, Alerts: cfg.AlertsTopic, Changelog: cfg.ChangelogTopic},
 		Pipeline:        pcfg,
-		CheckpointEvery: cfg.CheckpointEvery, CheckpointInterval: cfg.CheckpointPeriod, FlushInterval: cfg.FlushInterval, Logger: log, Metrics: metrics,
+		CheckpointEvery: cfg.CheckpointEvery, CheckpointPeriod: cfg.CheckpointPeriod, FlushInterval: cfg.FlushInterval, Logger: log, Metrics: metrics,
 		Retry:         pipeline.Backoff{Initial: pipeline.DefaultBackoff.Initial, Max: pipeline.DefaultBackoff.Max, Timeout: cfg.RetryTimeout},
 		FailExitAfter: cfg.FailExitAfter, FinalTimeout: cfg.ShutdownTimeout, SessionTimeout: cfg.SessionTimeout, TopicCheckInterval: cfg.TopicCheckInterval,
 		StateDir: cfg.StateDir, CacheKeys: cfg.CacheKeys, ParkState: cfg.ParkState, OnOutputError: cfg.OnOutputError}

@@ -4,13 +4,13 @@
 //	producer replay -file data.csv -label class -positive UP -brokers host:9092 [-rate 1000]
 //	producer replay -from-topic events -to-topic events-copy -speed 10 [-from-time RFC3339 | -from-offset N]
 //
-// Events follow DESIGN.md §2. Keys come from a key column (CSV -key) or are
+// Events follow docs/spec/DESIGN.md §2. Keys come from a key column (CSV -key) or are
 // spread over -keys entities. With -labels-delay N, labels are held back and
 // sent as label records N events later (on -labels-topic, default the events
 // topic), the way late ground truth arrives in production.
 //
 // Partitioning: an event and its label record must reach the same partition
-// (DESIGN §2: co-partitioned by entity key). -partitioner picks the hash
+// (docs/spec/DESIGN.md §2: co-partitioned by entity key). -partitioner picks the hash
 // that maps a key to a partition, so that this producer agrees with the
 // other clients writing the same topics: murmur2 (the default: Java clients,
 // Kafka Streams, franz-go), crc32 (librdkafka's consistent and
