@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/driftstream/driftstream/internal/kafkaread"
-	"github.com/driftstream/driftstream/pipeline/kafkasource"
 	"github.com/driftstream/driftstream/pipeline"
+	"github.com/driftstream/driftstream/pipeline/kafkasource"
 	"github.com/segmentio/kafka-go"
 )
 

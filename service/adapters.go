@@ -9,8 +9,8 @@ import (
 	"sync"
 
 	"github.com/driftstream/driftstream/internal/kafkaread"
-	"github.com/driftstream/driftstream/pipeline/kafkasource"
 	"github.com/driftstream/driftstream/pipeline"
+	"github.com/driftstream/driftstream/pipeline/kafkasource"
 	"github.com/segmentio/kafka-go"
 )
 
