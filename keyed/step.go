@@ -133,67 +133,118 @@ func (m *Model) asks(ks *State, p learners.Prediction, score float64, draw bool)
 // sampler gets.
 func (m *Model) learns(asked bool) bool { return m.learnAll || !m.sampling || asked }
 
-// event predicts, scores and learns an event whose label is label (0:
-// none yet), or queries and awaits its label.
+// round is an event's prediction as the key makes it.
+type round struct {
+	x learners.Vector
+	// p is the key's learner's prediction, decided (a randomized
+	// learner's draw), pop the population model's (with one).
+	p, pop learners.Prediction
+	// made and score are the prediction made: the learner's, the sum's
+	// (additive) or the expert's the key follows (mixture); post its
+	// posterior when hasPost.
+	made    int
+	score   float64
+	post    float64
+	hasPost bool
+	// query is whether the key asks for the label, with probability qprob.
+	query bool
+	qprob float64
+}
+
+// event predicts an event whose label is label (0: none yet), then scores
+// and learns it, or asks for and awaits its label.
 func (m *Model) event(in Input, ks *State, label int) error {
-	ev, st := in.Event, &m.step
-	x, err := m.s.Vector.Vector(*ev)
+	rd, err := m.predict(in, ks)
 	if err != nil {
 		return err
+	}
+	rd.query, rd.qprob = m.asks(ks, rd.p, rd.score, label == 0)
+	m.predicted(in, ks, &rd)
+	// The label-free signals, once the event is handled: a sampler's own
+	// query decision, or the margin rule's probability for the others.
+	if len(m.s.Detectors) > 0 {
+		ks.tick()
+		asked, prob := m.asks(ks, rd.p, rd.score, false)
+		signal := prob
+		if m.sampling {
+			signal = boolValue(asked)
+		}
+		defer m.eventSignals(in, ks, signal, rd.score, in.Event.TS)
+	}
+	if label != 0 {
+		return m.learnInline(in, ks, &rd, label)
+	}
+	m.await(in, ks, &rd)
+	return nil
+}
+
+// predict is the key's prediction of the event: its learner's, decided,
+// and with a population model the sum's or the followed expert's. It
+// expires the key's awaited events past the TTL first.
+func (m *Model) predict(in Input, ks *State) (round, error) {
+	var rd round
+	x, err := m.s.Vector.Vector(*in.Event)
+	if err != nil {
+		return rd, err
 	}
 	if ks.std != nil { // scaled by the key's earlier inputs, then counted
 		if x, err = ks.std.Next(x); err != nil {
-			return err
+			return rd, err
 		}
 	}
+	rd.x = x
 	p, err := ks.learner.Predict(x)
 	if err != nil {
-		return err
+		return rd, err
 	}
 	m.expire(in, ks)
-	var pop learners.Prediction // the population's, with a population model
 	var sumLabel int
 	var sum float64
 	if m.additive {
 		// The prediction is the sum's: a sampler asks by the whole model's
 		// margin, as the margin rule reads it; the draw is the same one.
-		if sumLabel, sum, pop, err = m.summed(x, p); err != nil {
-			return err
+		if sumLabel, sum, rd.pop, err = m.summed(x, p); err != nil {
+			return rd, err
 		}
 		p.QueryProb = ks.learner.(learners.Summand).QueryProbAt(sum)
 	}
 	// Decide the round before emitting, so the prediction message is final.
-	p = ks.learner.Decide(p)
-	made, score, popLabel := p.Label, p.Score, 0 // decided: a randomized learner's draw
-	post, hasPost := p.Posterior, p.HasPosterior
+	rd.p = ks.learner.Decide(p)
+	rd.made, rd.score = rd.p.Label, rd.p.Score // decided: a randomized learner's draw
+	rd.post, rd.hasPost = rd.p.Posterior, rd.p.HasPosterior
 	if m.additive {
-		made, score = sumLabel, sum
-		if hasPost { // a logistic key: the sum is its log-odds
-			post = learners.Sigmoid(sum)
+		rd.made, rd.score = sumLabel, sum
+		if rd.hasPost { // a logistic key: the sum is its log-odds
+			rd.post = learners.Sigmoid(sum)
 		}
 	}
 	// With the mixture the key picks whose prediction it makes (the
 	// learner's own, or the population's); a sampler's own rule still
 	// decides its queries, the margin rule reads the prediction made.
 	if m.mixing() {
-		if made, score, pop, err = m.mixed(ks, x, p); err != nil {
-			return err
+		if rd.made, rd.score, rd.pop, err = m.mixed(ks, x, rd.p); err != nil {
+			return rd, err
 		}
-		popLabel = pop.Label
 		if ks.mix.followsPopulation() {
-			post = pop.Posterior
+			rd.post = rd.pop.Posterior
 		}
-		st.PopulationWeight = ks.mix.population
+		m.step.PopulationWeight = ks.mix.population
 	}
-	query, qprob := m.asks(ks, p, score, label == 0)
+	return rd, nil
+}
+
+// predicted puts the round's prediction in the Step and counts it.
+func (m *Model) predicted(in Input, ks *State, rd *round) {
+	st := &m.step
 	st.Predicted = true
-	st.Prediction = topics.Prediction{ID: ev.ID, Key: in.Key, KeyB64: topics.KeyB64(in.Key), Label: made, Score: score, Learner: m.s.Learner, Partition: in.Partition, Offset: in.Offset}
+	st.Prediction = topics.Prediction{ID: in.Event.ID, Key: in.Key, KeyB64: topics.KeyB64(in.Key), Label: rd.made, Score: rd.score,
+		Learner: m.s.Learner, Partition: in.Partition, Offset: in.Offset}
 	if m.sampling {
-		st.qprob = qprob
+		st.qprob = rd.qprob
 		st.Prediction.QueryProb = &st.qprob
 	}
-	if hasPost {
-		st.post = post
+	if rd.hasPost {
+		st.post = rd.post
 		st.Prediction.Posterior = &st.post
 	}
 	m.stats.Events++
@@ -202,63 +253,62 @@ func (m *Model) event(in Input, ks *State, label int) error {
 	if m.mixing() && ks.mix.followsPopulation() { // as mixed decided
 		m.stats.FollowedPopulation++
 	}
-	if asked, _ := m.asks(ks, p, score, false); !m.sampling || asked {
+	if asked, _ := m.asks(ks, rd.p, rd.score, false); !m.sampling || asked {
 		m.stats.Asked++
 	}
-	// The label-free signals, once the event is handled: a sampler's own
-	// query decision, or the margin rule's probability for the others.
-	if len(m.s.Detectors) > 0 {
-		ks.tick()
-		asked, prob := m.asks(ks, p, score, false)
-		signal := prob
-		if m.sampling {
-			signal = boolValue(asked)
-		}
-		defer m.eventSignals(in, ks, signal, score, ev.TS)
+}
+
+// learnInline scores the round against the event's own label and learns
+// it: a label with no delay.
+func (m *Model) learnInline(in Input, ks *State, rd *round, label int) error {
+	wrong := rd.made != label
+	m.score(ks, wrong, in.Event.TS)
+	if !m.populated() {
+		m.step.Outcome.Expected = rd.p.ExpectedMistake(label)
 	}
-	if label != 0 {
-		wrong := made != label
-		m.score(ks, wrong, ev.TS)
-		if !m.populated() {
-			st.Outcome.Expected = p.ExpectedMistake(label)
-		}
-		var err error
-		if m.mixing() {
-			err = m.scoreMixture(in, ks, popLabel != label, p.Label != label)
-		}
-		switch {
-		case err != nil || !m.learns(query): // LearnQueried: a sampler's unasked label
-		case m.additive:
-			err = m.learnSum(ks, x, label, score)
-		default:
-			err = m.learn(ks, x, label, p)
-		}
-		if m.populated() && err == nil {
-			err = m.teachPopulation(in, x, label, &pop, score)
-		}
-		m.outcome(in, ks, wrong, ev.TS)
-		return err
+	var err error
+	if m.mixing() {
+		err = m.scoreMixture(in, ks, rd.pop.Label != label, rd.p.Label != label)
 	}
-	if query {
-		m.stats.Queries++
-		st.Queried = true
-		st.Query = topics.LabelQuery{ID: ev.ID, Key: in.Key, KeyB64: topics.KeyB64(in.Key), Score: score, QueryProb: qprob, Partition: in.Partition, Offset: in.Offset}
-	}
-	// Every unlabeled event awaits its label, asked for or not: the label,
-	// when it comes, scores this prediction, and is learned unless the
-	// learner is a sampler that did not ask and only asked labels teach
-	// (LearnQueried: then x need not be kept).
-	q := pending{id: ev.ID, offset: in.Offset, decided: made, score: score, queried: query, ts: ev.TS, own: int8(p.Label), population: int8(popLabel)}
 	switch {
-	case m.learns(query):
-		q.x = x
+	case err != nil || !m.learns(rd.query): // LearnQueried: a sampler's unasked label
+	case m.additive:
+		err = m.learnSum(ks, rd.x, label, rd.score)
+	default:
+		err = m.learn(ks, rd.x, label, rd.p)
+	}
+	if m.populated() && err == nil {
+		err = m.teachPopulation(in, rd.x, label, &rd.pop, rd.score)
+	}
+	m.outcome(in, ks, wrong, in.Event.TS)
+	return err
+}
+
+// await asks for the label of an unlabeled event when the key wants it,
+// and keeps the event awaiting its label, asked for or not: the label,
+// when it comes, scores this prediction, and is learned unless the learner
+// is a sampler that did not ask and only asked labels teach (LearnQueried:
+// then x need not be kept).
+func (m *Model) await(in Input, ks *State, rd *round) {
+	ev := in.Event
+	if rd.query {
+		m.stats.Queries++
+		m.step.Queried = true
+		m.step.Query = topics.LabelQuery{ID: ev.ID, Key: in.Key, KeyB64: topics.KeyB64(in.Key), Score: rd.score, QueryProb: rd.qprob, Partition: in.Partition, Offset: in.Offset}
+	}
+	q := pending{id: ev.ID, offset: in.Offset, decided: rd.made, score: rd.score, queried: rd.query, ts: ev.TS, own: int8(rd.p.Label)}
+	if m.mixing() { // the experts' labels, for the key's mixture when the label comes
+		q.population = int8(rd.pop.Label)
+	}
+	switch {
+	case m.learns(rd.query):
+		q.x = rd.x
 	case m.populated(): // the population learns every label; the key only those it asked for
-		q.x, q.populationOnly = x, true
+		q.x, q.populationOnly = rd.x, true
 	}
 	lw := ks.waiting()
 	m.stats.LabelsExpired += lw.await(q, m.s.MaxPending)
 	lw.bound(m.s.MaxPendingBytes, m.stats)
-	return nil
 }
 
 // score counts a prediction of ks scored against its label, wrong or not,
