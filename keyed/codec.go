@@ -193,6 +193,21 @@ func (m *Model) Decode(rec *checkpoint.KeyRecord) (*State, error) {
 		lw.early = append(lw.early, e)
 		lw.held += e.size()
 	}
+	if err := m.decodeSections(r, ks, legacy); err != nil {
+		return nil, err
+	}
+	if err := r.Done(); err != nil {
+		return nil, err
+	}
+	ks.Applied = rec.AppliedThrough
+	return ks, nil
+}
+
+// decodeSections reads what follows a key state's early labels: the
+// pending events' decided predictions, the drift watch, the counters, the
+// input statistics and the mixture; a version-1 state (legacy) may end
+// before any of them.
+func (m *Model) decodeSections(r *wire.Reader, ks *State, legacy bool) error {
 	pend := ks.pending()
 	if !legacy || len(r.B) > 0 && r.Err == nil { // the pending queries' decided predictions
 		for i := range pend {
@@ -222,7 +237,7 @@ func (m *Model) Decode(rec *checkpoint.KeyRecord) (*State, error) {
 			// starts them afresh.
 			if std := r.Bytes(); len(std) > 0 && ks.std != nil && r.Err == nil {
 				if err := ks.std.UnmarshalBinary(std); err != nil {
-					return nil, fmt.Errorf("input statistics: %v: %w", err, errState)
+					return fmt.Errorf("input statistics: %v: %w", err, errState)
 				}
 			}
 		}
@@ -243,11 +258,7 @@ func (m *Model) Decode(rec *checkpoint.KeyRecord) (*State, error) {
 			pend[i].queried = true
 		}
 	}
-	if err := r.Done(); err != nil {
-		return nil, err
-	}
-	ks.Applied = rec.AppliedThrough
-	return ks, nil
+	return nil
 }
 
 // encodeWatch appends the watch to a key state.

@@ -179,26 +179,15 @@ func (w *Worker) Process(ctx context.Context, r Record) error {
 		return fmt.Errorf("unknown input topic index %d", r.Topic)
 	}
 	w.through[r.Topic] = max(w.through[r.Topic], r.Offset)
-	if len(r.Key) > w.cfg.MaxKeyLength {
-		w.deadLetter(r, ReasonKeyTooLong, fmt.Errorf("record key of %d bytes is over the key length bound of %d (DRIFTSTREAM_MAX_KEY_LENGTH): %w",
-			len(r.Key), w.cfg.MaxKeyLength, topics.ErrInvalid))
-		return nil
-	}
-	key := string(r.Key)
-	if key == "" {
-		w.deadLetter(r, ReasonMissingKey, errors.New("record has no key: the key names the entity whose learner it feeds"))
-		return nil
-	}
-	if checkpoint.ReservedKey(key) || key == keyed.PopulationKey {
-		w.deadLetter(r, ReasonInvalidEvent, fmt.Errorf("record key %s is reserved (the checkpoint store's prefix, or the population model's key)", topics.Excerpt(key)))
-		return nil
+	key, ok := w.keyOf(r)
+	if !ok {
+		return nil // dead-lettered
 	}
 	ev, err := w.decode(r)
-	if err != nil {
-		w.deadLetter(r, ReasonInvalidEvent, err)
-		return nil
+	if err == nil {
+		err = checkRange(ev, w.cfg.MaxAbsValue)
 	}
-	if err := checkRange(ev, w.cfg.MaxAbsValue); err != nil {
+	if err != nil {
 		w.deadLetter(r, ReasonInvalidEvent, err)
 		return nil
 	}
@@ -267,6 +256,26 @@ func (w *Worker) apply(r Record, st *keyed.Step) {
 	if st.Scored {
 		w.last = st.Outcome
 	}
+}
+
+// keyOf is r's key, or false when the record is dead-lettered for it: too
+// long, missing, or reserved.
+func (w *Worker) keyOf(r Record) (string, bool) {
+	if len(r.Key) > w.cfg.MaxKeyLength {
+		w.deadLetter(r, ReasonKeyTooLong, fmt.Errorf("record key of %d bytes is over the key length bound of %d (DRIFTSTREAM_MAX_KEY_LENGTH): %w",
+			len(r.Key), w.cfg.MaxKeyLength, topics.ErrInvalid))
+		return "", false
+	}
+	key := string(r.Key)
+	if key == "" {
+		w.deadLetter(r, ReasonMissingKey, errors.New("record has no key: the key names the entity whose learner it feeds"))
+		return "", false
+	}
+	if checkpoint.ReservedKey(key) || key == keyed.PopulationKey {
+		w.deadLetter(r, ReasonInvalidEvent, fmt.Errorf("record key %s is reserved (the checkpoint store's prefix, or the population model's key)", topics.Excerpt(key)))
+		return "", false
+	}
+	return key, true
 }
 
 // decode is r's event: its Decoded one, or its value decoded by the
