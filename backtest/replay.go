@@ -138,20 +138,26 @@ func progress(ctx context.Context, cfg ReplayConfig, total int64, done *atomic.I
 type sink struct {
 	partition int
 	outputs   func(int, []pipeline.Output) error
-	counts    *outputCounts
+	counts    *OutputCounts
 }
 
-type outputCounts struct{ predictions, queries, deadLetters int64 }
+// OutputCounts count the outputs a replay wrote, by topic (in
+// summary.json's order, as it was written when they were a map).
+type OutputCounts struct {
+	DeadLetters int64 `json:"dead_letters"`
+	Queries     int64 `json:"label_queries"`
+	Predictions int64 `json:"predictions"`
+}
 
 func (s *sink) Write(_ context.Context, outs []pipeline.Output) error {
 	for _, o := range outs {
 		switch o.Kind {
 		case pipeline.OutPrediction:
-			s.counts.predictions++
+			s.counts.Predictions++
 		case pipeline.OutQuery:
-			s.counts.queries++
+			s.counts.Queries++
 		case pipeline.OutDeadLetter:
-			s.counts.deadLetters++
+			s.counts.DeadLetters++
 		}
 	}
 	if s.outputs != nil {
@@ -164,7 +170,7 @@ func (s *sink) Write(_ context.Context, outs []pipeline.Output) error {
 // on the counters to the record's key.
 type scorer struct {
 	keys      map[string]*KeyStats
-	outputs   outputCounts
+	outputs   OutputCounts
 	done      *atomic.Int64
 	partition int
 	observe   func(int, *pipeline.Fetched, pipeline.Effect)

@@ -88,10 +88,10 @@ type Report struct {
 	// had (KeySizes): how young keys fare, apart from old ones.
 	ByKeySize []SizeBucket `json:"by_key_size"`
 	// WorstKeys are the keys with the most mistakes (at most 10).
-	WorstKeys     []KeyStats `json:"worst_keys"`
-	Outputs       [3]int64   `json:"-"`
-	Seconds       float64    `json:"seconds"`
-	RecordsPerSec float64    `json:"records_per_sec"`
+	WorstKeys     []KeyStats   `json:"worst_keys"`
+	Outputs       OutputCounts `json:"-"` // written after accuracy (MarshalJSON)
+	Seconds       float64      `json:"seconds"`
+	RecordsPerSec float64      `json:"records_per_sec"`
 	// PerKey holds every key's counters, sorted by key.
 	PerKey []KeyStats `json:"-"`
 	// OverTime samples accuracy over event time, over every key: empty when
@@ -185,18 +185,18 @@ func (r *Report) MarshalJSON() ([]byte, error) {
 	}
 	return json.Marshal(struct {
 		*plain
-		Accuracy any `json:"accuracy"`
-		Outputs  any `json:"outputs"`
-	}{(*plain)(r), acc, map[string]int64{"predictions": r.Outputs[0], "label_queries": r.Outputs[1], "dead_letters": r.Outputs[2]}})
+		Accuracy any          `json:"accuracy"`
+		Outputs  OutputCounts `json:"outputs"`
+	}{(*plain)(r), acc, r.Outputs})
 }
 
 func newReport(cfg ReplayConfig, scorers []*scorer, runners []*pipeline.Runner, records int64, took time.Duration) *Report {
 	r := &Report{Name: cfg.Name, Learner: cfg.Pipeline.Learner, Params: cfg.Pipeline.Params, Seconds: took.Seconds()}
 	for i, s := range scorers {
 		r.Totals.Add(runners[i].Snapshot().Totals)
-		r.Outputs[0] += s.outputs.predictions
-		r.Outputs[1] += s.outputs.queries
-		r.Outputs[2] += s.outputs.deadLetters
+		r.Outputs.Predictions += s.outputs.Predictions
+		r.Outputs.Queries += s.outputs.Queries
+		r.Outputs.DeadLetters += s.outputs.DeadLetters
 		for _, k := range s.keys {
 			r.PerKey = append(r.PerKey, *k)
 		}

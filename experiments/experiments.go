@@ -227,7 +227,7 @@ func Catalog() []Experiment {
 		{
 			Name:    "mesterharm-bound",
 			Paper:   "Mesterharm 2003 (seed 001) Theorem 1 and Corollary 11: tracking Winnow's mistake bound on shifting disjunctions (n = 100, λ = 100, attribute errors with probability 0.01 per round)",
-			Claim:   "mistakes stay below the bound for every concept sequence; docs/spec/ALGORITHMS.md §9.3's check observed 252–403 mistakes against bounds of 528–709",
+			Claim:   "mistakes stay below the bound for every concept sequence; ALGORITHMS §9.3's check observed 252–403 mistakes against bounds of 528–709",
 			Repeats: 5, Table: RunWinnowBound,
 			Protocol: "one run per α and seed (5 seeds); mistakes against the bound computed from each run's own concept sequence",
 		},
@@ -247,7 +247,7 @@ func Catalog() []Experiment {
 		},
 		{
 			Name:     "auer-warmuth-swin",
-			Paper:    "Auer, Warmuth 1998 (seed 002) §6: shifting disjunction, n = 100, T = 10,000, a literal switched every 1000 rounds (reconstructed, docs/spec/ALGORITHMS.md §7.3)",
+			Paper:    "Auer, Warmuth 1998 (seed 002) §6: shifting disjunction, n = 100, T = 10,000, a literal switched every 1000 rounds (reconstructed, ALGORITHMS §7.3)",
 			Claim:    "Winnow without the floor does well on the first concept, then accumulates more and more mistakes as the schedule shifts; SWIN tracks; switching a literal on costs more than switching one off",
 			Data:     "synth:shifting-disjunction?n=100&T=10000&period=1000&k0=4",
 			Learners: swinLearners(), Repeats: 10,

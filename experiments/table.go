@@ -87,7 +87,7 @@ func RunWinnowBound(ctx context.Context, _ []backtest.Spec, _ string, seed uint6
 	settings := []struct{ alpha, eps float64 }{{2, 1 / (50 * lambda)}, {1.35, 1 / (35 * lambda)}}
 	var b strings.Builder
 	const sequences = 5 // random concept sequences per setting
-	fmt.Fprintf(&b, "On %d random concept sequences per setting. The exact bound is Theorem 1's exact form, from Lemmas 5 and 7 (docs/spec/ALGORITHMS.md §4.2), which the proof gives before simplifying; the printed bound is the theorem's simplified statement, which holds only at its own tuning α = 1 + δ, ε = δ/(50λ) (here δ = ζ = 1, so α = 2: Corollary 11).\n\n", sequences)
+	fmt.Fprintf(&b, "On %d random concept sequences per setting. The exact bound is Theorem 1's exact form, from Lemmas 5 and 7 (ALGORITHMS §4.2), which the proof gives before simplifying; the printed bound is the theorem's simplified statement, which holds only at its own tuning α = 1 + δ, ε = δ/(50λ) (here δ = ζ = 1, so α = 2: Corollary 11).\n\n", sequences)
 	b.WriteString("| α | ε | seed | Z⁺ | Z⁻ | A | mistakes | exact bound (Lemmas 5, 7) | holds | printed Theorem 1 bound | holds |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, st := range settings {
 		for k := uint64(0); k < sequences; k++ {

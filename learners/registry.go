@@ -441,7 +441,7 @@ func buildEntries() []entry {
 			"Mesterharm, Tracking linear-threshold concepts with Winnow (JMLR 2003)", false,
 			func() TrackingWinnowParams { return TrackingWinnowParams{Delta: 0.5} }, newTrackingWinnow),
 		define("swin", "Shifting Winnow for disjunctions, with floor β/n; deterministic or randomized",
-			"Auer, Warmuth, Tracking the best disjunction (Machine Learning 1998), reconstructed in docs/spec/ALGORITHMS.md §4.3", false,
+			"Auer, Warmuth, Tracking the best disjunction (Machine Learning 1998), reconstructed in ALGORITHMS.md §4.3", false,
 			func() SwinParams { return SwinParams{Alpha: 1.32, Beta: 0.0269} }, newSwin),
 		define("weighted-majority", "exponentially weighted vote over member learners (avoids tuning their parameters)",
 			"Littlestone, Warmuth, The weighted majority algorithm (1994), as proposed in Mesterharm (JMLR 2003) §4.2", false,
