@@ -110,9 +110,10 @@ func (m *Model) Step(in Input, ks *State) *Step {
 	return st
 }
 
-// asks is the query rule, the one place the service reads it: the
-// probability that the key asks for the label of an event predicted p
-// with margin score, and, when draw is set, whether it asks. A sampler
+// asks is the query rule, the one place the service reads it: whether the
+// key asks for the label of an event predicted p with margin score, and
+// the probability it did. The margin rule draws only when draw is set (an
+// unlabeled event); a sampler's own draw was made in Decide. A sampler
 // decides by its own rule (p.Query, p.QueryProb, drawn in Decide); any
 // other learner by the margin rule b/(b+|score|) (Settings.QueryScale),
 // drawn from the key's query stream.
@@ -164,10 +165,9 @@ func (m *Model) event(in Input, ks *State, label int) error {
 	// query decision, or the margin rule's probability for the others.
 	if len(m.s.Detectors) > 0 {
 		ks.tick()
-		asked, prob := m.asks(ks, rd.p, rd.score, false)
-		signal := prob
+		signal := rd.qprob
 		if m.sampling {
-			signal = boolValue(asked)
+			signal = boolValue(rd.query)
 		}
 		defer m.eventSignals(in, ks, signal, rd.score, in.Event.TS)
 	}
@@ -253,7 +253,7 @@ func (m *Model) predicted(in Input, ks *State, rd *round) {
 	if m.mixing() && ks.mix.followsPopulation() { // as mixed decided
 		m.stats.FollowedPopulation++
 	}
-	if asked, _ := m.asks(ks, rd.p, rd.score, false); !m.sampling || asked {
+	if !m.sampling || rd.query {
 		m.stats.Asked++
 	}
 }
