@@ -141,12 +141,9 @@ type round struct {
 	// learner's draw), pop the population model's (with one).
 	p, pop learners.Prediction
 	// made and score are the prediction made: the learner's, the sum's
-	// (additive) or the expert's the key follows (mixture); post its
-	// posterior when hasPost.
-	made    int
-	score   float64
-	post    float64
-	hasPost bool
+	// (additive) or the expert's the key follows (mixture).
+	made  int
+	score float64
 	// query is whether the key asks for the label, with probability qprob.
 	query bool
 	qprob float64
@@ -211,12 +208,8 @@ func (m *Model) predict(in Input, ks *State) (round, error) {
 	// Decide the round before emitting, so the prediction message is final.
 	rd.p = ks.learner.Decide(p)
 	rd.made, rd.score = rd.p.Label, rd.p.Score // decided: a randomized learner's draw
-	rd.post, rd.hasPost = rd.p.Posterior, rd.p.HasPosterior
 	if m.additive {
 		rd.made, rd.score = sumLabel, sum
-		if rd.hasPost { // a logistic key: the sum is its log-odds
-			rd.post = learners.Sigmoid(sum)
-		}
 	}
 	// With the mixture the key picks whose prediction it makes (the
 	// learner's own, or the population's); a sampler's own rule still
@@ -224,9 +217,6 @@ func (m *Model) predict(in Input, ks *State) (round, error) {
 	if m.mixing() {
 		if rd.made, rd.score, rd.pop, err = m.mixed(ks, x, rd.p); err != nil {
 			return rd, err
-		}
-		if ks.mix.followsPopulation() {
-			rd.post = rd.pop.Posterior
 		}
 		m.step.PopulationWeight = ks.mix.population
 	}
@@ -243,8 +233,8 @@ func (m *Model) predicted(in Input, ks *State, rd *round) {
 		st.qprob = rd.qprob
 		st.Prediction.QueryProb = &st.qprob
 	}
-	if rd.hasPost {
-		st.post = rd.post
+	if rd.p.HasPosterior { // a logistic key: the score made (its own, the sum, the population's) is a log-odds
+		st.post = learners.Sigmoid(rd.score)
 		st.Prediction.Posterior = &st.post
 	}
 	m.stats.Events++

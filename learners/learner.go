@@ -47,11 +47,9 @@ type Prediction struct {
 	QueryProb float64
 	// Query is set by Decide: whether the learner wants this round's label.
 	Query bool
-	// Posterior is the learner's estimate of the probability that the
-	// label is +1 (a logistic model's σ(margin)), when HasPosterior is set;
-	// margin learners have none. Unlike Prob it says nothing of the
-	// prediction made, which is Label whatever Posterior is.
-	Posterior    float64
+	// HasPosterior is set when Score is a log-odds (a logistic model's
+	// margin), so that Posterior is the probability that the label is +1;
+	// margin learners have none.
 	HasPosterior bool
 
 	stamp   uint64       // learner version when predicted: lets Learn reuse Score
@@ -59,6 +57,13 @@ type Prediction struct {
 	rng0    rand.PCG     // tracking-winnow transformation 2: RNG before the round
 	draws   int          // tracking-winnow transformation 2: uniforms used
 }
+
+// Posterior is the learner's estimate of the probability that the label
+// is +1, σ(Score), when HasPosterior is set (else meaningless). Unlike
+// Prob it says nothing of the prediction made, which is Label whatever
+// Posterior is. It is derived when asked: a prediction nobody reads the
+// probability of costs no exponential.
+func (p Prediction) Posterior() float64 { return Sigmoid(p.Score) }
 
 // Mistake reports whether the decided label differs from y.
 func (p Prediction) Mistake(y int) bool { return p.Label != y }

@@ -71,7 +71,7 @@ func (l *logreg) Predict(x Vector) (Prediction, error) {
 		return Prediction{}, err
 	}
 	p := labelPrediction(m, l.version)
-	p.Posterior, p.HasPosterior = Sigmoid(m), true
+	p.HasPosterior = true
 	return p, nil
 }
 

@@ -25,7 +25,7 @@ func testLogRegSteps(t *testing.T, decay float64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Score != 0 || p.Posterior != 0.5 || !p.HasPosterior || p.Label != 1 || p.Prob != 1 {
+	if p.Score != 0 || p.Posterior() != 0.5 || !p.HasPosterior || p.Label != 1 || p.Prob != 1 {
 		t.Fatalf("fresh prediction %+v", p)
 	}
 	if err := l.Learn(x, -1, l.Decide(p)); err != nil {
@@ -41,7 +41,7 @@ func testLogRegSteps(t *testing.T, decay float64) {
 	// Second step on y = +1: m = −1.25, slope g = −σ(1.25).
 	p, _ = l.Predict(x)
 	m := -0.5*2 + 0.5*-0.5
-	if p.Score != m || math.Abs(p.Posterior-1/(1+math.Exp(-m))) > 1e-15 {
+	if p.Score != m || math.Abs(p.Posterior()-1/(1+math.Exp(-m))) > 1e-15 {
 		t.Fatalf("second prediction %+v, margin want %g", p, m)
 	}
 	if err := l.Learn(x, 1, p); err != nil {
