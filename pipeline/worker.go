@@ -144,14 +144,14 @@ func (w *Worker) deadLetter(r Record, class string, err error) {
 // allocation per few hundred outputs instead of one each.
 const outputChunk = 32 << 10
 
+// jsonAppender is an output record that appends its own JSON encoding
+// (package topics's).
+type jsonAppender interface{ AppendJSON([]byte) []byte }
+
 // emit encodes v as the next output of kind, keyed by the record's key, unless
 // the record's outputs were delivered before a restart. The value is
 // appended to the current chunk, which only grows until TakeOutputs hands
 // it over, so values already emitted are never written again.
-// jsonAppender is an output record that appends its own JSON encoding
-// (the contract package's).
-type jsonAppender interface{ AppendJSON([]byte) []byte }
-
 func emit[T jsonAppender](w *Worker, r Record, kind string, v T) { // generic: v is not boxed in an interface
 	if r.Offset < w.suppress[r.Topic] {
 		return // already delivered before the restart

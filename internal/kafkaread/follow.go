@@ -188,6 +188,7 @@ func (f *follower) records(rr protocol.RecordReader, filter *abortFilter) ([]kaf
 				if filter != nil {
 					filter.control(b.BaseOffset, b.ProducerID, controlType(r) == 0)
 				}
+				closeRecord(r) // as every data record is: its buffers go back to kafka-go's pool
 			}
 			continue
 		case *protocol.RecordBatch:

@@ -1,6 +1,7 @@
 package kafkaread
 
 import (
+	"cmp"
 	"slices"
 
 	"github.com/segmentio/kafka-go"
@@ -77,14 +78,12 @@ type abortFilter struct {
 	aborting map[int64]struct{}
 }
 
-// newAbortFilter starts the filter of one fetch response.
+// newAbortFilter starts the filter of one fetch response's aborted
+// transactions, which it sorts in place and keeps.
 func newAbortFilter(aborted []AbortedTxn) *abortFilter {
-	f := &abortFilter{pending: slices.Clone(aborted)}
+	f := &abortFilter{pending: aborted}
 	slices.SortFunc(f.pending, func(a, b AbortedTxn) int {
-		if a.FirstOffset != b.FirstOffset {
-			return int(min(max(a.FirstOffset-b.FirstOffset, -1), 1))
-		}
-		return int(min(max(a.ProducerID-b.ProducerID, -1), 1))
+		return cmp.Or(cmp.Compare(a.FirstOffset, b.FirstOffset), cmp.Compare(a.ProducerID, b.ProducerID))
 	})
 	return f
 }
