@@ -262,13 +262,7 @@ func (s *Service) checkChangelog(ctx context.Context) error {
 // (pipeline.Config.Validate for the outputs; the key records' bound here).
 func (s *Service) sizeOutputs(ctx context.Context) error {
 	t := s.cfg.Topics
-	names := []string{}
-	for _, n := range []string{t.Events, t.Labels, t.Predictions, t.Queries, t.DeadLetters, t.Alerts, t.Changelog} {
-		if n != "" && !slices.Contains(names, n) {
-			names = append(names, n)
-		}
-	}
-	limits, err := s.messageLimits(ctx, names)
+	limits, err := s.messageLimits(ctx, t.all())
 	if err != nil {
 		return err
 	}
