@@ -1,5 +1,10 @@
 package keyed
 
+import (
+	"fmt"
+	"reflect"
+)
+
 // Totals are a partition's cumulative counters: plain fields, cheap enough to
 // read after every record.
 type Totals struct {
@@ -34,59 +39,34 @@ type Totals struct {
 
 // Add adds o's counters to t (KeysInWarning, a level, adds up across
 // partitions too).
-func (t *Totals) Add(o Totals) {
-	t.Events += o.Events
-	t.Predictions += o.Predictions
-	t.Queries += o.Queries
-	t.Labeled += o.Labeled
-	t.Mistakes += o.Mistakes
-	t.LabelsJoined += o.LabelsJoined
-	t.LabelsUnknown += o.LabelsUnknown
-	t.LabelsExpired += o.LabelsExpired
-	t.DelayedLabeled += o.DelayedLabeled
-	t.LabelsNoKey += o.LabelsNoKey
-	t.Alerts += o.Alerts
-	t.Resets += o.Resets
-	t.KeysInWarning += o.KeysInWarning
-	for i := range t.AlertsBy {
-		t.AlertsBy[i] += o.AlertsBy[i]
-	}
-	t.Asked += o.Asked
-	t.MissingKey += o.MissingKey
-	t.KeyTooLong += o.KeyTooLong
-	t.InvalidEvent += o.InvalidEvent
-	t.Rejected += o.Rejected
-	t.DeadLetters += o.DeadLetters
-	t.Skipped += o.Skipped
-	t.FollowedPopulation += o.FollowedPopulation
-}
+func (t *Totals) Add(o Totals) { t.combine(&o, 1, true) }
 
 // Since is t's counters minus base's: what was counted after base was
 // read. KeysInWarning, a level, is t's.
 func (t Totals) Since(base Totals) Totals {
-	d := t
-	d.Events -= base.Events
-	d.Predictions -= base.Predictions
-	d.Queries -= base.Queries
-	d.Labeled -= base.Labeled
-	d.Mistakes -= base.Mistakes
-	d.LabelsJoined -= base.LabelsJoined
-	d.LabelsUnknown -= base.LabelsUnknown
-	d.LabelsExpired -= base.LabelsExpired
-	d.DelayedLabeled -= base.DelayedLabeled
-	d.LabelsNoKey -= base.LabelsNoKey
-	d.Alerts -= base.Alerts
-	d.Resets -= base.Resets
-	for i := range d.AlertsBy {
-		d.AlertsBy[i] -= base.AlertsBy[i]
+	t.combine(&base, -1, false)
+	return t
+}
+
+// combine adds sign × each of o's counters to t's, every int64 field and
+// every entry of an int64 array (so that a counter added to Totals is
+// summed and subtracted without another list of fields), KeysInWarning
+// only when level is set. Add and Since run at scrape time and in reports,
+// not per record: reflection's cost does not matter there.
+func (t *Totals) combine(o *Totals, sign int64, level bool) {
+	tv, ov := reflect.ValueOf(t).Elem(), reflect.ValueOf(o).Elem()
+	for i := range tv.NumField() {
+		f := tv.Field(i)
+		switch {
+		case tv.Type().Field(i).Name == "KeysInWarning" && !level:
+		case f.Kind() == reflect.Int64:
+			f.SetInt(f.Int() + sign*ov.Field(i).Int())
+		case f.Kind() == reflect.Array:
+			for j := range f.Len() {
+				f.Index(j).SetInt(f.Index(j).Int() + sign*ov.Field(i).Index(j).Int())
+			}
+		default:
+			panic(fmt.Sprintf("keyed.Totals.%s is a %s: a counter is an int64 or an array of them", tv.Type().Field(i).Name, f.Type()))
+		}
 	}
-	d.Asked -= base.Asked
-	d.MissingKey -= base.MissingKey
-	d.KeyTooLong -= base.KeyTooLong
-	d.InvalidEvent -= base.InvalidEvent
-	d.Rejected -= base.Rejected
-	d.DeadLetters -= base.DeadLetters
-	d.Skipped -= base.Skipped
-	d.FollowedPopulation -= base.FollowedPopulation
-	return d
 }
