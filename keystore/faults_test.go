@@ -61,7 +61,7 @@ func TestFullDiskFailsTheStore(t *testing.T) {
 // of stalling the partition forever.
 func TestStalledWriteFailsTheStore(t *testing.T) {
 	fs := faultfs.New("")
-	s, err := Open(filepath.Join(t.TempDir(), "p0"), Options{MemTableBytes: 256 << 10, BatchBytes: 32 << 10, StallTimeout: 300 * time.Millisecond, FS: fs})
+	s, err := Open(filepath.Join(t.TempDir(), "p0"), Options{MemTableBytes: 256 << 10, BatchBytes: 32 << 10, StallTimeout: time.Second, FS: fs})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,8 +12,10 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
-// FS is vfs.Default with switches. Once armed full, writes to the tables
-// (*.sst) it creates under a path containing Match fail with ENOSPC; armed
+// FS is vfs.Default with switches. Once armed full, creating a table
+// (*.sst) under a path containing Match, or writing to one, fails with
+// ENOSPC (so no file appears in the directory while the fault holds, and a
+// test's cleanup cannot race a flush Pebble retries); armed
 // with a stall channel, they wait until it is closed. The zero Match
 // matches every path.
 type FS struct {
@@ -44,21 +46,34 @@ func (f *FS) Faulted() int {
 	return f.hits
 }
 
-// Create creates a file, faulting its writes when it is a matching table.
+// Create creates a file, faulting its writes when it is a matching table;
+// armed full, it refuses to create a matching table.
 func (f *FS) Create(name string, c vfs.DiskWriteCategory) (vfs.File, error) {
+	table := strings.Contains(name, f.Match) && strings.HasSuffix(name, ".sst")
+	if table {
+		f.mu.Lock()
+		full := f.full
+		if full {
+			f.hits++
+		}
+		f.mu.Unlock()
+		if full {
+			return nil, &os.PathError{Op: "create", Path: name, Err: syscall.ENOSPC}
+		}
+	}
 	file, err := f.FS.Create(name, c)
-	if err != nil || !strings.Contains(name, f.Match) || !strings.HasSuffix(name, ".sst") {
+	if err != nil || !table {
 		return file, err
 	}
-	return &table{File: file, fs: f}, nil
+	return &tableFile{File: file, fs: f}, nil
 }
 
-type table struct {
+type tableFile struct {
 	vfs.File
 	fs *FS
 }
 
-func (t *table) Write(p []byte) (int, error) {
+func (t *tableFile) Write(p []byte) (int, error) {
 	t.fs.mu.Lock()
 	full, stall := t.fs.full, t.fs.stall
 	if full || stall != nil {
