@@ -157,39 +157,13 @@ func (m *Model) label(in Input, ks *State) error {
 		return nil
 	}
 	q := ks.wait.pending[i]
-	x := q.x
 	ks.wait.unawait(i)
 	m.stats.LabelsJoined++
-	scored := q.decided != 0 // the prediction made when the event came
-	var err error
-	if q.population != 0 && ks.mix != nil {
-		err = m.scoreMixture(in, ks, int(q.population) != ev.Label, int(q.own) != ev.Label)
+	l := labeled{x: q.x, label: ev.Label, ts: q.ts, made: q.decided, keyLearns: q.learnable()}
+	if q.population != 0 {
+		l.own, l.population = int(q.own), int(q.population)
 	}
-	if scored {
-		m.score(ks, q.decided != ev.Label, q.ts)
-		m.stats.DelayedLabeled++
-	}
-	var sum float64 // an additive model's margin by its parts' current states
-	if m.additive && x.Dim() > 0 && err == nil {
-		sum, err = m.sumNow(ks, x)
-	}
-	switch {
-	case err != nil || !q.learnable(): // a sampler's label it did not ask for (LearnQueried)
-	case m.additive:
-		err = m.learnSum(ks, x, ev.Label, sum)
-	default:
-		var p learners.Prediction
-		if p, err = ks.learner.Predict(x); err == nil { // the state moved on since the event: learn from the current one
-			err = m.learn(ks, x, ev.Label, p)
-		}
-	}
-	if m.populated() && x.Dim() > 0 && err == nil {
-		err = m.teachPopulation(in, x, ev.Label, nil, sum)
-	}
-	if scored {
-		m.outcome(in, ks, q.decided != ev.Label, q.ts)
-	}
-	return err
+	return m.resolve(in, ks, &l)
 }
 
 // early keeps a labels-topic label whose event has not come (the two

@@ -169,7 +169,7 @@ func (m *Model) event(in Input, ks *State, label int) error {
 		defer m.eventSignals(in, ks, signal, rd.score, in.Event.TS)
 	}
 	if label != 0 {
-		return m.learnInline(in, ks, &rd, label)
+		return m.inline(in, ks, &rd, label)
 	}
 	m.await(in, ks, &rd)
 	return nil
@@ -248,30 +248,87 @@ func (m *Model) predicted(in Input, ks *State, rd *round) {
 	}
 }
 
-// learnInline scores the round against the event's own label and learns
-// it: a label with no delay.
-func (m *Model) learnInline(in Input, ks *State, rd *round, label int) error {
-	wrong := rd.made != label
-	m.score(ks, wrong, in.Event.TS)
-	if !m.populated() {
-		m.step.Outcome.Expected = rd.p.ExpectedMistake(label)
+// labeled is an event met by its label: with no delay (the label came in
+// the event) or later (a label record joined to the awaited event). Both
+// take one path, resolve: score the prediction made at the event, update
+// the key's mixture, learn, teach the population model, watch the outcome.
+type labeled struct {
+	// x is the event's input, zero when neither the key nor the population
+	// model learns the label (LearnQueried: a sampler's unasked label).
+	x     learners.Vector
+	label int
+	ts    time.Time // the event's time, zero when it had none
+	// made is the label predicted at the event, 0 when unknown (a key state
+	// written before predictions were kept): then nothing is scored.
+	made int
+	// own and population are the mixture's experts' labels at the event, 0
+	// without the mixture.
+	own, population int
+	// keyLearns is set when the key's learner learns the label.
+	keyLearns bool
+	// now is the event's round when the key's state has not moved since
+	// (a label with no delay): its prediction, decided, is the one learned
+	// from, and its probability of a mistake refines the outcome. Nil for
+	// a delayed label: the key predicts x again by its current state.
+	now *round
+}
+
+// resolve scores and learns an event met by its label (see labeled).
+func (m *Model) resolve(in Input, ks *State, l *labeled) error {
+	if l.made != 0 {
+		m.score(ks, l.made != l.label, l.ts)
+		if l.now == nil {
+			m.stats.DelayedLabeled++
+		} else if !m.populated() {
+			m.step.Outcome.Expected = l.now.p.ExpectedMistake(l.label)
+		}
 	}
 	var err error
-	if m.mixing() {
-		err = m.scoreMixture(in, ks, rd.pop.Label != label, rd.p.Label != label)
+	if l.population != 0 && ks.mix != nil {
+		err = m.scoreMixture(in, ks, l.population != l.label, l.own != l.label)
+	}
+	var sum float64 // an additive model's margin by its parts' current states
+	if m.additive && l.x.Dim() > 0 && err == nil {
+		if l.now != nil {
+			sum = l.now.score
+		} else {
+			sum, err = m.sumNow(ks, l.x)
+		}
 	}
 	switch {
-	case err != nil || !m.learns(rd.query): // LearnQueried: a sampler's unasked label
+	case err != nil || !l.keyLearns:
 	case m.additive:
-		err = m.learnSum(ks, rd.x, label, rd.score)
+		err = m.learnSum(ks, l.x, l.label, sum)
+	case l.now != nil:
+		err = m.learn(ks, l.x, l.label, l.now.p)
 	default:
-		err = m.learn(ks, rd.x, label, rd.p)
+		var p learners.Prediction
+		if p, err = ks.learner.Predict(l.x); err == nil { // the state moved on since the event: learn from the current one
+			err = m.learn(ks, l.x, l.label, p)
+		}
 	}
-	if m.populated() && err == nil {
-		err = m.teachPopulation(in, rd.x, label, &rd.pop, rd.score)
+	if m.populated() && l.x.Dim() > 0 && err == nil {
+		var pred *learners.Prediction // the population's prediction of x, when the round made it
+		if l.now != nil {
+			pred = &l.now.pop
+		}
+		err = m.teachPopulation(in, l.x, l.label, pred, sum)
 	}
-	m.outcome(in, ks, wrong, in.Event.TS)
+	if l.made != 0 {
+		m.outcome(in, ks, l.made != l.label, l.ts)
+	}
 	return err
+}
+
+// inline resolves an event that came with its label: a label with no
+// delay, learned from the round's prediction (the key's state has not moved
+// since it).
+func (m *Model) inline(in Input, ks *State, rd *round, label int) error {
+	l := labeled{x: rd.x, label: label, ts: in.Event.TS, made: rd.made, keyLearns: m.learns(rd.query), now: rd}
+	if m.mixing() {
+		l.own, l.population = rd.p.Label, rd.pop.Label
+	}
+	return m.resolve(in, ks, &l)
 }
 
 // await asks for the label of an unlabeled event when the key wants it,
