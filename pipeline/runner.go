@@ -271,6 +271,71 @@ func (r *Runner) claim(ctx context.Context, e checkpoint.Epoch) error {
 }
 
 func (r *Runner) run(ctx context.Context) error {
+	if err := r.start(ctx); err != nil {
+		return err
+	}
+	l := &loop{r: r, pctx: context.WithoutCancel(ctx)} // a record once taken is processed whole
+	if err := r.do(ctx, StepSource, l.open); err != nil {
+		return err
+	}
+	defer func() { l.src.Close() }()
+	l.wb = r.startWriteBehind(ctx)
+	defer l.wb.abort() // a no-op after the final drain
+	// A checkpoint comes CheckpointPeriod after the last one at the
+	// latest while records arrive: the ticker restarts at every checkpoint.
+	l.tick = time.NewTicker(r.cfg.CheckpointPeriod)
+	defer l.tick.Stop()
+	var flushC <-chan time.Time
+	if r.cfg.FlushInterval > 0 {
+		flush := time.NewTicker(r.cfg.FlushInterval)
+		defer flush.Stop()
+		flushC = flush.C
+	}
+	for {
+		if ctx.Err() != nil { // stop before taking another record
+			return l.final()
+		}
+		select {
+		case <-ctx.Done():
+			return l.final()
+		case <-l.wb.failed:
+			return l.wb.err
+		case batch, ok := <-l.src.Records():
+			if !ok { // exhausted
+				return l.final()
+			}
+			if stop, err := l.take(ctx, batch); stop {
+				return err
+			}
+		case <-l.tick.C:
+			if l.since > 0 {
+				if err := l.checkpoint(nil); err != nil {
+					return err
+				}
+			}
+		case <-flushC:
+			if len(r.w.out) > 0 {
+				if err := l.wb.put(job{outs: r.w.TakeOutputs()}); err != nil {
+					return err
+				}
+			}
+		case q := <-r.reqs:
+			if !q.fn(r.w) {
+				q.reply <- nil
+				continue
+			}
+			if err := l.checkpoint(q.reply); err != nil {
+				q.reply <- err
+				return err
+			}
+		}
+	}
+}
+
+// start brings the partition's state to where it resumes: taken from the
+// last Runner's kept state when it is current, else restored from the
+// store under a new epoch, claimed; then publishes it.
+func (r *Runner) start(ctx context.Context) error {
 	start := time.Now()
 	res, resumed, err := r.resume(ctx)
 	if err != nil {
@@ -281,25 +346,8 @@ func (r *Runner) run(ctx context.Context) error {
 		for _, p := range res.Problems {
 			r.log.Warn("checkpoint record set aside while catching up; its key replays from further back", "problem", p)
 		}
-	} else {
-		err := r.do(ctx, StepRestore, func(ctx context.Context) error {
-			var err error
-			res, err = r.w.Restore(ctx, r.cfg.Store)
-			return err
-		})
-		if err != nil {
-			return err
-		}
-		if err := res.complete(r.cfg.Partition, r.cfg.Committed[EventsTopic]); err != nil {
-			return r.stepError(StepRestore, err)
-		}
-		for _, p := range res.Problems {
-			r.log.Warn("checkpoint record set aside; its key replays from further back", "problem", p)
-		}
-		r.w.SetEpoch(checkpoint.NextEpoch(res.MaxEpoch, r.cfg.Generation))
-		if err := r.claim(ctx, r.w.epoch); err != nil {
-			return err
-		}
+	} else if res, err = r.restore(ctx); err != nil {
+		return err
 	}
 	committed := [2]int64{max(r.cfg.Committed[0], 0), max(r.cfg.Committed[1], 0)}
 	r.w.SuppressBelow(committed)
@@ -309,119 +357,128 @@ func (r *Runner) run(ctx context.Context) error {
 	}
 	r.log.Info("partition restored", "keys", r.w.Keys(), "from", res.Origin.String(), "caught_up_records", res.CaughtUp, "replay_from", res.From[0], "committed", committed[0],
 		"epoch", r.w.epoch.String(), "fenced_records", res.Fenced, "restore_ms", time.Since(start).Milliseconds())
-
-	var src Source
-	open := func(ctx context.Context) error {
-		t := r.w.Through()
-		var err error
-		src, err = r.cfg.Open(ctx, [2]int64{t[0] + 1, t[1] + 1})
-		return err
-	}
-	if err := r.do(ctx, StepSource, open); err != nil {
-		return err
-	}
-	defer func() { src.Close() }()
-
-	wb := r.startWriteBehind(ctx)
-	defer wb.abort()                   // a no-op after the final drain
-	pctx := context.WithoutCancel(ctx) // a record once taken is processed whole
-	since := 0
-	// A checkpoint comes CheckpointPeriod after the last one at the
-	// latest while records arrive: the ticker restarts at every checkpoint.
-	tick := time.NewTicker(r.cfg.CheckpointPeriod)
-	defer tick.Stop()
-	var flushC <-chan time.Time
-	if r.cfg.FlushInterval > 0 {
-		flush := time.NewTicker(r.cfg.FlushInterval)
-		defer flush.Stop()
-		flushC = flush.C
-	}
-	var failingSince time.Time // the source's first failure of the current streak
-	attempt := 0
-	for {
-		if ctx.Err() != nil { // stop before taking another record
-			return r.final(wb, since)
-		}
-		select {
-		case <-ctx.Done():
-			return r.final(wb, since)
-		case <-wb.failed:
-			return wb.err
-		case batch, ok := <-src.Records():
-			if !ok { // exhausted
-				return r.final(wb, since)
-			}
-			for i := range batch {
-				f := &batch[i]
-				if f.Err != nil {
-					src.Close()
-					if errors.Is(f.Err, ErrLost) {
-						return f.Err
-					}
-					if failingSince.IsZero() {
-						failingSince, attempt = time.Now(), 0
-					}
-					if err := r.backoff(ctx, StepSource, f.Err, &attempt, failingSince); err != nil {
-						if ctx.Err() != nil {
-							return r.final(wb, since)
-						}
-						return err
-					}
-					if err := r.do(ctx, StepSource, open); err != nil {
-						if ctx.Err() != nil {
-							return r.final(wb, since)
-						}
-						return err
-					}
-					break
-				}
-				if i > 0 && ctx.Err() != nil { // stop before taking another record
-					return r.final(wb, since)
-				}
-				failingSince = time.Time{}
-				b := countsOf(&r.w.stats)
-				if err := r.w.Process(pctx, f.Record); err != nil {
-					return r.stepError(StepProcess, err)
-				}
-				e := r.pub.record(r.w, b, f.Topic, max(0, f.HighWatermark-f.Offset-1))
-				for _, h := range r.hooks.record {
-					h.Record(f, e)
-				}
-				if since++; since >= r.cfg.CheckpointEvery {
-					if err := r.checkpoint(wb, nil); err != nil {
-						return err
-					}
-					since = 0
-					tick.Reset(r.cfg.CheckpointPeriod) // the period counts from the last checkpoint
-				}
-			}
-		case <-tick.C:
-			if since > 0 {
-				if err := r.checkpoint(wb, nil); err != nil {
-					return err
-				}
-				since = 0
-			}
-		case <-flushC:
-			if len(r.w.out) > 0 {
-				if err := wb.put(job{outs: r.w.TakeOutputs()}); err != nil {
-					return err
-				}
-			}
-		case q := <-r.reqs:
-			if !q.fn(r.w) {
-				q.reply <- nil
-				continue
-			}
-			if err := r.checkpoint(wb, q.reply); err != nil {
-				q.reply <- err
-				return err
-			}
-			since = 0
-			tick.Reset(r.cfg.CheckpointPeriod)
-		}
-	}
+	return nil
 }
+
+// restore reads the partition's state from the store, checks it reaches
+// the committed position, and claims a new epoch for it.
+func (r *Runner) restore(ctx context.Context) (res Restored, err error) {
+	err = r.do(ctx, StepRestore, func(ctx context.Context) error {
+		var err error
+		res, err = r.w.Restore(ctx, r.cfg.Store)
+		return err
+	})
+	if err != nil {
+		return res, err
+	}
+	if err := res.complete(r.cfg.Partition, r.cfg.Committed[EventsTopic]); err != nil {
+		return res, r.stepError(StepRestore, err)
+	}
+	for _, p := range res.Problems {
+		r.log.Warn("checkpoint record set aside; its key replays from further back", "problem", p)
+	}
+	r.w.SetEpoch(checkpoint.NextEpoch(res.MaxEpoch, r.cfg.Generation))
+	return res, r.claim(ctx, r.w.epoch)
+}
+
+// loop is the state of a Runner's record loop: its source, its
+// write-behind, the records since the last checkpoint and the current
+// streak of source failures.
+type loop struct {
+	r     *Runner
+	pctx  context.Context // the records' context: a record once taken is processed whole
+	src   Source
+	wb    *writeBehind
+	tick  *time.Ticker
+	since int // records processed since the last checkpoint
+	// failingSince is the source's first failure of the current streak,
+	// attempt its retries.
+	failingSince time.Time
+	attempt      int
+}
+
+// open opens the source after the worker's last record of each topic.
+func (l *loop) open(ctx context.Context) error {
+	t := l.r.w.Through()
+	src, err := l.r.cfg.Open(ctx, [2]int64{t[0] + 1, t[1] + 1})
+	if err == nil {
+		l.src = src // a failed open keeps the last one, closed, for the deferred Close
+	}
+	return err
+}
+
+// take processes a batch from the source, checkpointing every
+// CheckpointEvery records; a failed fetch reopens the source after a
+// backoff. stop reports that the loop ends, with err (nil: a clean stop,
+// its final checkpoint written).
+func (l *loop) take(ctx context.Context, batch []Fetched) (stop bool, err error) {
+	r := l.r
+	for i := range batch {
+		f := &batch[i]
+		if f.Err != nil {
+			return l.reopen(ctx, f.Err)
+		}
+		if i > 0 && ctx.Err() != nil { // stop before taking another record
+			return true, l.final()
+		}
+		l.failingSince = time.Time{}
+		b := countsOf(&r.w.stats)
+		if err := r.w.Process(l.pctx, f.Record); err != nil {
+			return true, r.stepError(StepProcess, err)
+		}
+		e := r.pub.record(r.w, b, f.Topic, max(0, f.HighWatermark-f.Offset-1))
+		for _, h := range r.hooks.record {
+			h.Record(f, e)
+		}
+		if l.since++; l.since >= r.cfg.CheckpointEvery {
+			if err := l.checkpoint(nil); err != nil {
+				return true, err
+			}
+		}
+	}
+	return false, nil
+}
+
+// reopen closes the source after its failure err and opens it again after
+// a backoff; a lost position (ErrLost) and retries past the limit end the
+// loop, a cancelled context stops it cleanly.
+func (l *loop) reopen(ctx context.Context, err error) (stop bool, _ error) {
+	r := l.r
+	l.src.Close()
+	if errors.Is(err, ErrLost) {
+		return true, err
+	}
+	if l.failingSince.IsZero() {
+		l.failingSince, l.attempt = time.Now(), 0
+	}
+	if err := r.backoff(ctx, StepSource, err, &l.attempt, l.failingSince); err != nil {
+		if ctx.Err() != nil {
+			return true, l.final()
+		}
+		return true, err
+	}
+	if err := r.do(ctx, StepSource, l.open); err != nil {
+		if ctx.Err() != nil {
+			return true, l.final()
+		}
+		return true, err
+	}
+	return false, nil
+}
+
+// checkpoint checkpoints the partition (reply, when set, gets the outcome)
+// and restarts the count and the period.
+func (l *loop) checkpoint(reply chan error) error {
+	if err := l.r.checkpoint(l.wb, reply); err != nil {
+		return err
+	}
+	l.since = 0
+	l.tick.Reset(l.r.cfg.CheckpointPeriod) // the period counts from the last checkpoint
+	return nil
+}
+
+// final stops the loop cleanly (Runner.final).
+func (l *loop) final() error { return l.r.final(l.wb, l.since) }
 
 // final writes the last checkpoint when the partition stops, waits for the
 // write-behind to write everything, and keeps the state for the partition's
