@@ -32,51 +32,14 @@ func (e usageError) Unwrap() error { return e.error }
 // runBacktest replays a file or generator through learners and writes the
 // report (docs/spec/DESIGN.md §5).
 func runBacktest(args []string, stdout, stderr io.Writer) int {
+	var f backtestFlags
 	fs := flag.NewFlagSet("backtest", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	data := fs.String("data", "", "data: a CSV or ARFF file (.gz read transparently) or synth:NAME?k=v&... (see -list-generators)")
-	format := fs.String("format", "auto", "file format: auto (by extension: .csv/.txt → csv, .arff → arff, .jsonl → jsonl), csv, arff or jsonl")
-	dim := fs.Int("dim", 0, "jsonl: length of dense \"x\" inputs")
-	hashBits := fs.Int("hash-bits", 0, "jsonl: hash named \"features\" into 2^k buckets")
-	label := fs.String("label", "", "label column: header name, 1-based index, first or last (required for labeled files)")
-	positive := fs.String("positive", "", "label value that means +1 (required with -label or -label-file)")
-	negative := fs.String("negative", "", "label value that means -1; when set, any other value is an error")
-	header := fs.Bool("header", false, "the CSV file's first row names the columns")
-	labelFile := fs.String("label-file", "", "labels one per line in a separate file, row for row")
-	names := fs.String("learners", "", "comma-separated learners to compare (see 'consumer learners')")
-	paramsFlag := fs.String("params", "", `JSON object of parameters per learner, e.g. {"lasec":{"c":50},"swin":{"randomized":true}}`)
-	seed := fs.Uint64("seed", 1, "seed: learners' RNG streams; generators draw stream seed+repeat")
-	repeats := fs.Int("repeats", 1, "repeat with seeds seed..seed+N-1 and report means with 95% confidence intervals")
-	target := fs.Float64("query-rate-target", 0, "calibrate each sampler's query parameter to this query rate (0 = off)")
-	window := fs.Int("window", 500, "window of labeled events for windowed accuracy")
-	bias := fs.Bool("bias", false, "append a constant feature 1, so that linear learners can learn a threshold away from the origin")
-	standardize := fs.Bool("standardize", false, "z-score every input by the running statistics of the inputs before it (per key with -keyed and topic backtests; the service's DRIFTSTREAM_STANDARDIZE)")
-	out := fs.String("out", "", "output directory for summary.json, curve.csv, accuracy.svg and accuracy.png")
-	listGen := fs.Bool("list-generators", false, "list the built-in generators and their parameters, then exit")
-	experiment := fs.String("experiment", "", "run a paper reproduction by name (list: show them); replaces -data and -learners")
-	dataDir := fs.String("data-dir", defaultDataDir(), "with -experiment: the shared data directory ($DRIFTSTREAM_DATA)")
-	// Backtests through the service's own pipeline (per key).
-	brokers := fs.String("brokers", "", "topic backtest: Kafka bootstrap brokers, comma-separated host:port (TLS and SASL from the service's DRIFTSTREAM_TLS*/SASL* environment)")
-	topic := fs.String("topic", "", "topic backtest: the events topic to replay (read without a consumer group, never committed)")
-	labelsTopic := fs.String("labels-topic", "", "topic backtest: a co-partitioned labels topic")
-	from := fs.String("from", "", "topic backtest: start of the range in every partition: an offset or an RFC 3339 time (default: the first offset)")
-	to := fs.String("to", "", "topic backtest: end of the range (exclusive): an offset or an RFC 3339 time (default: the end when the backtest starts)")
-	keyedFlag := fs.Bool("keyed", false, "replay -data through the service's pipeline, one learner per key, as the producer would write it to a topic")
-	keys := fs.Int("keys", 1, "with -keyed: spread events without a key column over this many keys (1: one learner for the whole stream; synth:...&keys=N says the same)")
-	keyCol := fs.String("key", "", "with -keyed: the CSV column or JSONL field holding the entity key")
-	labelsDelay := fs.Int("labels-delay", 0, "with -keyed: send each label as a label record this many events after its event (0: inline)")
-	partitions := fs.Int("partitions", 1, "with -keyed: partitions of the topic the data would be written to")
-	population := fs.String("population", keyed.PopulationOff, "a population model per partition (the service's DRIFTSTREAM_POPULATION): off, additive (a shared part each key's prediction adds to its own), mixture or on (a learner that seeds new keys, followed per key by a weighted majority), or a learner of -learners (its runs alone keep a mixture)")
-	learnFrom := fs.String("learn-from", keyed.LearnAll, "-keyed and topic backtests: which labels teach a key, all or queried (the service's DRIFTSTREAM_LEARN_FROM); single-stream backtests and reproductions run the papers' protocol, queried")
-	partitioner := fs.String("partitioner", topics.DefaultPartitioner, "with -keyed: the producer's key → partition hash that deals the keys over -partitions (cmd/producer's -partitioner): "+strings.Join(topics.Partitioners, ", "))
-	queryScale := fs.Float64("query-scale", 1, "-keyed and topic backtests: margin rule b/(b+|score|) for learners without a query rule (the service's DRIFTSTREAM_QUERY_SCALE)")
-	quiet := fs.Bool("q", false, "no progress lines on stderr")
-	detectorsFlag := fs.String("detectors", "", `drift detectors: a JSON list of {"detector","signal","params"}, [] for none, or "all" (every detector on every signal it can watch). -keyed and topic backtests: run per key as the service runs them (default: the service's DRIFTSTREAM_DETECTORS) and write alerts-LEARNER.jsonl; a single stream: scored against the generator's known drift points`)
-	cooldown := fs.Int64("alert-cooldown", keyed.DefaultAlertCooldown, "events of a key after an alert during which it raises no other (the service's DRIFTSTREAM_ALERT_COOLDOWN); a drift confirmed meanwhile is alerted when it ends. A single stream scores each detector with its own cooldown, side by side")
+	f.register(fs)
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
-	if *listGen {
+	if f.listGen {
 		for _, g := range streams.Generators() {
 			fmt.Fprintf(stdout, "%s: %s\n", g.Name, g.Summary)
 			for _, p := range g.Params {
@@ -85,7 +48,7 @@ func runBacktest(args []string, stdout, stderr io.Writer) int {
 		}
 		return exitOK
 	}
-	if *experiment == "list" {
+	if f.experiment == "list" {
 		for _, e := range experiments.Catalog() {
 			fmt.Fprintf(stdout, "%-24s %s\n", e.Name, e.Paper)
 		}
@@ -100,152 +63,254 @@ func runBacktest(args []string, stdout, stderr io.Writer) int {
 		}
 		return exitError
 	}
-	if *experiment != "" {
-		set := map[string]bool{}
-		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-		return runExperiment(*experiment, set, *seed, *repeats, *window, *out, *dataDir, args, stdout, stderr, fail)
+	set := map[string]bool{} // the flags given
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	if f.experiment != "" {
+		return runExperiment(f.experiment, set, f.seed, f.repeats, f.window, f.out, f.dataDir, args, stdout, stderr, fail)
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if err := flagsApply(set, *topic != "", *keyedFlag); err != nil {
+	if err := flagsApply(set, f.topic != "", f.keyedFlag); err != nil {
 		return fail(err)
 	}
-	if *topic != "" || *keyedFlag {
-		switch {
-		case fs.NArg() > 0:
-			return fail(usageError{fmt.Errorf("unexpected arguments %q", fs.Args())})
-		case *out == "":
-			return fail(usageError{errors.New("-out is required: the directory for the report")})
-		case (*dim > 0) == (*hashBits > 0) && *topic != "":
-			return fail(usageError{errors.New("a topic backtest needs exactly one of -dim (dense \"x\") and -hash-bits (named \"features\")")})
-		case *topic != "" && (*brokers == "" || *data != "" || *keyedFlag):
-			return fail(usageError{errors.New("-topic needs -brokers, and excludes -data and -keyed")})
-		case *topic == "" && *data == "":
-			return fail(usageError{errors.New("-keyed needs -data: a file or synth:NAME?k=v")})
-		case *keys < 1 || *labelsDelay < 0 || *partitions < 1 || *queryScale < 0:
-			return fail(usageError{errors.New("-keys and -partitions must be ≥ 1, -labels-delay and -query-scale ≥ 0")})
-		}
-		var specs []backtest.Spec
-		var err error
-		dets := config.DefaultDetectors()
-		if *names == "" { // what the service would have done: its configuration
-			svc, err := serviceSettings(set, population, learnFrom, standardize, bias, queryScale, cooldown, stderr)
-			if err != nil {
-				return fail(err)
-			}
-			specs, dets = svc.specs, svc.detectors
-		} else if specs, err = learnerSpecs(*names, *paramsFlag); err != nil {
-			return fail(err)
-		}
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		defer stop()
-		if set["detectors"] {
-			if dets, err = detectorSpecs(*detectorsFlag); err != nil {
-				return fail(err)
-			}
-		}
-		if *cooldown < 1 {
-			return fail(usageError{fmt.Errorf("-alert-cooldown %d: must be ≥ 1", *cooldown)})
-		}
-		if _, err := topics.Balancer(*partitioner); err != nil {
-			return fail(usageError{fmt.Errorf("-partitioner: %w", err)})
-		}
-		if err := populationApplies(*population, specs); err != nil {
-			return fail(err)
-		}
-		k := keyedRun{specs: specs, seed: *seed, dim: *dim, hashBits: *hashBits, messages: backtest.MessageOptions{Keys: *keys, LabelsDelay: *labelsDelay, Partitioner: *partitioner},
-			partitions: *partitions, queryScale: *queryScale, standardize: *standardize, population: *population, learnFrom: *learnFrom, detectors: dets, cooldown: *cooldown, out: *out, quiet: *quiet}
-		if *topic != "" {
-			if k.input, err = topicInput(ctx, *brokers, *topic, *labelsTopic, *from, *to); err != nil {
-				return fail(err)
-			}
-		} else {
-			spec := *data
-			if streams.IsSynth(spec) {
-				var n int
-				if spec, n, err = synthKeys(spec); err != nil {
-					return fail(err)
-				}
-				if n > 0 {
-					k.messages.Keys = n
-				}
-			}
-			if k.data, err = dataSource(spec, *format, streams.CSVOptions{Header: *header, Label: *label, LabelFile: *labelFile, Key: *keyCol,
-				Labels: streams.LabelMap{Positive: *positive, Negative: *negative}}, streams.JSONLOptions{Dim: *dim, HashBits: *hashBits, KeyField: *keyCol}, *bias, *seed); err != nil {
-				return fail(err)
-			}
-			if k.dim == 0 && k.hashBits == 0 {
-				_, d, err := k.data(ctx, 0)
-				if err != nil {
-					return fail(err)
-				}
-				k.dim = d
-			}
-		}
-		if err := k.run(ctx, stdout, stderr); err != nil {
-			return fail(err)
-		}
-		fmt.Fprintf(stderr, "wrote the report to %s\n", *out)
-		return exitOK
+	var err error
+	if f.topic != "" || f.keyedFlag {
+		err = keyedBacktest(&f, set, fs.Args(), stdout, stderr)
+	} else {
+		err = streamBacktest(&f, fs.Args(), stdout, stderr)
 	}
-	switch {
-	case fs.NArg() > 0:
-		return fail(usageError{fmt.Errorf("unexpected arguments %q", fs.Args())})
-	case *data == "":
-		return fail(usageError{errors.New("-data is required: a file or synth:NAME?k=v")})
-	case *names == "":
-		return fail(usageError{fmt.Errorf("-learners is required; valid: %s", strings.Join(learners.Names(), ", "))})
-	case *out == "":
-		return fail(usageError{errors.New("-out is required: the directory for the report")})
-	case *repeats < 1:
-		return fail(usageError{fmt.Errorf("-repeats %d: must be ≥ 1", *repeats)})
-	case *target < 0 || *target >= 1:
-		return fail(usageError{fmt.Errorf("-query-rate-target %v: must be in (0, 1), or 0 for off", *target)})
-	case *window < 1:
-		return fail(usageError{fmt.Errorf("-window %d: must be ≥ 1", *window)})
-	}
-	specs, err := learnerSpecs(*names, *paramsFlag)
 	if err != nil {
 		return fail(err)
+	}
+	return exitOK
+}
+
+// backtestFlags are the backtest command's flags.
+type backtestFlags struct {
+	data          string
+	format        string
+	dim           int
+	hashBits      int
+	label         string
+	positive      string
+	negative      string
+	header        bool
+	labelFile     string
+	names         string
+	paramsFlag    string
+	seed          uint64
+	repeats       int
+	target        float64
+	window        int
+	bias          bool
+	standardize   bool
+	out           string
+	listGen       bool
+	experiment    string
+	dataDir       string
+	brokers       string
+	topic         string
+	labelsTopic   string
+	from          string
+	to            string
+	keyedFlag     bool
+	keys          int
+	keyCol        string
+	labelsDelay   int
+	partitions    int
+	population    string
+	learnFrom     string
+	partitioner   string
+	queryScale    float64
+	quiet         bool
+	detectorsFlag string
+	cooldown      int64
+}
+
+// register defines the flags on fs.
+func (f *backtestFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.data, "data", "", "data: a CSV or ARFF file (.gz read transparently) or synth:NAME?k=v&... (see -list-generators)")
+	fs.StringVar(&f.format, "format", "auto", "file format: auto (by extension: .csv/.txt → csv, .arff → arff, .jsonl → jsonl), csv, arff or jsonl")
+	fs.IntVar(&f.dim, "dim", 0, "jsonl: length of dense \"x\" inputs")
+	fs.IntVar(&f.hashBits, "hash-bits", 0, "jsonl: hash named \"features\" into 2^k buckets")
+	fs.StringVar(&f.label, "label", "", "label column: header name, 1-based index, first or last (required for labeled files)")
+	fs.StringVar(&f.positive, "positive", "", "label value that means +1 (required with -label or -label-file)")
+	fs.StringVar(&f.negative, "negative", "", "label value that means -1; when set, any other value is an error")
+	fs.BoolVar(&f.header, "header", false, "the CSV file's first row names the columns")
+	fs.StringVar(&f.labelFile, "label-file", "", "labels one per line in a separate file, row for row")
+	fs.StringVar(&f.names, "learners", "", "comma-separated learners to compare (see 'consumer learners')")
+	fs.StringVar(&f.paramsFlag, "params", "", `JSON object of parameters per learner, e.g. {"lasec":{"c":50},"swin":{"randomized":true}}`)
+	fs.Uint64Var(&f.seed, "seed", 1, "seed: learners' RNG streams; generators draw stream seed+repeat")
+	fs.IntVar(&f.repeats, "repeats", 1, "repeat with seeds seed..seed+N-1 and report means with 95% confidence intervals")
+	fs.Float64Var(&f.target, "query-rate-target", 0, "calibrate each sampler's query parameter to this query rate (0 = off)")
+	fs.IntVar(&f.window, "window", 500, "window of labeled events for windowed accuracy")
+	fs.BoolVar(&f.bias, "bias", false, "append a constant feature 1, so that linear learners can learn a threshold away from the origin")
+	fs.BoolVar(&f.standardize, "standardize", false, "z-score every input by the running statistics of the inputs before it (per key with -keyed and topic backtests; the service's DRIFTSTREAM_STANDARDIZE)")
+	fs.StringVar(&f.out, "out", "", "output directory for summary.json, curve.csv, accuracy.svg and accuracy.png")
+	fs.BoolVar(&f.listGen, "list-generators", false, "list the built-in generators and their parameters, then exit")
+	fs.StringVar(&f.experiment, "experiment", "", "run a paper reproduction by name (list: show them); replaces -data and -learners")
+	fs.StringVar(&f.dataDir, "data-dir", defaultDataDir(), "with -experiment: the shared data directory ($DRIFTSTREAM_DATA)")
+	// Backtests through the service's own pipeline (per key).
+	fs.StringVar(&f.brokers, "brokers", "", "topic backtest: Kafka bootstrap brokers, comma-separated host:port (TLS and SASL from the service's DRIFTSTREAM_TLS*/SASL* environment)")
+	fs.StringVar(&f.topic, "topic", "", "topic backtest: the events topic to replay (read without a consumer group, never committed)")
+	fs.StringVar(&f.labelsTopic, "labels-topic", "", "topic backtest: a co-partitioned labels topic")
+	fs.StringVar(&f.from, "from", "", "topic backtest: start of the range in every partition: an offset or an RFC 3339 time (default: the first offset)")
+	fs.StringVar(&f.to, "to", "", "topic backtest: end of the range (exclusive): an offset or an RFC 3339 time (default: the end when the backtest starts)")
+	fs.BoolVar(&f.keyedFlag, "keyed", false, "replay -data through the service's pipeline, one learner per key, as the producer would write it to a topic")
+	fs.IntVar(&f.keys, "keys", 1, "with -keyed: spread events without a key column over this many keys (1: one learner for the whole stream; synth:...&keys=N says the same)")
+	fs.StringVar(&f.keyCol, "key", "", "with -keyed: the CSV column or JSONL field holding the entity key")
+	fs.IntVar(&f.labelsDelay, "labels-delay", 0, "with -keyed: send each label as a label record this many events after its event (0: inline)")
+	fs.IntVar(&f.partitions, "partitions", 1, "with -keyed: partitions of the topic the data would be written to")
+	fs.StringVar(&f.population, "population", keyed.PopulationOff, "a population model per partition (the service's DRIFTSTREAM_POPULATION): off, additive (a shared part each key's prediction adds to its own), mixture or on (a learner that seeds new keys, followed per key by a weighted majority), or a learner of -learners (its runs alone keep a mixture)")
+	fs.StringVar(&f.learnFrom, "learn-from", keyed.LearnAll, "-keyed and topic backtests: which labels teach a key, all or queried (the service's DRIFTSTREAM_LEARN_FROM); single-stream backtests and reproductions run the papers' protocol, queried")
+	fs.StringVar(&f.partitioner, "partitioner", topics.DefaultPartitioner, "with -keyed: the producer's key → partition hash that deals the keys over -partitions (cmd/producer's -partitioner): "+strings.Join(topics.Partitioners, ", "))
+	fs.Float64Var(&f.queryScale, "query-scale", 1, "-keyed and topic backtests: margin rule b/(b+|score|) for learners without a query rule (the service's DRIFTSTREAM_QUERY_SCALE)")
+	fs.BoolVar(&f.quiet, "q", false, "no progress lines on stderr")
+	fs.StringVar(&f.detectorsFlag, "detectors", "", `drift detectors: a JSON list of {"detector","signal","params"}, [] for none, or "all" (every detector on every signal it can watch). -keyed and topic backtests: run per key as the service runs them (default: the service's DRIFTSTREAM_DETECTORS) and write alerts-LEARNER.jsonl; a single stream: scored against the generator's known drift points`)
+	fs.Int64Var(&f.cooldown, "alert-cooldown", keyed.DefaultAlertCooldown, "events of a key after an alert during which it raises no other (the service's DRIFTSTREAM_ALERT_COOLDOWN); a drift confirmed meanwhile is alerted when it ends. A single stream scores each detector with its own cooldown, side by side")
+}
+
+// keyedBacktest replays a file (-keyed) or a topic range (-topic) through
+// the service's pipeline, one learner per key.
+func keyedBacktest(f *backtestFlags, set map[string]bool, extra []string, stdout, stderr io.Writer) error {
+	switch {
+	case len(extra) > 0:
+		return usageError{fmt.Errorf("unexpected arguments %q", extra)}
+	case f.out == "":
+		return usageError{errors.New("-out is required: the directory for the report")}
+	case (f.dim > 0) == (f.hashBits > 0) && f.topic != "":
+		return usageError{errors.New("a topic backtest needs exactly one of -dim (dense \"x\") and -hash-bits (named \"features\")")}
+	case f.topic != "" && (f.brokers == "" || f.data != "" || f.keyedFlag):
+		return usageError{errors.New("-topic needs -brokers, and excludes -data and -keyed")}
+	case f.topic == "" && f.data == "":
+		return usageError{errors.New("-keyed needs -data: a file or synth:NAME?k=v")}
+	case f.keys < 1 || f.labelsDelay < 0 || f.partitions < 1 || f.queryScale < 0:
+		return usageError{errors.New("-keys and -partitions must be ≥ 1, -labels-delay and -query-scale ≥ 0")}
+	}
+	var specs []backtest.Spec
+	var err error
+	dets := config.DefaultDetectors()
+	if f.names == "" { // what the service would have done: its configuration
+		svc, err := serviceSettings(set, &f.population, &f.learnFrom, &f.standardize, &f.bias, &f.queryScale, &f.cooldown, stderr)
+		if err != nil {
+			return err
+		}
+		specs, dets = svc.specs, svc.detectors
+	} else if specs, err = learnerSpecs(f.names, f.paramsFlag); err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if set["detectors"] {
+		if dets, err = detectorSpecs(f.detectorsFlag); err != nil {
+			return err
+		}
+	}
+	if f.cooldown < 1 {
+		return usageError{fmt.Errorf("-alert-cooldown %d: must be ≥ 1", f.cooldown)}
+	}
+	if _, err := topics.Balancer(f.partitioner); err != nil {
+		return usageError{fmt.Errorf("-partitioner: %w", err)}
+	}
+	if err := populationApplies(f.population, specs); err != nil {
+		return err
+	}
+	k := keyedRun{specs: specs, seed: f.seed, dim: f.dim, hashBits: f.hashBits, messages: backtest.MessageOptions{Keys: f.keys, LabelsDelay: f.labelsDelay, Partitioner: f.partitioner},
+		partitions: f.partitions, queryScale: f.queryScale, standardize: f.standardize, population: f.population, learnFrom: f.learnFrom, detectors: dets, cooldown: f.cooldown, out: f.out, quiet: f.quiet}
+	if f.topic != "" {
+		if k.input, err = topicInput(ctx, f.brokers, f.topic, f.labelsTopic, f.from, f.to); err != nil {
+			return err
+		}
+	} else {
+		spec := f.data
+		if streams.IsSynth(spec) {
+			var n int
+			if spec, n, err = synthKeys(spec); err != nil {
+				return err
+			}
+			if n > 0 {
+				k.messages.Keys = n
+			}
+		}
+		if k.data, err = dataSource(spec, f.format, streams.CSVOptions{Header: f.header, Label: f.label, LabelFile: f.labelFile, Key: f.keyCol,
+			Labels: streams.LabelMap{Positive: f.positive, Negative: f.negative}}, streams.JSONLOptions{Dim: f.dim, HashBits: f.hashBits, KeyField: f.keyCol}, f.bias, f.seed); err != nil {
+			return err
+		}
+		if k.dim == 0 && k.hashBits == 0 {
+			_, d, err := k.data(ctx, 0)
+			if err != nil {
+				return err
+			}
+			k.dim = d
+		}
+	}
+	if err := k.run(ctx, stdout, stderr); err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "wrote the report to %s\n", f.out)
+	return nil
+}
+
+// streamBacktest replays a file or generator as one stream through each of
+// -learners, -repeats times, and reports their curves (and detection scores
+// with -detectors).
+func streamBacktest(f *backtestFlags, extra []string, stdout, stderr io.Writer) error {
+	switch {
+	case len(extra) > 0:
+		return usageError{fmt.Errorf("unexpected arguments %q", extra)}
+	case f.data == "":
+		return usageError{errors.New("-data is required: a file or synth:NAME?k=v")}
+	case f.names == "":
+		return usageError{fmt.Errorf("-learners is required; valid: %s", strings.Join(learners.Names(), ", "))}
+	case f.out == "":
+		return usageError{errors.New("-out is required: the directory for the report")}
+	case f.repeats < 1:
+		return usageError{fmt.Errorf("-repeats %d: must be ≥ 1", f.repeats)}
+	case f.target < 0 || f.target >= 1:
+		return usageError{fmt.Errorf("-query-rate-target %v: must be in (0, 1), or 0 for off", f.target)}
+	case f.window < 1:
+		return usageError{fmt.Errorf("-window %d: must be ≥ 1", f.window)}
+	}
+	specs, err := learnerSpecs(f.names, f.paramsFlag)
+	if err != nil {
+		return err
 	}
 	for i := range specs {
-		specs[i].Standardize = *standardize
+		specs[i].Standardize = f.standardize
 	}
-	if err := populationApplies(*population, specs); err != nil {
-		return fail(err)
+	if err := populationApplies(f.population, specs); err != nil {
+		return err
 	}
-	src, err := dataSource(*data, *format, streams.CSVOptions{Header: *header, Label: *label, LabelFile: *labelFile,
-		Labels: streams.LabelMap{Positive: *positive, Negative: *negative}}, streams.JSONLOptions{Dim: *dim, HashBits: *hashBits}, *bias, *seed)
+	src, err := dataSource(f.data, f.format, streams.CSVOptions{Header: f.header, Label: f.label, LabelFile: f.labelFile,
+		Labels: streams.LabelMap{Positive: f.positive, Negative: f.negative}}, streams.JSONLOptions{Dim: f.dim, HashBits: f.hashBits}, f.bias, f.seed)
 	if err != nil {
-		return fail(err)
+		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	// The service's own pipeline, one key (as in the paper reproductions).
-	dets, err := detectorSpecs(*detectorsFlag)
+	dets, err := detectorSpecs(f.detectorsFlag)
 	if err != nil {
-		return fail(err)
+		return err
 	}
 	var drifts []int
 	if len(dets) > 0 {
-		if drifts, err = driftPoints(*data); err != nil {
-			return fail(err)
+		if drifts, err = driftPoints(f.data); err != nil {
+			return err
 		}
 	}
-	res, err := backtest.Compare(ctx, backtest.Config{Name: *data, Data: src, Learners: specs, Seed: *seed, Repeats: *repeats,
-		QueryRateTarget: *target, Pass: backtest.PipelinePassWith(backtest.PipelineOptions{Detectors: dets, Cooldown: *cooldown, Population: *population}), Options: backtest.Options{Window: *window, Progress: progressTo(*quiet, stderr)}})
+	res, err := backtest.Compare(ctx, backtest.Config{Name: f.data, Data: src, Learners: specs, Seed: f.seed, Repeats: f.repeats,
+		QueryRateTarget: f.target, Pass: backtest.PipelinePassWith(backtest.PipelineOptions{Detectors: dets, Cooldown: f.cooldown, Population: f.population}), Options: backtest.Options{Window: f.window, Progress: progressTo(f.quiet, stderr)}})
 	if err != nil {
-		return fail(err)
+		return err
 	}
-	if err := report(*out, res, stdout, stderr); err != nil {
-		return fail(err)
+	if err := report(f.out, res, stdout, stderr); err != nil {
+		return err
 	}
 	if len(dets) > 0 {
-		if err := reportDetection(*out, drifts, res, dets, stdout); err != nil {
-			return fail(err)
+		if err := reportDetection(f.out, drifts, res, dets, stdout); err != nil {
+			return err
 		}
 	}
-	return exitOK
+	return nil
 }
 
 // populationApplies checks -population against the learners run.
