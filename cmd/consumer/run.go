@@ -41,12 +41,8 @@ import (
 func runService(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	embedded := fs.Bool("embedded", false, "start an in-process Kafka broker and a demo producer: no setup needed")
-	embeddedAddr := fs.String("embedded-addr", "127.0.0.1:9092", "where the embedded broker listens (any Kafka client can connect)")
-	demoEvents := fs.Int("demo-events", 0, "with -embedded: stop after this many events are processed and print a JSON summary (0: run until interrupted)")
-	demoKeys := fs.Int("demo-keys", 200, "with -embedded: number of entities in the demo stream")
-	demo := fs.Bool("demo", true, "with -embedded: run the demo producer (-demo=false leaves the topics to your own producer)")
-	demoRate := fs.Float64("demo-rate", 2000, "with -embedded: demo events per second (0: as fast as possible; the in-process broker keeps every record in memory)")
+	var f runFlags
+	f.register(fs)
 	cfg, err := config.Load(fs, args)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -55,83 +51,35 @@ func runService(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "consumer: %v\n", err)
 		return exitUsage
 	}
-	usage := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "consumer: "+format+"\n", a...)
-		return exitUsage
+	fail := func(err error) int {
+		fmt.Fprintf(stderr, "consumer: %v\n", err)
+		if errors.As(err, new(usageError)) {
+			return exitUsage
+		}
+		return exitError
 	}
 	if fs.NArg() > 0 {
-		return usage("unexpected arguments %q", fs.Args())
+		return fail(usageError{fmt.Errorf("unexpected arguments %q", fs.Args())})
 	}
-	var cluster *kfake.Cluster
-	if *embedded {
-		if len(cfg.Brokers) > 0 {
-			return usage("-brokers and -embedded exclude each other: -embedded runs its own broker on -embedded-addr")
-		}
-		if cfg.Dim == 0 && cfg.HashBits == 0 {
-			cfg.Dim = demoDim
-		}
-		ln, err := net.Listen("tcp", *embeddedAddr)
+	if f.embedded {
+		cluster, err := startEmbedded(&cfg, f.embeddedAddr, stderr)
 		if err != nil {
-			return usage("-embedded-addr %s: %v (choose a free address, e.g. -embedded-addr 127.0.0.1:19092)", *embeddedAddr, err)
-		}
-		// The broker compacts the changelog and drops what the stream topics
-		// hold past embeddedRetention, so that memory stays flat however long
-		// the demo runs.
-		if cluster, err = kfake.NewCluster(kfake.NumBrokers(1), kfake.ListenFn(func(string, string) (net.Listener, error) { return ln, nil }),
-			kfake.BrokerConfigs(embeddedBrokerConfigs())); err != nil {
-			fmt.Fprintf(stderr, "consumer: embedded broker: %v\n", err)
-			return exitError
+			return fail(err)
 		}
 		defer cluster.Close()
-		cfg.Brokers = []string{cluster.ListenAddrs()[0]}
-		limit := "GOMEMLIMIT=" + os.Getenv("GOMEMLIMIT")
-		if os.Getenv("GOMEMLIMIT") == "" {
-			debug.SetMemoryLimit(embeddedMemoryLimit)
-			limit = fmt.Sprintf("a soft memory limit of %d MiB (set GOMEMLIMIT to change it)", embeddedMemoryLimit>>20)
-		}
-		fmt.Fprintf(stderr, "embedded Kafka broker listening on %s; it keeps the last %s of each topic and the latest state per key; %s\n", cfg.Brokers[0], embeddedRetention, limit)
-	} else if *demoEvents > 0 {
-		return usage("-demo-events needs -embedded")
+	} else if f.demoEvents > 0 {
+		return fail(usageError{errors.New("-demo-events needs -embedded")})
 	}
 	if err := cfg.Validate(); err != nil {
-		return usage("invalid configuration:\n  %s", strings.ReplaceAll(err.Error(), "\n", "\n  "))
-	}
-	pcfg, err := pipelineConfig(cfg)
-	if err != nil {
-		return usage("%v", err)
+		return fail(usageError{fmt.Errorf("invalid configuration:\n  %s", strings.ReplaceAll(err.Error(), "\n", "\n  "))})
 	}
 	log := newLogger(cfg, stderr)
 	log.Info("starting", "config", cfg)
-	dialer, transport, err := cfg.Kafka()
-	if err != nil {
-		return usage("%v", err)
-	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	metrics, err := service.NewMetrics(reg)
+	scfg, err := serviceConfig(cfg, reg, log, f.embedded)
 	if err != nil {
-		fmt.Fprintf(stderr, "consumer: metrics: %v\n", err)
-		return exitError
-	}
-	reg.MustRegister(service.NewBuildInfo(version, commit))
-	scfg := service.Config{Brokers: cfg.Brokers, Dialer: dialer, Transport: transport, Group: cfg.Group, Partitions: cfg.Partitions, Replication: cfg.Replication,
-		Topics: service.Topics{Events: cfg.EventsTopic, Labels: cfg.LabelsTopic, Predictions: cfg.PredictionsTopic, Queries: cfg.QueriesTopic,
-			DeadLetters: cfg.DeadLetterTopic, Alerts: cfg.AlertsTopic, Changelog: cfg.ChangelogTopic},
-		Pipeline:        pcfg,
-		CheckpointEvery: cfg.CheckpointEvery, CheckpointPeriod: cfg.CheckpointPeriod, FlushInterval: cfg.FlushInterval, Logger: log, Metrics: metrics,
-		Retry:         pipeline.Backoff{Initial: pipeline.DefaultBackoff.Initial, Max: pipeline.DefaultBackoff.Max, Timeout: cfg.RetryTimeout},
-		FailExitAfter: cfg.FailExitAfter, FinalTimeout: cfg.ShutdownTimeout, SessionTimeout: cfg.SessionTimeout, TopicCheckInterval: cfg.TopicCheckInterval,
-		StateDir: cfg.StateDir, CacheKeys: cfg.CacheKeys, ParkState: cfg.ParkState, OnOutputError: cfg.OnOutputError}
-	scfg.Isolation, _ = kafkaread.ParseIsolation(cfg.Isolation) // checked by cfg.Validate
-	if *embedded {                                              // the service creates the demo's topics keeping only embeddedRetention
-		scfg.StreamTopicConfig = map[string]string{"retention.ms": strconv.FormatInt(embeddedRetention.Milliseconds(), 10)}
-	}
-	if cfg.CheckpointStore == "file" {
-		st, err := checkpoint.NewFileStore(cfg.CheckpointDir, 0)
-		if err != nil {
-			return usage("%v", err)
-		}
-		scfg.Store = st
+		return fail(err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -143,9 +91,123 @@ func runService(args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "consumer: %v\n", err)
-		return exitError
+		return fail(err)
 	}
+	closeEndpoints, err := serveEndpoints(cfg, reg, svc, log)
+	if err != nil {
+		return fail(err)
+	}
+	defer closeEndpoints()
+	runCtx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if f.embedded && f.demo {
+		go func() {
+			if err := demoProducer(runCtx, scfg, f.demoKeys, f.demoEvents, f.demoRate, cfg.HashBits > 0, cfg.Seed); err != nil && runCtx.Err() == nil {
+				log.Error("demo producer stopped", "error", err)
+			}
+		}()
+	}
+	r := supervisor{svc: svc, cancel: cancel, timeout: cfg.ShutdownTimeout, log: log, stdout: stdout, stderr: stderr, demoEvents: f.demoEvents,
+		progress: f.embedded || cfg.LogFormat == "text"}
+	if err := r.run(ctx, runCtx); err != nil {
+		return fail(err)
+	}
+	return exitOK
+}
+
+// runFlags are the run command's flags besides the configuration's.
+type runFlags struct {
+	embedded     bool
+	embeddedAddr string
+	demoEvents   int
+	demoKeys     int
+	demo         bool
+	demoRate     float64
+}
+
+// register defines the flags on fs.
+func (f *runFlags) register(fs *flag.FlagSet) {
+	fs.BoolVar(&f.embedded, "embedded", false, "start an in-process Kafka broker and a demo producer: no setup needed")
+	fs.StringVar(&f.embeddedAddr, "embedded-addr", "127.0.0.1:9092", "where the embedded broker listens (any Kafka client can connect)")
+	fs.IntVar(&f.demoEvents, "demo-events", 0, "with -embedded: stop after this many events are processed and print a JSON summary (0: run until interrupted)")
+	fs.IntVar(&f.demoKeys, "demo-keys", 200, "with -embedded: number of entities in the demo stream")
+	fs.BoolVar(&f.demo, "demo", true, "with -embedded: run the demo producer (-demo=false leaves the topics to your own producer)")
+	fs.Float64Var(&f.demoRate, "demo-rate", 2000, "with -embedded: demo events per second (0: as fast as possible; the in-process broker keeps every record in memory)")
+}
+
+// startEmbedded starts the in-process broker on addr and points cfg at it
+// (with the demo's dimension unless cfg sets one).
+func startEmbedded(cfg *config.Config, addr string, stderr io.Writer) (*kfake.Cluster, error) {
+	if len(cfg.Brokers) > 0 {
+		return nil, usageError{errors.New("-brokers and -embedded exclude each other: -embedded runs its own broker on -embedded-addr")}
+	}
+	if cfg.Dim == 0 && cfg.HashBits == 0 {
+		cfg.Dim = demoDim
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, usageError{fmt.Errorf("-embedded-addr %s: %v (choose a free address, e.g. -embedded-addr 127.0.0.1:19092)", addr, err)}
+	}
+	// The broker compacts the changelog and drops what the stream topics
+	// hold past embeddedRetention, so that memory stays flat however long
+	// the demo runs.
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.ListenFn(func(string, string) (net.Listener, error) { return ln, nil }),
+		kfake.BrokerConfigs(embeddedBrokerConfigs()))
+	if err != nil {
+		return nil, fmt.Errorf("embedded broker: %w", err)
+	}
+	cfg.Brokers = []string{cluster.ListenAddrs()[0]}
+	limit := "GOMEMLIMIT=" + os.Getenv("GOMEMLIMIT")
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(embeddedMemoryLimit)
+		limit = fmt.Sprintf("a soft memory limit of %d MiB (set GOMEMLIMIT to change it)", embeddedMemoryLimit>>20)
+	}
+	fmt.Fprintf(stderr, "embedded Kafka broker listening on %s; it keeps the last %s of each topic and the latest state per key; %s\n", cfg.Brokers[0], embeddedRetention, limit)
+	return cluster, nil
+}
+
+// serviceConfig is the service's configuration from cfg, its metrics
+// registered on reg.
+func serviceConfig(cfg config.Config, reg *prometheus.Registry, log *slog.Logger, embedded bool) (service.Config, error) {
+	pcfg, err := pipelineConfig(cfg)
+	if err != nil {
+		return service.Config{}, usageError{err}
+	}
+	dialer, transport, err := cfg.Kafka()
+	if err != nil {
+		return service.Config{}, usageError{err}
+	}
+	metrics, err := service.NewMetrics(reg)
+	if err != nil {
+		return service.Config{}, fmt.Errorf("metrics: %w", err)
+	}
+	reg.MustRegister(service.NewBuildInfo(version, commit))
+	scfg := service.Config{Brokers: cfg.Brokers, Dialer: dialer, Transport: transport, Group: cfg.Group, Partitions: cfg.Partitions, Replication: cfg.Replication,
+		Topics: service.Topics{Events: cfg.EventsTopic, Labels: cfg.LabelsTopic, Predictions: cfg.PredictionsTopic, Queries: cfg.QueriesTopic,
+			DeadLetters: cfg.DeadLetterTopic, Alerts: cfg.AlertsTopic, Changelog: cfg.ChangelogTopic},
+		Pipeline:        pcfg,
+		CheckpointEvery: cfg.CheckpointEvery, CheckpointPeriod: cfg.CheckpointPeriod, FlushInterval: cfg.FlushInterval, Logger: log, Metrics: metrics,
+		Retry:         pipeline.Backoff{Initial: pipeline.DefaultBackoff.Initial, Max: pipeline.DefaultBackoff.Max, Timeout: cfg.RetryTimeout},
+		FailExitAfter: cfg.FailExitAfter, FinalTimeout: cfg.ShutdownTimeout, SessionTimeout: cfg.SessionTimeout, TopicCheckInterval: cfg.TopicCheckInterval,
+		StateDir: cfg.StateDir, CacheKeys: cfg.CacheKeys, ParkState: cfg.ParkState, OnOutputError: cfg.OnOutputError}
+	scfg.Isolation, _ = kafkaread.ParseIsolation(cfg.Isolation) // checked by cfg.Validate
+	if embedded {                                               // the service creates the demo's topics keeping only embeddedRetention
+		scfg.StreamTopicConfig = map[string]string{"retention.ms": strconv.FormatInt(embeddedRetention.Milliseconds(), 10)}
+	}
+	if cfg.CheckpointStore == "file" {
+		st, err := checkpoint.NewFileStore(cfg.CheckpointDir, 0)
+		if err != nil {
+			return service.Config{}, usageError{err}
+		}
+		scfg.Store = st
+	}
+	return scfg, nil
+}
+
+// serveEndpoints serves /metrics, /healthz, /readyz and the /v1/ API (on
+// the metrics address, on DRIFTSTREAM_API_ADDR, or not at all), and returns
+// what closes them.
+func serveEndpoints(cfg config.Config, reg *prometheus.Registry, svc *service.Service, log *slog.Logger) (stop func(), err error) {
 	api := service.API(svc, cfg.AdminToken)
 	opsAPI := api // on the metrics address unless DRIFTSTREAM_API_ADDR says otherwise
 	if cfg.APIAddr != "" {
@@ -153,9 +215,8 @@ func runService(args []string, stdout, stderr io.Writer) int {
 	}
 	ops, opsAddr, err := serveOps(cfg.MetricsAddr, reg, svc.Ready, opsAPI, cfg.Pprof)
 	if err != nil {
-		return usage("metrics address %s: %v", cfg.MetricsAddr, err)
+		return nil, usageError{fmt.Errorf("metrics address %s: %v", cfg.MetricsAddr, err)}
 	}
-	defer ops.Close()
 	switch cfg.APIAddr {
 	case "":
 		log.Info("serving /metrics, /healthz, /readyz and the /v1/ API", "addr", opsAddr, "api_writes", cfg.AdminToken != "")
@@ -164,77 +225,80 @@ func runService(args []string, stdout, stderr io.Writer) int {
 	default:
 		apiSrv, apiAddr, err := serveAPI(cfg.APIAddr, api)
 		if err != nil {
-			return usage("API address %s: %v", cfg.APIAddr, err)
+			ops.Close()
+			return nil, usageError{fmt.Errorf("API address %s: %v", cfg.APIAddr, err)}
 		}
-		defer apiSrv.Close()
 		log.Info("serving /metrics, /healthz and /readyz", "addr", opsAddr)
 		log.Info("serving the /v1/ API", "addr", apiAddr, "api_writes", cfg.AdminToken != "")
+		return func() { apiSrv.Close(); ops.Close() }, nil
 	}
+	return func() { ops.Close() }, nil
+}
 
-	runCtx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	if *embedded && *demo {
-		go func() {
-			if err := demoProducer(runCtx, scfg, *demoKeys, *demoEvents, *demoRate, cfg.HashBits > 0, cfg.Seed); err != nil && runCtx.Err() == nil {
-				log.Error("demo producer stopped", "error", err)
-			}
-		}()
-	}
-	done := make(chan error, 1)
-	start := time.Now()
-	go func() { done <- svc.Run(runCtx) }()
-	// The plain-text progress line is for a person at a terminal: the
+// supervisor runs the service until it ends, a signal stops it, or the
+// demo processed demoEvents; it prints progress for a person at a terminal.
+type supervisor struct {
+	svc        *service.Service
+	cancel     context.CancelFunc // stops svc.Run
+	timeout    time.Duration      // DRIFTSTREAM_SHUTDOWN_TIMEOUT
+	log        *slog.Logger
+	stdout     io.Writer // the demo's JSON summary
+	stderr     io.Writer // progress lines
+	demoEvents int
+	// progress prints a plain-text line every two seconds: for the
 	// embedded demo and text logs. A JSON log is for machines; the metrics
 	// carry the same counters.
+	progress bool
+	done     chan error
+}
+
+// run runs the service on runCtx until signals (ctx) stop it.
+func (r *supervisor) run(ctx, runCtx context.Context) error {
+	r.done = make(chan error, 1)
+	start := time.Now()
+	go func() { r.done <- r.svc.Run(runCtx) }()
 	var progress <-chan time.Time
-	if *embedded || cfg.LogFormat == "text" {
+	if r.progress {
 		tick := time.NewTicker(2 * time.Second)
 		defer tick.Stop()
 		progress = tick.C
 	}
-	// shutdown stops fetching, lets every partition checkpoint and commit, and
-	// fails if that takes longer than the configured deadline.
-	shutdown := func() int {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				fmt.Fprintf(stderr, "consumer: %v\n", err)
-				return exitError
-			}
-			log.Info("stopped cleanly", "totals", svc.Totals())
-			return exitOK
-		case <-time.After(cfg.ShutdownTimeout):
-			fmt.Fprintf(stderr, "consumer: shutdown took longer than %s (DRIFTSTREAM_SHUTDOWN_TIMEOUT); the last checkpoints may be incomplete and will be replayed\n", cfg.ShutdownTimeout)
-			return exitError
-		}
-	}
 	for {
 		select {
-		case err := <-done:
-			if err != nil {
-				fmt.Fprintf(stderr, "consumer: %v\n", err)
-				return exitError
-			}
-			return exitOK
+		case err := <-r.done:
+			return err
 		case <-ctx.Done():
-			return shutdown()
+			return r.shutdown()
 		case <-progress:
-			t := svc.Totals()
-			fmt.Fprintf(stderr, "%6.1fs  events %d  predictions %d  label queries %d  labels joined %d  dead letters %d  accuracy %.3f\n",
+			t := r.svc.Totals()
+			fmt.Fprintf(r.stderr, "%6.1fs  events %d  predictions %d  label queries %d  labels joined %d  dead letters %d  accuracy %.3f\n",
 				time.Since(start).Seconds(), t.Events, t.Predictions, t.Queries, t.LabelsJoined, t.DeadLetters, accuracy(t))
 		case <-time.After(20 * time.Millisecond):
-			if t := svc.Totals(); *demoEvents > 0 && t.Events+t.DeadLetters >= int64(*demoEvents) {
+			if t := r.svc.Totals(); r.demoEvents > 0 && t.Events+t.DeadLetters >= int64(r.demoEvents) {
 				elapsed := time.Since(start).Seconds()
-				if code := shutdown(); code != exitOK {
-					return code
+				if err := r.shutdown(); err != nil {
+					return err
 				}
-				t := svc.Totals()
-				json.NewEncoder(stdout).Encode(map[string]any{"events": t.Events, "predictions": t.Predictions, "label_queries": t.Queries,
+				t := r.svc.Totals()
+				return json.NewEncoder(r.stdout).Encode(map[string]any{"events": t.Events, "predictions": t.Predictions, "label_queries": t.Queries,
 					"labels_joined": t.LabelsJoined, "dead_letters": t.DeadLetters, "accuracy": accuracy(t), "events_per_sec": float64(t.Events) / elapsed})
-				return exitOK
 			}
 		}
+	}
+}
+
+// shutdown stops fetching, lets every partition checkpoint and commit, and
+// fails if that takes longer than the configured deadline.
+func (r *supervisor) shutdown() error {
+	r.cancel()
+	select {
+	case err := <-r.done:
+		if err == nil {
+			r.log.Info("stopped cleanly", "totals", r.svc.Totals())
+		}
+		return err
+	case <-time.After(r.timeout):
+		return fmt.Errorf("shutdown took longer than %s (DRIFTSTREAM_SHUTDOWN_TIMEOUT); the last checkpoints may be incomplete and will be replayed", r.timeout)
 	}
 }
 
