@@ -70,3 +70,32 @@ func (t *Totals) combine(o *Totals, sign int64, level bool) {
 		}
 	}
 }
+
+// Counter is one of Totals' counters as the service shows it: the metric
+// driftstream_<Name>_total, with Help, and the field <Name> of a JSON
+// summary. Value reads it from a Totals.
+type Counter struct {
+	Name  string
+	Help  string
+	Value func(*Totals) int64
+}
+
+// Counters is the table of Totals' plain counters the service exports,
+// each once, in the order the metrics list them: the one list the
+// metrics and summaries are made from. (Dead letters are exported by
+// reason, alerts by detector and signal, the population's predictions by
+// expert: labelled series the service builds itself.)
+func Counters() []Counter {
+	return []Counter{
+		{"events", "Input events processed.", func(t *Totals) int64 { return t.Events }},
+		{"predictions", "Predictions emitted.", func(t *Totals) int64 { return t.Predictions }},
+		{"labeled", "Events whose label is known, inline or delayed (joined to its pending query): the ones scored.", func(t *Totals) int64 { return t.Labeled }},
+		{"mistakes", "Labeled events predicted wrong (prequential; a delayed label scores the prediction made when its event came).", func(t *Totals) int64 { return t.Mistakes }},
+		{"label_queries", "Label queries emitted.", func(t *Totals) int64 { return t.Queries }},
+		{"labels_joined", "Delayed labels joined to a pending query: scored and learned.", func(t *Totals) int64 { return t.LabelsJoined }},
+		{"labels_unknown", "Label records for unknown or already expired ids (dropped).", func(t *Totals) int64 { return t.LabelsUnknown }},
+		{"labels_expired", "Unlabeled events whose awaited label was given up (TTL or the per-key bounds).", func(t *Totals) int64 { return t.LabelsExpired }},
+		{"labels_without_key", "Label records for a key the partition has never seen (in labels_unknown_total): events and labels partitioned differently, or a label for an event that never came.", func(t *Totals) int64 { return t.LabelsNoKey }},
+		{"learner_resets", "Keys' learners restarted on a confirmed drift (DRIFTSTREAM_ON_DRIFT=reset).", func(t *Totals) int64 { return t.Resets }},
+	}
+}

@@ -60,3 +60,25 @@ func TestTotalsAddAndSinceCoverEveryCounter(t *testing.T) {
 		}
 	}
 }
+
+// Every entry of the counter table has its own name and reads its own
+// counter: a copied line that reads another entry's field fails.
+func TestCountersNameAndReadDistinctCounters(t *testing.T) {
+	tot := distinct(1)
+	names, values := map[string]bool{}, map[int64]string{}
+	for _, c := range Counters() {
+		if c.Name == "" || c.Help == "" || c.Value == nil {
+			t.Errorf("counter %+v: a name, a help and a reader are required", c)
+			continue
+		}
+		if names[c.Name] {
+			t.Errorf("counter %q listed twice", c.Name)
+		}
+		names[c.Name] = true
+		v := c.Value(&tot)
+		if other, ok := values[v]; ok {
+			t.Errorf("counters %q and %q read the same field", c.Name, other)
+		}
+		values[v] = c.Name
+	}
+}

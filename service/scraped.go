@@ -20,30 +20,22 @@ type scraped struct {
 	mu        sync.Mutex
 	detectors []keyed.DetectorSpec
 
-	events, predictions, labeled, mistakes, queries         *prometheus.Desc
-	labelsJoined, labelsUnknown, labelsExpired, labelsNoKey *prometheus.Desc
-	resets, resumed, unparked, caughtUp, parkedRefused      *prometheus.Desc
-	deadLetters, outputsRefused, driftAlerts, followed      *prometheus.Desc
-	windowAccuracy, lag, keys, keysResident, keysInWarning  *prometheus.Desc
-	populationShare, populationWeight                       *prometheus.Desc
-	unreadPartitions                                        *prometheus.Desc
+	// totals are keyed.Counters' metrics, in its order.
+	totals                                                 []*prometheus.Desc
+	counters                                               []keyed.Counter
+	resumed, unparked, caughtUp, parkedRefused             *prometheus.Desc
+	deadLetters, outputsRefused, driftAlerts, followed     *prometheus.Desc
+	windowAccuracy, lag, keys, keysResident, keysInWarning *prometheus.Desc
+	populationShare, populationWeight                      *prometheus.Desc
+	unreadPartitions                                       *prometheus.Desc
 }
 
 func newScraped() *scraped {
 	d := func(name, help string, labels ...string) *prometheus.Desc {
 		return prometheus.NewDesc("driftstream_"+name, help, labels, nil)
 	}
-	return &scraped{
-		events:           d("events_total", "Input events processed."),
-		predictions:      d("predictions_total", "Predictions emitted."),
-		labeled:          d("labeled_total", "Events whose label is known, inline or delayed (joined to its pending query): the ones scored."),
-		mistakes:         d("mistakes_total", "Labeled events predicted wrong (prequential; a delayed label scores the prediction made when its event came)."),
-		queries:          d("label_queries_total", "Label queries emitted."),
-		labelsJoined:     d("labels_joined_total", "Delayed labels joined to a pending query: scored and learned."),
-		labelsUnknown:    d("labels_unknown_total", "Label records for unknown or already expired ids (dropped)."),
-		labelsExpired:    d("labels_expired_total", "Unlabeled events whose awaited label was given up (TTL or the per-key bounds)."),
-		labelsNoKey:      d("labels_without_key_total", "Label records for a key the partition has never seen (in labels_unknown_total): events and labels partitioned differently, or a label for an event that never came."),
-		resets:           d("learner_resets_total", "Keys' learners restarted on a confirmed drift (DRIFTSTREAM_ON_DRIFT=reset)."),
+	c := &scraped{
+		counters:         keyed.Counters(),
 		resumed:          d("partitions_resumed_total", "Partitions taken back after a rebalance from the state this process kept in memory, without reading the changelog (restore_duration_seconds counts full restores)."),
 		unparked:         d("partitions_unparked_total", "Partitions resumed at start from the key store a former process parked on this member's state volume (DRIFTSTREAM_PARK_STATE), without reading the changelog."),
 		caughtUp:         d("partitions_caught_up_total", "Partitions resumed (from memory or a parked key store) whose changelog another member had written to meanwhile, brought up to date by reading only the records written since (the rest of the changelog is not read)."),
@@ -61,6 +53,10 @@ func newScraped() *scraped {
 		unreadPartitions: d("unread_input_partitions", "Partitions added to an input topic while the service runs, which it does not read (it is unready meanwhile): see docs/OPERATIONS.md, \"When an input topic grows\"."),
 		populationWeight: d("population_weight", "Mean weight the mixtures of the keys behind the partition's last 1000 predictions gave the population model (DRIFTSTREAM_POPULATION=mixture); the keys' own learners had the rest. Absent before the first prediction.", "partition"),
 	}
+	for _, k := range c.counters {
+		c.totals = append(c.totals, d(k.Name+"_total", k.Help))
+	}
+	return c
 }
 
 func (c *scraped) attach(s *Service) { c.svc.Store(s) }
@@ -78,8 +74,10 @@ func (m *Metrics) watchDetectors(specs []keyed.DetectorSpec) {
 
 // Describe sends every metric's description.
 func (c *scraped) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.events, c.predictions, c.labeled, c.mistakes, c.queries, c.labelsJoined, c.labelsUnknown,
-		c.labelsExpired, c.labelsNoKey, c.resets, c.resumed, c.unparked, c.caughtUp, c.parkedRefused, c.deadLetters, c.outputsRefused,
+	for _, d := range c.totals {
+		ch <- d
+	}
+	for _, d := range []*prometheus.Desc{c.resumed, c.unparked, c.caughtUp, c.parkedRefused, c.deadLetters, c.outputsRefused,
 		c.driftAlerts, c.followed, c.windowAccuracy, c.lag, c.keys, c.keysResident, c.keysInWarning, c.populationShare, c.populationWeight, c.unreadPartitions} {
 		ch <- d
 	}
@@ -108,16 +106,9 @@ func (c *scraped) Collect(ch chan<- prometheus.Metric) {
 	gauge := func(d *prometheus.Desc, v float64, p int) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, part(p))
 	}
-	counter(c.events, sum.Events)
-	counter(c.predictions, sum.Predictions)
-	counter(c.labeled, sum.Labeled)
-	counter(c.mistakes, sum.Mistakes)
-	counter(c.queries, sum.Queries)
-	counter(c.labelsJoined, sum.LabelsJoined)
-	counter(c.labelsUnknown, sum.LabelsUnknown)
-	counter(c.labelsExpired, sum.LabelsExpired)
-	counter(c.labelsNoKey, sum.LabelsNoKey)
-	counter(c.resets, sum.Resets)
+	for i, k := range c.counters {
+		counter(c.totals[i], k.Value(&sum))
+	}
 	counter(c.resumed, cnt.resumed.Load())
 	counter(c.unparked, cnt.unparked.Load())
 	counter(c.caughtUp, cnt.caughtUp.Load())
