@@ -31,12 +31,15 @@ func PipelinePass(ctx context.Context, spec Spec, events []streams.Example, dim 
 
 // PipelineOptions are what a single-stream pass runs beside the key's learner.
 type PipelineOptions struct {
-	// Detectors run on the stream's key, each with the alert cooldown
-	// Cooldown (0: the default); Run.Alerts has their alerts, at the event
+	// Detectors run on the stream's key, each with an incident of its own
+	// (scored side by side), closed after Cooldown events without a
+	// detection and opened by a rise of MinRise (0: the defaults;
+	// keyed.NoMinRise: any); Run.Alerts has their alerts, at the event
 	// index of the event or label that raised them (events' ids, when they
 	// are indexes as generators number them, else their offsets).
 	Detectors []keyed.DetectorSpec
 	Cooldown  int64
+	MinRise   float64
 	// Population is the backtests' -population: off (or empty), on (each
 	// learner's own), or the one learner whose runs keep a population
 	// model (PopulationOf).
@@ -87,7 +90,7 @@ func pass(ctx context.Context, spec Spec, events []streams.Example, dim int, see
 	cfg := ReplayConfig{Name: name, Pipeline: pipeline.Config{
 		Settings: keyed.Settings{Learner: spec.Name, Params: spec.Params, Seed: seed, Vector: vec, QueryScale: 1,
 			MaxPending: len(events) + 1, PendingTTL: int64(len(events)) + 1, MaxPendingBytes: 1 << 40,
-			Detectors: po.Detectors, AlertCooldown: po.Cooldown, CooldownPerDetector: true, Standardize: spec.Standardize, Population: PopulationOf(po.Population, spec.Name), Unkeyed: true,
+			Detectors: po.Detectors, AlertCooldown: po.Cooldown, AlertMinRise: po.MinRise, IncidentPerDetector: true, Standardize: spec.Standardize, Population: PopulationOf(po.Population, spec.Name), Unkeyed: true,
 			LearnFrom: keyed.LearnQueried}, // the papers' protocol: a sampler learns the labels it asks for
 		MaxKeyBytes: -1},
 		Progress: opts.Progress, ProgressEvery: 5 * time.Second}

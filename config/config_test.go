@@ -191,6 +191,7 @@ func TestDefaultsAreThePipelines(t *testing.T) {
 		{"MaxAbsValue", c.MaxAbsValue, p.MaxAbsValue},
 		{"MaxKeyLength", c.MaxKeyLength, p.MaxKeyLength},
 		{"AlertCooldown", c.AlertCooldown, p.AlertCooldown},
+		{"AlertMinRise", c.AlertMinRise, p.AlertMinRise},
 		{"OnDrift", c.OnDrift, p.OnDrift},
 		// The library's zero value keeps no population model (a caller of
 		// pipeline opts in); the service's default is the additive one,

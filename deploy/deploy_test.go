@@ -3,6 +3,7 @@ package deploy
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -216,7 +217,7 @@ func TestHelmChartRendersValidManifests(t *testing.T) {
 				}
 				rules := objs["PrometheusRule"].(*monitoringv1.PrometheusRule).Spec.Groups[0].Rules
 				names := fmt.Sprint(rules)
-				for _, a := range []string{"DriftstreamConsumerLag", "DriftstreamDeadLetters", "DriftstreamAccuracyDrop", "DriftstreamDrift"} {
+				for _, a := range []string{"DriftstreamDown", "DriftstreamMemberDown", "DriftstreamRestarting", "DriftstreamNotReady", "DriftstreamConsumerLag", "DriftstreamDeadLetters", "DriftstreamAccuracyDrop", "DriftstreamPartitionFailed", "DriftstreamDrift"} {
 					if !strings.Contains(names, a) {
 						t.Errorf("alert %s missing", a)
 					}
@@ -389,8 +390,10 @@ func (c *collected) MustRegister(cols ...prometheus.Collector) {
 }
 func (c *collected) Unregister(prometheus.Collector) bool { return false }
 
-// The chart's Grafana dashboard is valid JSON, every panel has a query, and
-// every driftstream metric it queries is one the service exports.
+// The chart's Grafana dashboard is valid JSON, every panel has a query,
+// every driftstream metric it queries is one the service exports, and every
+// query selects the namespace and pods of its variables (a cluster runs
+// several deployments).
 func TestDashboardQueriesExportedMetrics(t *testing.T) {
 	cm := decodeStrict(t, render(t, "grafanaDashboard.enabled=true"))["Dashboard"].(*corev1.ConfigMap)
 	var dash struct {
@@ -398,9 +401,17 @@ func TestDashboardQueriesExportedMetrics(t *testing.T) {
 			Title   string
 			Targets []struct{ Expr string }
 		}
+		Templating struct{ List []struct{ Name string } }
 	}
 	if err := json.Unmarshal([]byte(cm.Data["driftstream.json"]), &dash); err != nil || len(dash.Panels) < 8 {
 		t.Fatalf("dashboard: %d panels, %v", len(dash.Panels), err)
+	}
+	var vars []string
+	for _, v := range dash.Templating.List {
+		vars = append(vars, v.Name)
+	}
+	if !slices.Contains(vars, "namespace") || !slices.Contains(vars, "pod") {
+		t.Errorf("dashboard variables %v: want namespace and pod", vars)
 	}
 	exported := &collected{names: map[string]bool{}}
 	if _, err := service.NewMetrics(exported); err != nil {
@@ -413,7 +424,11 @@ func TestDashboardQueriesExportedMetrics(t *testing.T) {
 			t.Errorf("panel %q has no query", p.Title)
 		}
 		for _, tg := range p.Targets {
-			for _, m := range regexp.MustCompile(`driftstream_[a-z_]+`).FindAllString(tg.Expr, -1) {
+			for _, ref := range regexp.MustCompile(`(driftstream_[a-z_]+)(\{[^}]*\})?`).FindAllStringSubmatch(tg.Expr, -1) {
+				m := ref[1]
+				if ref[2] != `{namespace="$namespace", pod=~"$pod"}` {
+					t.Errorf("panel %q queries %s%s: want the namespace and pod variables' selector", p.Title, m, ref[2])
+				}
 				base := regexp.MustCompile(`_(bucket|count|sum)$`).ReplaceAllString(m, "")
 				if !exported.names[base] {
 					t.Errorf("panel %q queries %s, which the service does not export", p.Title, m)
@@ -424,5 +439,42 @@ func TestDashboardQueriesExportedMetrics(t *testing.T) {
 	}
 	if used < 15 {
 		t.Fatalf("only %d metric references", used)
+	}
+}
+
+// The chart's alerting rules, as it renders them, pass promtool's check and
+// the unit tests of rules_test.yaml: which alerts fire, with which labels
+// and summaries, in the situations an on-call engineer meets (every member
+// gone, one down, a crash loop, a member stuck unready, lag, an accuracy
+// drop against the partition's own day, drift incidents). Debian's
+// prometheus package has promtool; .ci/run installs it.
+func TestPrometheusRules(t *testing.T) {
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("promtool not found: .ci/run installs Debian's prometheus package")
+		}
+		t.Skip("promtool not found; apt-get install prometheus")
+	}
+	objs := decodeStrict(t, render(t, "metrics.prometheusRule.enabled=true"))
+	spec := objs["PrometheusRule"].(*monitoringv1.PrometheusRule).Spec
+	rules, err := yaml.Marshal(spec) // {"groups": [...]}: a Prometheus rule file
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	tests, err := os.ReadFile("rules_test.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := errors.Join(os.WriteFile(filepath.Join(dir, "rules.yaml"), rules, 0o644), os.WriteFile(filepath.Join(dir, "rules_test.yaml"), tests, 0o644)); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"check", "rules", "rules.yaml"}, {"test", "rules", "rules_test.yaml"}} {
+		cmd := exec.Command(promtool, args...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("promtool %s: %v\n%s\nrules:\n%s", strings.Join(args, " "), err, out, rules)
+		}
 	}
 }

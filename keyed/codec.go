@@ -5,9 +5,9 @@ package keyed
 // counts and lengths, zig-zag varint for signed values); "bytes" is a uvarint
 // length then that many bytes; floats are 8 bytes, IEEE 754 little endian.
 //
-// Version 2 (written since November 2026):
+// Version 3 (written since 28 November 2026):
 //
-//	0x00 0x02                 header: a zero byte (no version-1 state starts
+//	0x00 0x03                 header: a zero byte (no version-1 state starts
 //	                          with one: its first field, a snapshot's length,
 //	                          is never 0), then the version
 //	bytes                     the learner's snapshot (learners, versioned)
@@ -25,11 +25,21 @@ package keyed
 //	                          varint event time (Unix ns; 0: none)
 //	watch                     the drift detectors: uvarint D, D × bytes
 //	                          detector snapshot (drift, versioned); D ×
-//	                          (varint events since its alert, byte flags:
-//	                          bit 0 alerted, bit 1 a drift awaits its alert);
-//	                          varint labeled, varint mistakes, varint recent
-//	                          count (≤ 64), 8 bytes recent outcomes (bit 0
-//	                          newest, 1 wrong)
+//	                          (varint events since its alert, byte 1 when
+//	                          it alerted); byte S, the signals whose
+//	                          windows follow (bit 0 mistakes, 1 queries, 2
+//	                          score), per set bit: 20 × 4 bytes block sums
+//	                          (float32, a ring), 4 bytes the block being
+//	                          filled, byte next, byte full, byte its count
+//	                          (incident.go); uvarint I incidents, I × (byte
+//	                          phase: 0 none, 1 candidate, 2 open, bit 7 a
+//	                          floor follows: varint quiet events, 3 × float;
+//	                          when the phase is not 0: uvarint detector,
+//	                          varint detections, quiet events, opened
+//	                          offset; per signal (mistakes, queries, score):
+//	                          float reference, float level, varint the
+//	                          reference's size, varint values seen; byte the signals rising, 3 × byte the
+//	                          detector per signal)
 //	stats                     varint events, labeled, mistakes, resets;
 //	                          uvarint last alert's detector (index + 1, 0:
 //	                          none), then when > 0 varint its offset and
@@ -43,6 +53,12 @@ package keyed
 // A vector is in the vector codec's layout (learners.Vector's
 // AppendBinary): uvarint dimension, byte sparse (0/1), uvarint entries,
 // then per entry (sparse: uvarint index) and float value.
+//
+// Version 2 (written from November 2026 to 28 November 2026) is version 3
+// with a watch of D × (varint events since its alert, byte flags: bit 0
+// alerted, bit 1 a drift awaits its alert), then varint labeled, varint
+// mistakes, varint recent count (≤ 64), 8 bytes recent outcomes; it is
+// read with the windows empty and no incident open.
 //
 // Version 1 (written before) is version 2 without the header, and
 // each section from "decided" on may be missing, with every later one: a
@@ -65,7 +81,7 @@ import (
 )
 
 // stateVersion is the key-state format MarshalBinary writes.
-const stateVersion = 2
+const stateVersion = 3
 
 // errState reports a key state that cannot be decoded.
 var errState = errors.New("bad key state")
@@ -149,11 +165,10 @@ func (m *Model) Decode(rec *checkpoint.KeyRecord) (*State, error) {
 		version = int(r.B[1])
 		r.B = r.B[2:]
 	}
-	if version != 1 && version != stateVersion {
+	if version < 1 || version > stateVersion {
 		return nil, fmt.Errorf("key state version %d: this build reads versions 1 to %d (a newer driftstream wrote it?): %w", version, stateVersion, errState)
 	}
-	legacy := version == 1 // its sections after the early labels are optional
-	snap := r.View()       // decoded at once, by copy: nothing keeps rec.State
+	snap := r.View() // decoded at once, by copy: nothing keeps rec.State
 	rng := r.View()
 	if r.Err != nil {
 		return nil, r.Err
@@ -193,7 +208,7 @@ func (m *Model) Decode(rec *checkpoint.KeyRecord) (*State, error) {
 		lw.early = append(lw.early, e)
 		lw.held += e.size()
 	}
-	if err := m.decodeSections(r, ks, legacy); err != nil {
+	if err := m.decodeSections(r, ks, version); err != nil {
 		return nil, err
 	}
 	if err := r.Done(); err != nil {
@@ -207,7 +222,8 @@ func (m *Model) Decode(rec *checkpoint.KeyRecord) (*State, error) {
 // pending events' decided predictions, the drift watch, the counters, the
 // input statistics and the mixture; a version-1 state (legacy) may end
 // before any of them.
-func (m *Model) decodeSections(r *wire.Reader, ks *State, legacy bool) error {
+func (m *Model) decodeSections(r *wire.Reader, ks *State, version int) error {
+	legacy := version == 1
 	pend := ks.pending()
 	if !legacy || len(r.B) > 0 && r.Err == nil { // the pending queries' decided predictions
 		for i := range pend {
@@ -226,7 +242,7 @@ func (m *Model) decodeSections(r *wire.Reader, ks *State, legacy bool) error {
 			}
 		}
 		if !legacy || len(r.B) > 0 && r.Err == nil {
-			decodeWatch(r, ks.watch)
+			decodeWatch(r, ks.watch, version)
 		}
 		if !legacy || len(r.B) > 0 && r.Err == nil {
 			decodeStats(r, &ks.stats, len(m.s.Detectors))
@@ -241,7 +257,7 @@ func (m *Model) decodeSections(r *wire.Reader, ks *State, legacy bool) error {
 				}
 			}
 		}
-		if !legacy && r.Err == nil { // the mixture (version 2 only)
+		if !legacy && r.Err == nil { // the mixture (versions 2 and 3)
 			switch flag := r.Byte(); {
 			case r.Err != nil || flag > 1:
 				r.Fail("mixture")
@@ -261,7 +277,7 @@ func (m *Model) decodeSections(r *wire.Reader, ks *State, legacy bool) error {
 	return nil
 }
 
-// encodeWatch appends the watch to a key state.
+// encodeWatch appends the watch to a key state (version 3's layout).
 func encodeWatch(b []byte, wt *watch) ([]byte, error) {
 	if wt == nil {
 		wt = &watch{} // no detectors: written as an empty watch
@@ -276,17 +292,61 @@ func encodeWatch(b []byte, wt *watch) ([]byte, error) {
 	}
 	for i := range wt.detectors {
 		b = binary.AppendVarint(b, wt.since[i])
-		b = append(b, boolByte(wt.alerted[i])|boolByte(wt.pending[i])<<1) // bit 0: alerted, bit 1: a drift awaits its alert
+		b = append(b, boolByte(wt.alerted[i]))
 	}
-	for _, v := range []int64{wt.labeled, wt.mistakes, int64(wt.recentN)} {
-		b = binary.AppendVarint(b, v)
+	var mask byte
+	for si, w := range wt.win {
+		if w != nil {
+			mask |= 1 << si
+		}
 	}
-	return binary.LittleEndian.AppendUint64(b, wt.recent), nil
+	b = append(b, mask)
+	for _, w := range wt.win {
+		if w == nil {
+			continue
+		}
+		for _, v := range w.sums {
+			b = binary.LittleEndian.AppendUint32(b, math.Float32bits(v))
+		}
+		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(w.cur))
+		b = append(b, w.next, w.full, w.curN)
+	}
+	b = binary.AppendUvarint(b, uint64(len(wt.incidents)))
+	for _, in := range wt.incidents {
+		b = append(b, in.phase|boolByte(in.hasFloor)<<7)
+		if in.hasFloor {
+			b = binary.AppendVarint(b, in.quiet)
+			for s := range numSignals {
+				b = wire.AppendFloat64(b, in.floor[s])
+			}
+		}
+		if in.phase == incidentNone {
+			continue
+		}
+		b = binary.AppendUvarint(b, uint64(in.detector))
+		for _, v := range []int64{in.detections, in.quiet, in.opened} {
+			b = binary.AppendVarint(b, v)
+		}
+		for s := range numSignals {
+			b = wire.AppendFloat64(b, in.ref[s])
+			b = wire.AppendFloat64(b, in.level[s])
+			b = binary.AppendVarint(b, in.refN[s])
+			b = binary.AppendVarint(b, in.seen[s])
+		}
+		b = append(b, in.rising)
+		for s := range numSignals {
+			b = append(b, byte(in.by[s]))
+		}
+	}
+	return b, nil
 }
 
-// decodeWatch restores a watch written by encodeWatch into wt, whose
-// detectors the configuration built.
-func decodeWatch(r *wire.Reader, wt *watch) {
+// decodeWatch restores a watch written by encodeWatch, in the layout of
+// version, into wt, whose detectors the configuration built. Detectors,
+// windows and incidents that the configuration no longer has are read
+// past; a version-2 watch keeps its detectors and their alert counts, and
+// starts its windows empty and its incidents closed.
+func decodeWatch(r *wire.Reader, wt *watch, version int) {
 	if wt == nil {
 		wt = &watch{} // no detectors configured: read past what was written
 	}
@@ -305,21 +365,100 @@ func decodeWatch(r *wire.Reader, wt *watch) {
 		// the configured one fresh.
 		_ = wt.detectors[i].UnmarshalBinary(snap)
 	}
+	maxFlags := byte(1)
+	if version < 3 {
+		maxFlags = 3 // bit 1: a drift awaiting its alert when the cooldown ended
+	}
 	for i := uint64(0); i < n && r.Err == nil; i++ {
 		since, flags := r.Varint(), r.Byte()
-		if r.Err != nil || flags > 3 {
+		if r.Err != nil || flags > maxFlags {
 			r.Fail("drift watch")
 			return
 		}
 		if same {
-			wt.since[i], wt.alerted[i], wt.pending[i] = since, flags&1 == 1, flags&2 == 2
+			wt.since[i], wt.alerted[i] = since, flags&1 == 1
 		}
 	}
-	wt.labeled, wt.mistakes = r.Varint(), r.Varint()
-	wt.recentN = int(r.Varint())
-	wt.recent = r.Uint64()
-	if r.Err != nil || wt.recentN < 0 || wt.recentN > recentOutcomes {
-		r.Fail("drift watch")
+	if version < 3 { // labeled, mistakes and the last outcomes since the last alert: superseded by the windows
+		r.Varint()
+		r.Varint()
+		if k := r.Varint(); k < 0 || k > 64 {
+			r.Fail("drift watch")
+		}
+		r.Uint64()
+		return
+	}
+	decodeWindows(r, wt)
+	k := r.Uvarint()
+	if k > MaxDetectors {
+		r.Fail("drift incidents")
+		return
+	}
+	for i := uint64(0); i < k && r.Err == nil; i++ {
+		var in incident
+		flags := r.Byte()
+		in.phase, in.hasFloor = flags&0x7f, flags&0x80 != 0
+		if in.hasFloor {
+			in.quiet = r.Varint()
+			for s := range numSignals {
+				in.floor[s] = r.Float64()
+			}
+		}
+		switch {
+		case r.Err != nil || in.phase > incidentOpen:
+			r.Fail("drift incident")
+			return
+		case in.phase != incidentNone:
+			d := r.Uvarint()
+			in.detections, in.quiet, in.opened = r.Varint(), r.Varint(), r.Varint()
+			for s := range numSignals {
+				in.ref[s], in.level[s], in.refN[s], in.seen[s] = r.Float64(), r.Float64(), r.Varint(), r.Varint()
+			}
+			in.rising = r.Byte()
+			for s := range numSignals {
+				in.by[s] = int8(r.Byte())
+				if r.Err == nil && (in.by[s] < 0 || uint64(in.by[s]) >= n) {
+					r.Fail("drift incident")
+					return
+				}
+			}
+			if r.Err == nil && d >= n {
+				r.Fail("drift incident")
+				return
+			}
+			in.detector = int(d)
+		}
+		if same && k == uint64(len(wt.incidents)) {
+			wt.incidents[i] = in
+		}
+	}
+}
+
+// decodeWindows reads the signals' windows of a version-3 watch into wt's
+// (those it keeps).
+func decodeWindows(r *wire.Reader, wt *watch) {
+	mask := r.Byte()
+	if r.Err != nil || mask >= 1<<numSignals {
+		r.Fail("signal windows")
+		return
+	}
+	for si := range numSignals {
+		if mask&(1<<si) == 0 {
+			continue
+		}
+		var w windows
+		for j := range w.sums {
+			w.sums[j] = math.Float32frombits(r.Uint32())
+		}
+		w.cur = math.Float32frombits(r.Uint32())
+		w.next, w.full, w.curN = r.Byte(), r.Byte(), r.Byte()
+		if r.Err != nil || int(w.next) >= len(w.sums) || int(w.full) > len(w.sums) || w.curN >= blockLen {
+			r.Fail("signal windows")
+			return
+		}
+		if wt.win[si] != nil {
+			*wt.win[si] = w
+		}
 	}
 }
 

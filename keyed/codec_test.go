@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -13,50 +14,136 @@ import (
 	"github.com/driftstream/driftstream/topics"
 )
 
-// Key states written in version 1 (testdata/keystate-v1.golden, made by the
-// codec before it had a header, under goldenConfig) still decode, and are
-// written back as the same sections behind the version-2 header (and an
-// empty mixture, the section version 2 added): a
-// changelog written by an older build restores into this one unchanged.
-func TestKeyStateVersion1Decodes(t *testing.T) {
+// Key states written by older builds (testdata/keystate-v1.golden, made by
+// the codec before it had a header, and keystate-v2.golden, by the codec
+// before the drift watch kept windows and incidents, both under
+// goldenConfig) still decode, and are written back in the current version
+// with every section but the watch's windows and incidents unchanged: a
+// changelog written by an older build restores into this one.
+func TestOlderKeyStatesDecode(t *testing.T) {
 	m := testModel(t, goldenConfig(t))
-	f, err := os.Open("testdata/keystate-v1.golden")
+	for _, tc := range []struct {
+		file    string
+		version byte
+	}{{"testdata/keystate-v1.golden", 1}, {"testdata/keystate-v2.golden", 2}} {
+		keys, pending, withStats, alerted := 0, 0, 0, 0
+		for key, old := range goldenFile(t, tc.file) {
+			if (old[0] == 0) != (tc.version > 1) || tc.version > 1 && old[1] != tc.version {
+				t.Fatalf("%s: key %s starts %x: not version %d", tc.file, key, old[:2], tc.version)
+			}
+			ks, err := m.Decode(&checkpoint.KeyRecord{Key: key, State: old})
+			if err != nil {
+				t.Fatalf("%s: key %s: %v", tc.file, key, err)
+			}
+			now, err := ks.MarshalBinary()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if now[0] != 0 || now[1] != stateVersion {
+				t.Fatalf("%s: key %s written back as version %x", tc.file, key, now[:2])
+			}
+			back, err := m.Decode(&checkpoint.KeyRecord{Key: key, State: now})
+			if err != nil {
+				t.Fatalf("%s: key %s written back does not decode: %v", tc.file, key, err)
+			}
+			sameSections(t, key, ks, back)
+			keys++
+			pending += len(ks.pending())
+			if ks.stats.events > 0 {
+				withStats++
+			}
+			if slices.Contains(ks.watch.alerted, true) {
+				alerted++
+			}
+		}
+		// The golden keys carry the sections the test is about.
+		if keys != 5 || pending == 0 || withStats != keys || tc.version == 2 && alerted == 0 {
+			t.Fatalf("%s: %d keys, %d pending events, %d with counters, %d alerted: the golden file does not cover the sections", tc.file, keys, pending, withStats, alerted)
+		}
+	}
+}
+
+// The current version's encoding of the scripted keys of goldenStates is
+// testdata/keystate-v3.golden, byte for byte: a change of the format is a
+// new version, made on purpose (DRIFTSTREAM_UPDATE_GOLDEN=1 rewrites the
+// file).
+func TestKeyStateGolden(t *testing.T) {
+	m := testModel(t, goldenConfig(t))
+	var b strings.Builder
+	for _, kv := range goldenStates(t, m) {
+		b.WriteString(kv[0] + " " + kv[1] + "\n")
+	}
+	const file = "testdata/keystate-v3.golden"
+	if os.Getenv("DRIFTSTREAM_UPDATE_GOLDEN") == "1" {
+		if err := os.WriteFile(file, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.String() != string(want) {
+		t.Fatalf("the scripted keys encode otherwise than %s: a format change needs a new version", file)
+	}
+	if m.stats.Alerts == 0 || m.stats.IncidentsResolved == 0 && m.stats.DetectionsAbsorbed == 0 {
+		t.Fatalf("the scripted keys open no incident (%+v): the golden file does not cover the watch", *m.stats)
+	}
+}
+
+// goldenFile reads a golden file's lines, "key hex-state".
+func goldenFile(t *testing.T, name string) map[string][]byte {
+	t.Helper()
+	f, err := os.Open(name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	keys, pending, withStats := 0, 0, 0
+	out := map[string][]byte{}
 	sc := bufio.NewScanner(f)
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
 		key, hx, _ := strings.Cut(sc.Text(), " ")
-		v1, err := hex.DecodeString(hx)
-		if err != nil || len(v1) == 0 || v1[0] == 0 {
-			t.Fatalf("key %s: a version-1 state cannot start with 0 (%v)", key, err)
+		b, err := hex.DecodeString(hx)
+		if err != nil || len(b) < 2 {
+			t.Fatalf("%s: key %s: %v", name, key, err)
 		}
-		ks, err := m.Decode(&checkpoint.KeyRecord{Key: key, State: v1})
-		if err != nil {
-			t.Fatalf("key %s: %v", key, err)
-		}
-		v2, err := ks.MarshalBinary()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(v2, append(append([]byte{0, stateVersion}, v1...), 0)) {
-			t.Fatalf("key %s: written back as %d bytes, want the %d of version 1 behind the header, and no mixture", key, len(v2), len(v1))
-		}
-		keys++
-		pending += len(ks.pending())
-		if ks.stats.events > 0 {
-			withStats++
-		}
+		out[key] = b
 	}
 	if err := sc.Err(); err != nil {
 		t.Fatal(err)
 	}
-	// The golden keys carry the sections the test is about.
-	if keys != 5 || pending == 0 || withStats != keys {
-		t.Fatalf("%d keys, %d pending events, %d with counters: the golden file does not cover the sections", keys, pending, withStats)
+	return out
+}
+
+// sameSections fails unless a and b hold the same learner, label wait,
+// counters, detectors, input statistics and mixture.
+func sameSections(t *testing.T, key string, a, b *State) {
+	t.Helper()
+	snap := func(s interface{ MarshalBinary() ([]byte, error) }) string {
+		v, err := s.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(v)
+	}
+	if snap(a.learner) != snap(b.learner) {
+		t.Errorf("key %s: learner differs", key)
+	}
+	if !reflect.DeepEqual(a.wait, b.wait) || !reflect.DeepEqual(a.stats, b.stats) || !reflect.DeepEqual(a.mix, b.mix) {
+		t.Errorf("key %s: label wait, counters or mixture differ", key)
+	}
+	if (a.std == nil) != (b.std == nil) || a.std != nil && snap(a.std) != snap(b.std) {
+		t.Errorf("key %s: input statistics differ", key)
+	}
+	for i := range a.watch.detectors {
+		if snap(a.watch.detectors[i]) != snap(b.watch.detectors[i]) {
+			t.Errorf("key %s: detector %d differs", key, i)
+		}
+	}
+	if !slices.Equal(a.watch.since, b.watch.since) || !slices.Equal(a.watch.alerted, b.watch.alerted) || !reflect.DeepEqual(a.watch.win, b.watch.win) ||
+		!slices.Equal(a.watch.incidents, b.watch.incidents) {
+		t.Errorf("key %s: watch differs", key)
 	}
 }
 
@@ -74,15 +161,24 @@ func TestKeyStateWithoutDecidedPredictions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wb, _ := encodeWatch(nil, ks.watch)
-	watchLen, statsLen := len(wb), len(encodeStats(nil, &ks.stats))+1 // and an empty input-statistics section
-	v1 := b[2 : len(b)-1]                                             // version 1 had no header and no mixture
+	// The key has no detectors: version 3 writes its watch as three zero
+	// bytes (no detectors, no windows, no incidents), version 2 as twelve
+	// (no detectors, three zero counts, eight bytes of outcomes).
+	statsLen := len(encodeStats(nil, &ks.stats)) + 1 // and an empty input-statistics section
+	tail := len(b) - 1 - statsLen                    // where the counters start
+	if w := b[tail-3 : tail]; !bytes.Equal(w, []byte{0, 0, 0}) {
+		t.Fatalf("empty watch written as %x", w)
+	}
+	v2 := slices.Concat([]byte{0, 2}, b[2:tail-3], make([]byte, 12), b[tail:])
+	v1 := v2[2 : len(v2)-1] // version 1 had no header and no mixture
+	watchLen := 12
 	for _, tc := range []struct {
 		name  string
 		state []byte
 		want  []int
 	}{
 		{"current", b, []int{1, -1}},
+		{"version 2", v2, []int{1, -1}},
 		{"version 1", v1, []int{1, -1}},
 		{"version 1 before key counters", v1[:len(v1)-statsLen], []int{1, -1}},
 		{"version 1, older", v1[:len(v1)-statsLen-watchLen-2*11], []int{0, 0}},
@@ -100,11 +196,12 @@ func TestKeyStateWithoutDecidedPredictions(t *testing.T) {
 		state []byte
 	}{
 		{"a cut extension", v1[:len(v1)-4]},
-		{"version 2 without its mixture", b[:len(b)-1]},
-		{"version 2 without its key counters", b[:len(b)-1-statsLen]},
-		{"version 2 cut anywhere", b[:len(b)-3]},
-		{"version 2 with a byte more", append(slices.Clone(b), 0)},
-		{"version 3", append([]byte{0, 3}, b[2:]...)},
+		{"version 2 without its mixture", v2[:len(v2)-1]},
+		{"version 3 without its mixture", b[:len(b)-1]},
+		{"version 3 without its key counters", b[:len(b)-1-statsLen]},
+		{"version 3 cut anywhere", b[:len(b)-3]},
+		{"version 3 with a byte more", append(slices.Clone(b), 0)},
+		{"version 4", append([]byte{0, 4}, b[2:]...)},
 	} {
 		if _, err := m.Decode(&checkpoint.KeyRecord{Key: "k", State: cut.state}); err == nil {
 			t.Errorf("%s decoded", cut.name)

@@ -38,12 +38,23 @@ type Settings struct {
 	// OnDrift is what a confirmed drift does: OnDriftAlert (the default)
 	// emits an alert, OnDriftReset also restarts the key's learner.
 	OnDrift string
-	// AlertCooldown is the number of a key's events after an alert during
-	// which it raises no other (0: DefaultAlertCooldown).
+	// AlertCooldown is how many of a key's events without a detection
+	// close its open incident, if its signal has not come back near its
+	// reference before (0: DefaultAlertCooldown). Detections while an
+	// incident is open join it and raise no alert.
 	AlertCooldown int64
-	// CooldownPerDetector applies the cooldown to each detector on its own
-	// (scoring detectors side by side) rather than to the key.
-	CooldownPerDetector bool
+	// AlertMinRise is the least rise of a detection's signal, its mean over
+	// the recent window (RecentWindow values) less its mean over the
+	// reference window before it (ReferenceWindow), for the detection to
+	// open an incident (0: DefaultAlertMinRise; NoMinRise: every detection
+	// of a key with no open incident does).
+	AlertMinRise float64
+	// AlertResolved writes a record with Kind AlertResolved when an
+	// incident closes.
+	AlertResolved bool
+	// IncidentPerDetector gives each detector an incident of its own
+	// (scoring detectors side by side) rather than one to the key.
+	IncidentPerDetector bool
 	// Standardize z-scores each key's inputs by the running statistics of
 	// that key's earlier inputs (learners.Standardizer, checkpointed with the
 	// key) before its learner sees them; dense inputs only.
@@ -99,6 +110,9 @@ func (s Settings) WithDefaults() Settings {
 	}
 	if s.AlertCooldown == 0 {
 		s.AlertCooldown = DefaultAlertCooldown
+	}
+	if s.AlertMinRise == 0 {
+		s.AlertMinRise = DefaultAlertMinRise
 	}
 	if s.Population == "" {
 		s.Population = PopulationOff

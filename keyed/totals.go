@@ -17,11 +17,17 @@ type Totals struct {
 	// partition has never seen — the mark of events and labels partitioned
 	// differently.
 	LabelsNoKey int64
-	// Alerts counts drift alerts, AlertsBy per Settings.Detectors index, and
-	// Resets the learners restarted on a drift. KeysInWarning is a level:
-	// the keys whose detectors last said warning (since the worker started).
+	// Alerts counts drift alerts (incidents opened), AlertsBy per
+	// Settings.Detectors index (the opening detector), and Resets the
+	// learners restarted on a drift. KeysInWarning is a level: the keys
+	// whose detectors last said warning (since the worker started).
 	Alerts, Resets, KeysInWarning int64
 	AlertsBy                      [MaxDetectors]int64
+	// DetectionsAbsorbed counts detections that joined an open incident
+	// (no alert), DetectionsBelowRise those whose signal rose less than
+	// Settings.AlertMinRise (no incident), IncidentsResolved the incidents
+	// closed.
+	DetectionsAbsorbed, DetectionsBelowRise, IncidentsResolved int64
 	// Asked counts the events whose label the learner uses when it comes:
 	// every event for a learner that learns every label, the ones it asked
 	// for (labeled or not) for a sampler. Asked/Events is the papers' query
@@ -97,5 +103,8 @@ func Counters() []Counter {
 		{"labels_expired", "Unlabeled events whose awaited label was given up (TTL or the per-key bounds).", func(t *Totals) int64 { return t.LabelsExpired }},
 		{"labels_without_key", "Label records for a key the partition has never seen (in labels_unknown_total): events and labels partitioned differently, or a label for an event that never came.", func(t *Totals) int64 { return t.LabelsNoKey }},
 		{"learner_resets", "Keys' learners restarted on a confirmed drift (DRIFTSTREAM_ON_DRIFT=reset).", func(t *Totals) int64 { return t.Resets }},
+		{"drift_detections_absorbed", "Drift detections on a key whose incident was open: joined to it, no alert.", func(t *Totals) int64 { return t.DetectionsAbsorbed }},
+		{"drift_detections_below_rise", "Drift detections whose signal rose less than DRIFTSTREAM_ALERT_MIN_RISE from its reference window to its recent one (or on a key too young to measure it): no alert.", func(t *Totals) int64 { return t.DetectionsBelowRise }},
+		{"drift_incidents_resolved", "Drift incidents closed: the signal back near its reference, or DRIFTSTREAM_ALERT_COOLDOWN events without a detection.", func(t *Totals) int64 { return t.IncidentsResolved }},
 	}
 }

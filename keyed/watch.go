@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"math/bits"
 	"slices"
 	"time"
 
@@ -75,6 +74,9 @@ func (c *Settings) validateDetectors() error {
 	if c.AlertCooldown < 0 {
 		return fmt.Errorf("alert cooldown %d: must be ≥ 0", c.AlertCooldown)
 	}
+	if !(c.AlertMinRise == NoMinRise || c.AlertMinRise >= 0 && c.AlertMinRise < 1) {
+		return fmt.Errorf("alert minimum rise %v: must be in [0, 1), or NoMinRise (%v) for none", c.AlertMinRise, NoMinRise)
+	}
 	return nil
 }
 
@@ -100,32 +102,48 @@ func (c *Settings) signalRange(signal string) string {
 	return "1/(1+|score|)"
 }
 
-// DefaultAlertCooldown is the number of a key's events after an alert
-// during which the key raises no other: one drift, one alert.
+// DefaultAlertCooldown is how many of a key's events without a detection
+// close its incident (Settings.AlertCooldown), when its signal has not
+// come back near its reference before.
 const DefaultAlertCooldown = 500
 
-// recentOutcomes is how many of a key's last outcomes give the mistake
-// rate after a drift.
-const recentOutcomes = 64
+// The signals' indexes in a watch's windows.
+const (
+	sigMistakes = iota
+	sigQueries
+	sigScore
+	numSignals
+)
 
-// watch is a key's drift watch: its detectors, and what an alert reports.
+func signalIndex(signal string) int {
+	switch signal {
+	case SignalMistakes:
+		return sigMistakes
+	case SignalQueries:
+		return sigQueries
+	}
+	return sigScore
+}
+
+// watch is a key's drift watch: its detectors, the windows of the signals
+// they watch, and its incidents.
 type watch struct {
 	detectors []drift.Detector
+	signal    []int // each detector's signal index
 	// Per detector: the key's events since its last alert (or the start),
-	// whether it has alerted (then its cooldown applies), and whether it
-	// confirmed a drift during a cooldown, alerted when the cooldown ends.
+	// and whether it has alerted.
 	since   []int64
 	alerted []bool
-	pending []bool
 	// warns holds each detector's last verdict being a warning; the key is
 	// in warning while any is (a level, not persisted: it restarts with the
 	// worker, as Totals.KeysInWarning does).
 	warns []bool
-	// Labeled events and mistakes since the key's last alert (or the start).
-	labeled, mistakes int64
-	// The last recentOutcomes outcomes, newest in bit 0 (1: wrong).
-	recent  uint64
-	recentN int
+	// win holds the windows of the watched signals, and of the mistakes
+	// always (an alert reports the key's mistake rates); nil for others.
+	win [numSignals]*windows
+	// incidents is the key's one incident, or one per detector
+	// (IncidentPerDetector).
+	incidents []incident
 }
 
 // newWatch builds a key's detectors; nil when none are configured (one
@@ -135,45 +153,58 @@ func (m *Model) newWatch() (*watch, error) {
 		return nil, nil
 	}
 	wt := &watch{}
+	wt.win[sigMistakes] = new(windows)
 	for _, s := range m.s.Detectors {
 		d, err := drift.New(s.Detector, s.Params)
 		if err != nil {
 			return nil, err
 		}
 		wt.detectors = append(wt.detectors, d)
+		si := signalIndex(s.Signal)
+		wt.signal = append(wt.signal, si)
+		if wt.win[si] == nil {
+			wt.win[si] = new(windows)
+		}
 	}
-	wt.since = make([]int64, len(wt.detectors))
-	wt.alerted = make([]bool, len(wt.detectors))
-	wt.pending = make([]bool, len(wt.detectors))
-	wt.warns = make([]bool, len(wt.detectors))
+	n := len(wt.detectors)
+	wt.since, wt.alerted, wt.warns = make([]int64, n), make([]bool, n), make([]bool, n)
+	wt.incidents = make([]incident, 1)
+	if m.s.IncidentPerDetector {
+		wt.incidents = make([]incident, n)
+	}
 	return wt, nil
+}
+
+// incidentOf is detector i's incident.
+func (wt *watch) incidentOf(i int) *incident {
+	if len(wt.incidents) == 1 {
+		return &wt.incidents[0]
+	}
+	return &wt.incidents[i]
 }
 
 // outcome records a scored prediction of the key and feeds the mistakes
 // signal.
 func (m *Model) outcome(in Input, ks *State, wrong bool, ts time.Time) {
-	if len(m.s.Detectors) == 0 {
-		return // nothing watches: the alert's rates are never read
+	if ks.watch == nil {
+		return
 	}
-	wt := ks.watch
-	wt.labeled++
-	wt.recent <<= 1
-	if wrong {
-		wt.mistakes++
-		wt.recent |= 1
-	}
-	wt.recentN = min(wt.recentN+1, recentOutcomes)
-	m.feed(in, ks, SignalMistakes, boolValue(wrong), ts)
+	m.feed(in, ks, sigMistakes, boolValue(wrong), ts)
+	m.settle(in, ks, ts)
 }
 
-// tick counts an event of the key for its detectors' cooldowns, before the
-// event's signals are fed: the event of an alert is not one "after" it.
+// tick counts an event of the key for its detectors and its incidents,
+// before the event's signals are fed: the event of an alert is not one
+// "after" it.
 func (ks *State) tick() {
 	if ks.watch == nil {
 		return
 	}
 	for i := range ks.watch.since {
 		ks.watch.since[i]++
+	}
+	for i := range ks.watch.incidents {
+		ks.watch.incidents[i].quiet++
 	}
 }
 
@@ -183,37 +214,38 @@ func (m *Model) eventSignals(in Input, ks *State, asked, score float64, ts time.
 	if ks.watch == nil {
 		return
 	}
-	wt := ks.watch
-	// A drift confirmed during a cooldown is alerted at the first event
-	// after it: none is lost (the detector restarted when it confirmed it).
-	for i := range wt.pending {
-		if wt.pending[i] && !m.cooling(wt, i) {
-			wt.pending[i] = false
-			m.alert(in, ks, i, ts)
-		}
-	}
-	m.feed(in, ks, SignalQueries, asked, ts)
-	m.feed(in, ks, SignalScore, 1/(1+math.Abs(score)), ts)
+	m.feed(in, ks, sigQueries, asked, ts)
+	m.feed(in, ks, sigScore, 1/(1+math.Abs(score)), ts)
+	m.settle(in, ks, ts)
 }
 
-// feed gives x to the key's detectors of signal; a confirmed drift outside
-// the cooldown becomes an alert (and, with OnDriftReset, a new learner).
-func (m *Model) feed(in Input, ks *State, signal string, x float64, ts time.Time) {
+// feed gives x, a value of signal si, to its windows and its detectors; a
+// detection opens an incident or joins the open one (detected).
+func (m *Model) feed(in Input, ks *State, si int, x float64, ts time.Time) {
 	wt := ks.watch
+	if wt.win[si] == nil {
+		return // not watched
+	}
+	block := wt.win[si].add(x)
+	for i := range wt.incidents {
+		if inc := &wt.incidents[i]; inc.phase != incidentNone {
+			inc.seen[si]++
+			// A candidate is measured again at each block's end: a few
+			// tests of a rise over its life, not one per value.
+			if block && inc.phase == incidentCandidate && inc.rising&(1<<si) != 0 {
+				m.measureCandidate(in, ks, inc, si, ts)
+			}
+		}
+	}
 	was := slices.Contains(wt.warns, true)
-	for i, s := range m.s.Detectors {
-		if s.Signal != signal {
+	for i, d := range wt.detectors {
+		if wt.signal[i] != si {
 			continue
 		}
-		state := wt.detectors[i].Add(x)
+		state := d.Add(x)
 		wt.warns[i] = state == drift.Warning
-		switch {
-		case state != drift.Drift:
-		case m.cooling(wt, i):
-			wt.pending[i] = true // alerted when the cooldown ends
-		default:
-			wt.pending[i] = false
-			m.alert(in, ks, i, ts)
+		if state == drift.Drift {
+			m.detected(in, ks, i, ts)
 		}
 	}
 	switch now := slices.Contains(wt.warns, true); {
@@ -222,6 +254,140 @@ func (m *Model) feed(in Input, ks *State, signal string, x float64, ts time.Time
 	case was && !now:
 		m.stats.KeysInWarning--
 	}
+}
+
+// detected handles detector i's confirmed drift: it joins the open
+// incident; else it makes a candidate (or extends the current one, which
+// keeps the reference frozen at its first detection), opened with an
+// alert as soon as the signal's recent mean rose by AlertMinRise above
+// that reference (measureCandidate): at once, or as the change goes on.
+func (m *Model) detected(in Input, ks *State, i int, ts time.Time) {
+	wt := ks.watch
+	inc := wt.incidentOf(i)
+	switch inc.phase {
+	case incidentOpen:
+		inc.detections++
+		inc.quiet = 0
+		inc.raise(wt)
+		m.stats.DetectionsAbsorbed++
+		return
+	case incidentCandidate:
+		inc.detections++
+		inc.quiet = 0
+		inc.mark(wt, i)
+	default:
+		inc.begin(wt, i)
+		if _, r, ok := inc.rise(wt, wt.signal[i]); !ok && r.referenceN < minWindow && m.s.AlertMinRise != NoMinRise {
+			inc.close(wt) // too young a key to have a reference
+			m.stats.DetectionsBelowRise++
+			return
+		}
+	}
+	m.measureCandidate(in, ks, inc, wt.signal[i], ts)
+}
+
+// measureCandidate opens the candidate incident inc when the recent mean
+// of signal s, one its detections watch, rose at least AlertMinRise above
+// the reference frozen at its first detection (at once with NoMinRise); the
+// alert names the last detector that confirmed a drift on s. A candidate
+// with no detection for AlertCooldown events is dropped by settle.
+func (m *Model) measureCandidate(in Input, ks *State, inc *incident, s int, ts time.Time) {
+	up, r, ok := inc.rise(ks.watch, s)
+	if m.s.AlertMinRise == NoMinRise || ok && up >= m.s.AlertMinRise && r.significant() {
+		inc.detector = int(inc.by[s])
+		m.open(in, ks, inc, ts, r)
+	}
+}
+
+// open opens the candidate incident inc with an alert at in (and, with
+// OnDriftReset, restarts the key's learner).
+func (m *Model) open(in Input, ks *State, inc *incident, ts time.Time, r rise) {
+	wt := ks.watch
+	i := inc.detector
+	inc.phase, inc.opened, inc.quiet = incidentOpen, in.Offset, 0
+	inc.raise(wt)
+	m.stats.DetectionsAbsorbed += inc.detections - 1 // the candidate's later detections
+	msg := m.alertRecord(in, ks, i, ts, r)
+	msg.Kind = topics.AlertOpened
+	m.step.Alerts = append(m.step.Alerts, msg)
+	m.stats.Alerts++
+	m.stats.AlertsBy[i]++
+	wt.since[i], wt.alerted[i] = 0, true
+	rare := ks.stats.rareForUpdate()
+	rare.alertDetector, rare.alertOffset, rare.alertTimestamp = i+1, in.Offset, 0
+	if !ts.IsZero() {
+		rare.alertTimestamp = ts.UnixNano()
+	}
+	if m.s.OnDrift == OnDriftReset {
+		if l, err := m.newLearner(in.Key); err == nil {
+			ks.learner, ks.mix = l, nil // a new key's: it follows the population again
+			m.stats.Resets++
+			rare.resets++
+		}
+	}
+}
+
+// settle closes the key's open incidents whose signals came back near
+// their references, or that had no detection for AlertCooldown events
+// while no signal still rose (a signal still climbing keeps its incident
+// open: a gradual change is one incident), with a resolved record when
+// AlertResolved asks for one; and drops the candidates with no detection
+// for AlertCooldown events.
+func (m *Model) settle(in Input, ks *State, ts time.Time) {
+	wt := ks.watch
+	for j := range wt.incidents {
+		inc := &wt.incidents[j]
+		switch {
+		case inc.phase == incidentCandidate && inc.quiet >= m.s.AlertCooldown:
+			m.stats.DetectionsBelowRise += inc.detections
+			inc.close(wt)
+			continue
+		case !inc.open():
+			continue
+		case inc.recovered(wt, m.s.AlertMinRise):
+		case inc.quiet < m.s.AlertCooldown:
+			continue
+		case !inc.settled(wt, m.s.AlertMinRise):
+			inc.quiet = 0 // still rising
+			continue
+		}
+		m.stats.IncidentsResolved++
+		if m.s.AlertResolved {
+			s := wt.signal[inc.detector]
+			r := wt.win[s].measure()
+			r.reference = inc.ref[s] // the level it came back near (or left behind)
+			msg := m.alertRecord(in, ks, inc.detector, ts, r)
+			opened := inc.opened
+			msg.Kind, msg.Detections, msg.OpenedOffset = topics.AlertResolved, inc.detections, &opened
+			m.step.Alerts = append(m.step.Alerts, msg)
+		}
+		inc.close(wt)
+	}
+}
+
+// alertRecord is the record of detector i's incident at in: the rise r of
+// its signal, and the key's mistake rates over the same windows.
+func (m *Model) alertRecord(in Input, ks *State, i int, ts time.Time, r rise) topics.DriftAlert {
+	wt := ks.watch
+	s := m.s.Detectors[i]
+	msg := topics.DriftAlert{Key: in.Key, KeyB64: topics.KeyB64(in.Key), Partition: in.Partition, Offset: in.Offset, ID: in.Event.ID, Detector: s.Detector, Signal: s.Signal,
+		EventsSinceLastAlert: wt.sinceKeyAlert(), Action: m.s.OnDrift, Detections: 1,
+		Recent: r.recent, Reference: r.reference, RecentN: r.recentN, ReferenceN: r.referenceN, MinRise: m.s.AlertMinRise}
+	if !ts.IsZero() {
+		t := ts.UTC().Format(time.RFC3339Nano)
+		msg.TS = &t
+	}
+	mr := wt.win[sigMistakes].measure()
+	if wt.signal[i] == sigMistakes {
+		mr = r // the rise itself: its reference is the one frozen at the first detection
+	}
+	if mr.referenceN > 0 {
+		msg.MistakeRateBefore = &mr.reference
+	}
+	if mr.recentN > 0 {
+		msg.MistakeRateAfter = &mr.recent
+	}
+	return msg
 }
 
 // Release takes ks out of Totals.KeysInWarning if it is in warning: the
@@ -247,55 +413,6 @@ func (wt *watch) sinceKeyAlert() int64 {
 		return wt.since[0] // every detector counts from the key's start
 	}
 	return n
-}
-
-// cooling reports whether detector i must stay quiet: the key (or, with
-// CooldownPerDetector, detector i itself) alerted fewer than AlertCooldown
-// events ago.
-func (m *Model) cooling(wt *watch, i int) bool {
-	for j := range wt.since {
-		if (j == i || !m.s.CooldownPerDetector) && wt.alerted[j] && wt.since[j] < m.s.AlertCooldown {
-			return true
-		}
-	}
-	return false
-}
-
-func (m *Model) alert(in Input, ks *State, i int, ts time.Time) {
-	wt := ks.watch
-	s := m.s.Detectors[i]
-	msg := topics.DriftAlert{Key: in.Key, KeyB64: topics.KeyB64(in.Key), Partition: in.Partition, Offset: in.Offset, ID: in.Event.ID, Detector: s.Detector, Signal: s.Signal,
-		EventsSinceLastAlert: wt.sinceKeyAlert(), Action: m.s.OnDrift}
-	if !ts.IsZero() {
-		t := ts.UTC().Format(time.RFC3339Nano)
-		msg.TS = &t
-	}
-	recentWrong := int64(bits.OnesCount64(wt.recent & (1<<wt.recentN - 1)))
-	if n := wt.labeled - int64(wt.recentN); n > 0 {
-		v := float64(wt.mistakes-recentWrong) / float64(n)
-		msg.MistakeRateBefore = &v
-	}
-	if wt.recentN > 0 {
-		v := float64(recentWrong) / float64(wt.recentN)
-		msg.MistakeRateAfter = &v
-	}
-	m.stats.Alerts++
-	m.stats.AlertsBy[i]++
-	m.step.Alerts = append(m.step.Alerts, msg)
-	wt.since[i], wt.alerted[i] = 0, true
-	wt.labeled, wt.mistakes = 0, 0
-	rare := ks.stats.rareForUpdate()
-	rare.alertDetector, rare.alertOffset, rare.alertTimestamp = i+1, in.Offset, 0
-	if !ts.IsZero() {
-		rare.alertTimestamp = ts.UnixNano()
-	}
-	if m.s.OnDrift == OnDriftReset {
-		if l, err := m.newLearner(in.Key); err == nil {
-			ks.learner, ks.mix = l, nil // a new key's: it follows the population again
-			m.stats.Resets++
-			rare.resets++
-		}
-	}
 }
 
 func boolValue(b bool) float64 {

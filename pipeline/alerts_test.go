@@ -48,8 +48,9 @@ func alertsOf(outs []Output) []topics.DriftAlert {
 }
 
 // A concept flip on a key raises one alert from its mistakes detector, soon
-// after the flip and none before it, with the mistake rates before and
-// after; with on-drift reset, the key's learner restarts.
+// after the flip and none before it, with the rise it measured (and the
+// mistake rates of the same windows); with on-drift reset, the key's
+// learner restarts.
 func TestDriftAlert(t *testing.T) {
 	for _, action := range []string{keyed.OnDriftAlert, keyed.OnDriftReset} {
 		cfg := testConfig(t, "perceptron", "")
@@ -65,20 +66,16 @@ func TestDriftAlert(t *testing.T) {
 			t.Fatalf("%s: no alert for the flip", action)
 		}
 		a := as[0]
-		if a.Offset < 2000 || a.Offset > 2300 || a.Detector != "adwin" || a.Signal != keyed.SignalMistakes || a.Key != "k" || a.Action != action ||
-			a.TS == nil || *a.TS != "2026-11-20T10:00:00Z" || a.MistakeRateBefore == nil || a.MistakeRateAfter == nil || *a.MistakeRateAfter <= *a.MistakeRateBefore {
-			t.Fatalf("%s: alert %+v", action, a)
-		}
-		for _, b := range as[1:] {
-			if b.Offset-a.Offset < keyed.DefaultAlertCooldown {
-				t.Fatalf("%s: a second alert %d events after the first, within the cooldown", action, b.Offset-a.Offset)
-			}
+		if len(as) != 1 || a.Kind != topics.AlertOpened || a.Offset < 2000 || a.Offset > 2300 || a.Detector != "adwin" || a.Signal != keyed.SignalMistakes || a.Key != "k" || a.Action != action ||
+			a.TS == nil || *a.TS != "2026-11-20T10:00:00Z" || a.Recent-a.Reference < keyed.DefaultAlertMinRise || a.RecentN < keyed.RecentWindow || a.ReferenceN != keyed.ReferenceWindow ||
+			a.MistakeRateBefore == nil || a.MistakeRateAfter == nil || *a.MistakeRateAfter != a.Recent || *a.MistakeRateBefore != a.Reference {
+			t.Fatalf("%s: %d alerts, first %+v", action, len(as), a)
 		}
 		st := w.Totals()
 		if st.Alerts != int64(len(as)) || st.AlertsBy[0] != st.Alerts || (action == keyed.OnDriftReset) != (st.Resets == st.Alerts) {
 			t.Fatalf("%s: totals %+v for %d alerts", action, st, len(as))
 		}
-		t.Logf("%s: first alert %d events after the flip; %d alerts; before %.3f after %.3f", action, a.Offset-2000, len(as), *a.MistakeRateBefore, *a.MistakeRateAfter)
+		t.Logf("%s: alert %d events after the flip; mistake rate %.3f over %d → %.3f over %d", action, a.Offset-2000, a.Reference, a.ReferenceN, a.Recent, a.RecentN)
 	}
 }
 
@@ -88,6 +85,8 @@ func TestDriftAlertsReplayAfterRestore(t *testing.T) {
 	cfg := testConfig(t, "lasec", "")
 	cfg.Detectors = []keyed.DetectorSpec{{Detector: "adwin", Signal: keyed.SignalMistakes}, {Detector: "page-hinkley", Signal: keyed.SignalScore, Params: json.RawMessage(`{"threshold":5}`)},
 		{Detector: "ddm", Signal: keyed.SignalMistakes}}
+	cfg.AlertMinRise = keyed.NoMinRise // lasec recovers from the flip in a few mistakes: every detection counts here
+	cfg.AlertResolved = true
 	recs := flipping(2, 4000, 1800)
 	whole, _ := NewWorker(cfg, 0)
 	want := run(t, whole, recs)
@@ -127,25 +126,28 @@ func TestDetectorConfig(t *testing.T) {
 	}
 }
 
-// The cooldown is the key's: after one detector's alert, no detector of the
-// key raises another for AlertCooldown events — unless each cools down on
-// its own (side-by-side scoring).
-func TestCooldownIsPerKey(t *testing.T) {
+// The incident is the key's: of three detectors that each confirm a flip,
+// the first raises the alert and the others join its incident — unless each
+// detector has an incident of its own (side-by-side scoring), when each
+// alerts once.
+func TestIncidentIsPerKey(t *testing.T) {
 	for _, perDetector := range []bool{false, true} {
 		cfg := testConfig(t, "perceptron", "")
 		cfg.Detectors = []keyed.DetectorSpec{{Detector: "adwin", Signal: keyed.SignalMistakes}, {Detector: "ddm", Signal: keyed.SignalMistakes},
 			{Detector: "hddm-a", Signal: keyed.SignalMistakes}}
-		cfg.CooldownPerDetector = perDetector
+		cfg.IncidentPerDetector = perDetector
 		w, _ := NewWorker(cfg, 0)
 		as := alertsOf(run(t, w, flipping(1, 4000, 2000)))
-		close := 0
-		for i := 1; i < len(as); i++ {
-			if as[i].Offset-as[i-1].Offset < keyed.DefaultAlertCooldown {
-				close++
-			}
+		by := map[string]int{}
+		for _, a := range as {
+			by[a.Detector]++
 		}
-		if perDetector != (close > 0) {
-			t.Fatalf("per detector %v: %d alerts within the cooldown of the previous one (%d alerts)", perDetector, close, len(as))
+		st := w.Totals()
+		switch {
+		case !perDetector && (len(as) != 1 || st.DetectionsAbsorbed == 0):
+			t.Fatalf("one incident per key: %d alerts (%v), %d detections absorbed; want 1 alert, the others absorbed", len(as), by, st.DetectionsAbsorbed)
+		case perDetector && (len(by) < 2 || by["adwin"] > 1 || by["ddm"] > 1 || by["hddm-a"] > 1):
+			t.Fatalf("an incident per detector: alerts by detector %v, want at most one each, from two or more", by)
 		}
 	}
 }
@@ -271,49 +273,6 @@ func TestKeysInWarningLeavesWithTheState(t *testing.T) {
 				t.Fatalf("%d keys in warning once a's state left memory (still held: %v), want 0", got, ks == a)
 			}
 		})
-	}
-}
-
-// scripted says Drift at the listed calls of Add, Stable otherwise.
-type scripted struct {
-	drift.Detector
-	calls int
-	at    map[int]bool
-}
-
-func (d *scripted) Add(float64) drift.State {
-	d.calls++
-	if d.at[d.calls] {
-		return drift.Drift
-	}
-	return drift.Stable
-}
-
-// A drift confirmed during the key's cooldown is alerted when the cooldown
-// ends, never lost; events_since_last_alert counts the key's events since
-// its last alert, whichever detector raised it; the pending drift survives
-// a checkpoint.
-func TestDriftInCooldownIsAlertedWhenItEnds(t *testing.T) {
-	cfg := testConfig(t, "perceptron", "")
-	cfg.Detectors = []keyed.DetectorSpec{{Detector: "adwin", Signal: keyed.SignalQueries}, {Detector: "hddm-a", Signal: keyed.SignalQueries}}
-	w, err := NewWorker(cfg, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	recs := flipping(3, 1000, 1<<30)
-	run(t, w, recs[:1])
-	ks := w.keys["k"]
-	d := ks.Detectors()
-	d[0], d[1] = &scripted{calls: 1, at: map[int]bool{100: true}}, &scripted{calls: 1, at: map[int]bool{300: true}}
-	as := alertsOf(run(t, w, recs[1:]))
-	if len(as) != 2 {
-		t.Fatalf("%d alerts, want 2: %+v", len(as), as)
-	}
-	if as[0].Detector != "adwin" || as[0].Offset != 99 || as[0].EventsSinceLastAlert != 100 {
-		t.Fatalf("first alert %+v, want adwin's at offset 99, the key's 100th event", as[0])
-	}
-	if as[1].Detector != "hddm-a" || as[1].Offset != 99+keyed.DefaultAlertCooldown || as[1].EventsSinceLastAlert != keyed.DefaultAlertCooldown {
-		t.Fatalf("second alert %+v, want hddm-a's at offset %d, %d events after the first", as[1], 99+keyed.DefaultAlertCooldown, keyed.DefaultAlertCooldown)
 	}
 }
 

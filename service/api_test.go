@@ -122,6 +122,9 @@ func keyAPI(t *testing.T, cacheKeys int) {
 	if disk := testutil.ToFloat64(m.stateDirBytes); (cacheKeys > 0) != (disk > 0) {
 		t.Fatalf("driftstream_state_dir_bytes %v with %d keys in memory", disk, cacheKeys)
 	}
+	if ok, why := s.Ready(); !ok || sample(t, reg, "driftstream_ready") != 1 {
+		t.Fatalf("driftstream_ready %v on a running member (ready %v: %s)", sample(t, reg, "driftstream_ready"), ok, why)
+	}
 
 	var events, labeled int64
 	for i := range 20 {

@@ -27,7 +27,7 @@ type scraped struct {
 	deadLetters, outputsRefused, driftAlerts, followed     *prometheus.Desc
 	windowAccuracy, lag, keys, keysResident, keysInWarning *prometheus.Desc
 	populationShare, populationWeight                      *prometheus.Desc
-	unreadPartitions                                       *prometheus.Desc
+	unreadPartitions, ready, mergeWentOn                   *prometheus.Desc
 }
 
 func newScraped() *scraped {
@@ -50,6 +50,7 @@ func newScraped() *scraped {
 		keysResident:     d("keys_in_memory", "Keys of the partition held in memory after its last checkpoint or restore: driftstream_keys without a key store (DRIFTSTREAM_STATE_DIR), at most DRIFTSTREAM_CACHE_KEYS with one.", "partition"),
 		keysInWarning:    d("keys_in_warning", "Keys whose drift detectors last said warning, since the partition was assigned.", "partition"),
 		populationShare:  d("population_share", "Share of the partition's last 1000 predictions that made the population model's label (DRIFTSTREAM_POPULATION=mixture) rather than the key's own learner's; absent before the first.", "partition"),
+		ready:            d("ready", "1 when the member is ready (/readyz: in a consumer-group generation, every partition it owns restored and running, no input partition unread), else 0: an alert can tell a member that runs from one that is stuck joining or restoring."),
 		unreadPartitions: d("unread_input_partitions", "Partitions added to an input topic while the service runs, which it does not read (it is unready meanwhile): see docs/OPERATIONS.md, \"When an input topic grows\"."),
 		populationWeight: d("population_weight", "Mean weight the mixtures of the keys behind the partition's last 1000 predictions gave the population model (DRIFTSTREAM_POPULATION=mixture); the keys' own learners had the rest. Absent before the first prediction.", "partition"),
 	}
@@ -77,7 +78,7 @@ func (c *scraped) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range c.totals {
 		ch <- d
 	}
-	for _, d := range []*prometheus.Desc{c.resumed, c.unparked, c.caughtUp, c.parkedRefused, c.deadLetters, c.outputsRefused,
+	for _, d := range []*prometheus.Desc{c.ready, c.resumed, c.unparked, c.caughtUp, c.parkedRefused, c.deadLetters, c.outputsRefused,
 		c.driftAlerts, c.followed, c.windowAccuracy, c.lag, c.keys, c.keysResident, c.keysInWarning, c.populationShare, c.populationWeight, c.unreadPartitions} {
 		ch <- d
 	}
@@ -113,10 +114,14 @@ func (c *scraped) Collect(ch chan<- prometheus.Metric) {
 	counter(c.unparked, cnt.unparked.Load())
 	counter(c.caughtUp, cnt.caughtUp.Load())
 	counter(c.parkedRefused, cnt.parkedRefused.Load())
-	unread := int64(0)
+	unread, ready := int64(0), 0.0
 	if s := c.svc.Load(); s != nil {
 		unread = s.unreadPartitions.Load()
+		if ok, _ := s.Ready(); ok {
+			ready = 1
+		}
 	}
+	ch <- prometheus.MustNewConstMetric(c.ready, prometheus.GaugeValue, ready)
 	ch <- prometheus.MustNewConstMetric(c.unreadPartitions, prometheus.GaugeValue, float64(unread))
 
 	refused, byReason := cnt.refusals(), map[string]int64{}

@@ -57,24 +57,56 @@ type LabelQuery struct {
 	Offset    int64   `json:"offset"`
 }
 
-// DriftAlert says that a key's drift detector confirmed a drift, with the
-// action taken.
+// The kinds of drift alert record.
+const (
+	// AlertOpened opens a key's incident: a detector confirmed a drift and
+	// its signal rose by at least the minimum rise.
+	AlertOpened = "alert"
+	// AlertResolved closes it (written only when the service is asked to:
+	// DRIFTSTREAM_ALERT_RESOLVED).
+	AlertResolved = "resolved"
+)
+
+// DriftAlert is a key's drift incident opening (Kind AlertOpened: a
+// detector confirmed a drift, and its signal rose) or closing (Kind
+// AlertResolved), with the rise measured and the action taken.
 type DriftAlert struct {
+	Kind      string  `json:"kind"`
 	Key       string  `json:"key"`
 	KeyB64    string  `json:"key_b64,omitempty"`
 	Partition int     `json:"partition"`
 	Offset    int64   `json:"offset"`
 	ID        string  `json:"id"`
 	TS        *string `json:"ts"` // null when the event had none
-	Detector  string  `json:"detector"`
-	Signal    string  `json:"signal"`
+	// Detector and Signal are the detector that opened the incident and
+	// the signal it watches.
+	Detector string `json:"detector"`
+	Signal   string `json:"signal"`
+	// Recent and Reference are the signal's means over its recent window
+	// (its last RecentN values: events, or labeled events for mistakes) and
+	// over its reference window (the ReferenceN values before those), at
+	// this record; Recent − Reference is the rise, at least MinRise when
+	// the incident opened. On a resolved record, Reference is the level
+	// the incident opened with.
+	Recent     float64 `json:"rate_recent"`
+	Reference  float64 `json:"rate_reference"`
+	RecentN    int     `json:"window_recent"`
+	ReferenceN int     `json:"window_reference"`
+	MinRise    float64 `json:"min_rise"`
 	// MistakeRateBefore and After are the key's mistake rates over its
-	// labeled events before and after the detector's recent window (null
-	// when there were none).
-	MistakeRateBefore    *float64 `json:"mistake_rate_before"`
-	MistakeRateAfter     *float64 `json:"mistake_rate_after"`
-	EventsSinceLastAlert int64    `json:"events_since_last_alert"`
-	Action               string   `json:"action"`
+	// reference and recent windows of labeled events (for the mistakes
+	// signal, Reference and Recent themselves); null when a window is
+	// empty.
+	MistakeRateBefore *float64 `json:"mistake_rate_before"`
+	MistakeRateAfter  *float64 `json:"mistake_rate_after"`
+	// Detections counts the detections of the incident: 1 when it opens,
+	// with those it absorbed when it is resolved.
+	Detections int64 `json:"detections"`
+	// OpenedOffset is the offset of the alert that opened the incident
+	// (resolved records only).
+	OpenedOffset         *int64 `json:"opened_offset,omitempty"`
+	EventsSinceLastAlert int64  `json:"events_since_last_alert"`
+	Action               string `json:"action"`
 }
 
 // AppendJSON appends the prediction's JSON encoding to b.

@@ -123,6 +123,7 @@ type backtestFlags struct {
 	quiet         bool
 	detectorsFlag string
 	cooldown      int64
+	minRise       float64
 }
 
 // register defines the flags on fs.
@@ -165,7 +166,8 @@ func (f *backtestFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&f.queryScale, "query-scale", 1, "-keyed and topic backtests: margin rule b/(b+|score|) for learners without a query rule (the service's DRIFTSTREAM_QUERY_SCALE)")
 	fs.BoolVar(&f.quiet, "q", false, "no progress lines on stderr")
 	fs.StringVar(&f.detectorsFlag, "detectors", "", `drift detectors: a JSON list of {"detector","signal","params"}, [] for none, or "all" (every detector on every signal it can watch). -keyed and topic backtests: run per key as the service runs them (default: the service's DRIFTSTREAM_DETECTORS) and write alerts-LEARNER.jsonl; a single stream: scored against the generator's known drift points`)
-	fs.Int64Var(&f.cooldown, "alert-cooldown", keyed.DefaultAlertCooldown, "events of a key after an alert during which it raises no other (the service's DRIFTSTREAM_ALERT_COOLDOWN); a drift confirmed meanwhile is alerted when it ends. A single stream scores each detector with its own cooldown, side by side")
+	fs.Int64Var(&f.cooldown, "alert-cooldown", keyed.DefaultAlertCooldown, "a key's events without a detection after which its open drift incident closes (the service's DRIFTSTREAM_ALERT_COOLDOWN); detections while it is open raise no alert. A single stream scores each detector with an incident of its own, side by side")
+	fs.Float64Var(&f.minRise, "alert-min-rise", keyed.DefaultAlertMinRise, "least rise of a detection's signal from its reference window to its recent one for it to alert (the service's DRIFTSTREAM_ALERT_MIN_RISE); 0: any")
 }
 
 // keyedBacktest replays a file (-keyed) or a topic range (-topic) through
@@ -189,7 +191,7 @@ func keyedBacktest(f *backtestFlags, set map[string]bool, extra []string, stdout
 	var err error
 	dets := config.DefaultDetectors()
 	if f.names == "" { // what the service would have done: its configuration
-		svc, err := serviceSettings(set, &f.population, &f.learnFrom, &f.standardize, &f.bias, &f.queryScale, &f.cooldown, stderr)
+		svc, err := serviceSettings(set, f, stderr)
 		if err != nil {
 			return err
 		}
@@ -207,6 +209,9 @@ func keyedBacktest(f *backtestFlags, set map[string]bool, extra []string, stdout
 	if f.cooldown < 1 {
 		return usageError{fmt.Errorf("-alert-cooldown %d: must be ≥ 1", f.cooldown)}
 	}
+	if f.minRise < 0 || f.minRise >= 1 {
+		return usageError{fmt.Errorf("-alert-min-rise %v: must be in [0, 1)", f.minRise)}
+	}
 	if _, err := topics.Balancer(f.partitioner); err != nil {
 		return usageError{fmt.Errorf("-partitioner: %w", err)}
 	}
@@ -214,7 +219,7 @@ func keyedBacktest(f *backtestFlags, set map[string]bool, extra []string, stdout
 		return err
 	}
 	k := keyedRun{specs: specs, seed: f.seed, dim: f.dim, hashBits: f.hashBits, messages: backtest.MessageOptions{Keys: f.keys, LabelsDelay: f.labelsDelay, Partitioner: f.partitioner},
-		partitions: f.partitions, queryScale: f.queryScale, standardize: f.standardize, population: f.population, learnFrom: f.learnFrom, detectors: dets, cooldown: f.cooldown, out: f.out, quiet: f.quiet}
+		partitions: f.partitions, queryScale: f.queryScale, standardize: f.standardize, population: f.population, learnFrom: f.learnFrom, detectors: dets, cooldown: f.cooldown, minRise: minRise(f.minRise), out: f.out, quiet: f.quiet}
 	if f.topic != "" {
 		if k.input, err = topicInput(ctx, f.brokers, f.topic, f.labelsTopic, f.from, f.to); err != nil {
 			return err
@@ -298,7 +303,7 @@ func streamBacktest(f *backtestFlags, extra []string, stdout, stderr io.Writer) 
 		}
 	}
 	res, err := backtest.Compare(ctx, backtest.Config{Name: f.data, Data: src, Learners: specs, Seed: f.seed, Repeats: f.repeats,
-		QueryRateTarget: f.target, Pass: backtest.PipelinePassWith(backtest.PipelineOptions{Detectors: dets, Cooldown: f.cooldown, Population: f.population}), Options: backtest.Options{Window: f.window, Progress: progressTo(f.quiet, stderr)}})
+		QueryRateTarget: f.target, Pass: backtest.PipelinePassWith(backtest.PipelineOptions{Detectors: dets, Cooldown: f.cooldown, MinRise: minRise(f.minRise), Population: f.population}), Options: backtest.Options{Window: f.window, Progress: progressTo(f.quiet, stderr)}})
 	if err != nil {
 		return err
 	}
@@ -344,7 +349,7 @@ func report(out string, res backtest.Result, stdout, stderr io.Writer) error {
 // The flags of each kind of backtest besides the common ones; a flag set for
 // another kind is an error, never silently ignored.
 var (
-	commonFlags = []string{"learners", "params", "seed", "out", "q", "standardize", "detectors", "alert-cooldown"}
+	commonFlags = []string{"learners", "params", "seed", "out", "q", "standardize", "detectors", "alert-cooldown", "alert-min-rise"}
 	streamFlags = []string{"data", "format", "dim", "hash-bits", "label", "positive", "negative", "header", "label-file", "bias"}
 	modeFlags   = map[string][]string{
 		"single-stream": slices.Concat(streamFlags, []string{"repeats", "query-rate-target", "window", "list-generators", "population"}),

@@ -238,10 +238,13 @@ func TestKeyedJSONLBacktest(t *testing.T) {
 
 // -detectors scores drift detectors against a generator's known drift
 // points and writes detection.json; a file without drift points is refused.
+// (-alert-min-rise 0 scores the detectors' own tests: the perceptron gets
+// over these switches within a recent window, a rise the service's default
+// minimum would not alert.)
 func TestBacktestScoresDetectors(t *testing.T) {
 	dir := t.TempDir()
 	var out, errb bytes.Buffer
-	code := run([]string{"backtest", "-data", "synth:switching-gaussian?T=3000&d=5&period=1000", "-learners", "perceptron",
+	code := run([]string{"backtest", "-data", "synth:switching-gaussian?T=3000&d=5&period=1000", "-learners", "perceptron", "-alert-min-rise", "0",
 		"-detectors", `[{"detector":"hddm-a","signal":"mistakes"},{"detector":"adwin","signal":"score"}]`, "-out", dir, "-q"}, &out, &errb)
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, errb.String())
@@ -382,25 +385,27 @@ func TestDetectionWorseUsesTheTruth(t *testing.T) {
 		{"the window counts from the previous alert", map[string][]int{"r": {1300, 1900}}, 1},
 		{"both keys", map[string][]int{"k": {1100}, "r": {1300}}, 1},
 	} {
-		run := detectionRun{alerts: tc.alerts, expected: map[string][]float64{"k": flat, "r": rising}}
-		n, worse := run.worse()
-		want := 0
-		for _, as := range tc.alerts {
-			want += len(as)
+		alerts := map[string][]detectionAlert{}
+		for k, as := range tc.alerts {
+			for _, a := range as {
+				alerts[k] = append(alerts[k], detectionAlert{at: a})
+			}
 		}
-		if n != want || worse != tc.worse {
-			t.Errorf("%s: %d alerts, %d on keys that got worse; want %d, %d", tc.name, n, worse, want, tc.worse)
+		run := detectionRun{alerts: alerts, expected: map[string][]float64{"k": flat, "r": rising}}
+		if worse := run.markWorse(); worse != tc.worse {
+			t.Errorf("%s: %d alerts on keys that got worse; want %d", tc.name, worse, tc.worse)
 		}
 	}
 }
 
-// The detection benchmark scores each detector on keyed streams with known
-// drift points through the pipeline; the service's default detector raises
-// no alert on improving keys and finds the rises.
+// The detection benchmark scores the service's detectors, as one set, on
+// keyed streams with known drift points through the pipeline: no alert on
+// improving keys, the rises found, one alert per change, every record
+// showing its rise; a detector scored alone is a row of its own.
 func TestDetectionCommand(t *testing.T) {
 	dir := t.TempDir()
 	var out, errb bytes.Buffer
-	if code := run([]string{"detection", "-keys", "8", "-events", "2000", "-detectors", "default", "-q", "-out", dir}, &out, &errb); code != exitOK {
+	if code := run([]string{"detection", "-keys", "8", "-events", "2000", "-q", "-out", dir}, &out, &errb); code != exitOK {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
 	var scores []detectionScore
@@ -409,21 +414,32 @@ func TestDetectionCommand(t *testing.T) {
 	}
 	found := false
 	for _, s := range scores {
-		if s.Kind == "improving" && s.ImprovingAlerts != 0 {
-			t.Errorf("%s on %s: %d alerts on %s", s.Detector, s.Signal, s.ImprovingAlerts, s.Scenario)
+		if s.Config != "adwin/mistakes" {
+			t.Fatalf("configuration %q, want the service's set as one", s.Config)
 		}
-		if s.Detector == "adwin" && s.Signal == "mistakes" && s.Scenario == "rise 0.05→0.5 (noise)" {
+		if s.Kind == "improving" && s.ImprovingAlerts != 0 {
+			t.Errorf("%d alerts on %s", s.ImprovingAlerts, s.Scenario)
+		}
+		if s.ShowRise != s.Alerts || s.MaxPerChange > 1 {
+			t.Errorf("%s: %d of %d records show the rise, up to %d alerts per change", s.Scenario, s.ShowRise, s.Alerts, s.MaxPerChange)
+		}
+		if s.Scenario == "rise 0.05→0.5 (noise)" {
 			found = true
 			if s.Detected < 7 {
-				t.Errorf("adwin on mistakes found %d of 8 rises", s.Detected)
+				t.Errorf("found %d of 8 rises", s.Detected)
 			}
 			if s.MistakesBefore > 0.3 || s.MistakesAfter < 0.45 {
 				t.Errorf("the learner's mistake rate went %.2f → %.2f, want about 0.2 → 0.5", s.MistakesBefore, s.MistakesAfter)
 			}
 		}
 	}
-	if !found || !strings.Contains(out.String(), "| adwin / mistakes |") {
-		t.Fatalf("no adwin/mistakes score: %s", out.String())
+	if !found || !strings.Contains(out.String(), "| adwin/mistakes |") {
+		t.Fatalf("no score of the service's set: %s", out.String())
+	}
+	out.Reset()
+	if code := run([]string{"detection", "-keys", "2", "-events", "400", "-q", "-detectors", `[{"detector":"ddm","signal":"mistakes"},{"detector":"adwin","signal":"score"}]`}, &out, &errb); code != exitOK ||
+		!strings.Contains(out.String(), "| ddm/mistakes |") || !strings.Contains(out.String(), "| adwin/score |") {
+		t.Fatalf("each detector alone: exit %d: %s%s", code, out.String(), errb.String())
 	}
 }
 

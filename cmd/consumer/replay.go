@@ -51,6 +51,7 @@ type keyedRun struct {
 	// detectors run per key with the key's cooldown, as in the service.
 	detectors []keyed.DetectorSpec
 	cooldown  int64
+	minRise   float64 // keyed.Settings.AlertMinRise
 	out       string
 	quiet     bool
 }
@@ -88,7 +89,7 @@ func (k keyedRun) run(ctx context.Context, stdout, stderr io.Writer) error {
 		}
 		alerts := &alertLog{}
 		cfg := backtest.ReplayConfig{Name: name, Pipeline: pipeline.Config{
-			Settings:    keyed.Settings{Learner: spec.Name, Params: spec.Params, Seed: k.seed, Vector: vec, QueryScale: k.queryScale, Standardize: k.standardize, Population: backtest.PopulationOf(k.population, spec.Name), LearnFrom: k.learnFrom, Detectors: k.detectors, AlertCooldown: k.cooldown},
+			Settings:    keyed.Settings{Learner: spec.Name, Params: spec.Params, Seed: k.seed, Vector: vec, QueryScale: k.queryScale, Standardize: k.standardize, Population: backtest.PopulationOf(k.population, spec.Name), LearnFrom: k.learnFrom, Detectors: k.detectors, AlertCooldown: k.cooldown, AlertMinRise: k.minRise},
 			MaxKeyBytes: -1},
 			Outputs: alerts.add}
 		if !k.quiet {

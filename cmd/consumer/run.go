@@ -302,6 +302,15 @@ func (r *supervisor) shutdown() error {
 	}
 }
 
+// minRise is keyed.Settings.AlertMinRise for a command's minimum rise, where 0
+// means none.
+func minRise(v float64) float64 {
+	if v == 0 {
+		return keyed.NoMinRise
+	}
+	return v
+}
+
 // The embedded broker's retention of the stream topics, and how often it
 // applies it and compacts the changelog.
 const (
@@ -353,7 +362,10 @@ func pipelineConfig(cfg config.Config) (pipeline.Config, error) {
 	if err := json.Unmarshal([]byte(cfg.Detectors), &p.Detectors); err != nil {
 		return pipeline.Config{}, fmt.Errorf("DRIFTSTREAM_DETECTORS must be a JSON list such as [{\"detector\":\"adwin\",\"signal\":\"mistakes\"}]: %v", err)
 	}
-	p.OnDrift, p.AlertCooldown = cfg.OnDrift, cfg.AlertCooldown
+	if cfg.AlertMinRise < 0 {
+		return pipeline.Config{}, fmt.Errorf("DRIFTSTREAM_ALERT_MIN_RISE %v: must be in [0, 1); 0 lets any rise alert", cfg.AlertMinRise)
+	}
+	p.OnDrift, p.AlertCooldown, p.AlertMinRise, p.AlertResolved = cfg.OnDrift, cfg.AlertCooldown, minRise(cfg.AlertMinRise), cfg.AlertResolved
 	p.Standardize = cfg.Standardize
 	p.Population = cfg.Population
 	p.LearnFrom = cfg.LearnFrom

@@ -22,8 +22,8 @@ type serviceRun struct {
 // environment and defaults) and sets every learning flag the command line
 // did not set (set) from it: learner and parameters, population model,
 // which labels teach, standardization, intercept, margin rule, detectors
-// and cooldown. It says on stderr what it runs.
-func serviceSettings(set map[string]bool, population, learnFrom *string, standardize, bias *bool, queryScale *float64, cooldown *int64, stderr io.Writer) (serviceRun, error) {
+// and the alerts' cooldown and minimum rise. It says on stderr what it runs.
+func serviceSettings(set map[string]bool, f *backtestFlags, stderr io.Writer) (serviceRun, error) {
 	if set["params"] {
 		return serviceRun{}, usageError{fmt.Errorf("-params applies to -learners; without -learners the service's DRIFTSTREAM_LEARNER_PARAMS apply")}
 	}
@@ -40,28 +40,31 @@ func serviceSettings(set map[string]bool, population, learnFrom *string, standar
 		return serviceRun{}, usageError{fmt.Errorf("DRIFTSTREAM_DETECTORS must be a JSON list: %v", err)}
 	}
 	if !set["population"] {
-		*population = c.Population
+		f.population = c.Population
 	}
 	if !set["learn-from"] {
-		*learnFrom = c.LearnFrom
+		f.learnFrom = c.LearnFrom
 	}
 	if !set["standardize"] {
-		*standardize = c.Standardize
+		f.standardize = c.Standardize
 	}
 	if !set["bias"] {
-		*bias = c.Bias
+		f.bias = c.Bias
 	}
 	if !set["query-scale"] {
-		*queryScale = c.QueryScale
+		f.queryScale = c.QueryScale
 	}
 	if !set["alert-cooldown"] {
-		*cooldown = c.AlertCooldown
+		f.cooldown = c.AlertCooldown
+	}
+	if !set["alert-min-rise"] {
+		f.minRise = c.AlertMinRise
 	}
 	params := "{}"
 	if spec.Params != nil {
 		params = string(spec.Params)
 	}
-	fmt.Fprintf(stderr, "no -learners: the service's configuration: learner %s %s, population %s, learn from %s, bias %v, standardize %v, query scale %g, %d detectors, cooldown %d\n",
-		spec.Name, params, *population, *learnFrom, *bias, *standardize, *queryScale, len(run.detectors), *cooldown)
+	fmt.Fprintf(stderr, "no -learners: the service's configuration: learner %s %s, population %s, learn from %s, bias %v, standardize %v, query scale %g, %d detectors, cooldown %d, minimum rise %g\n",
+		spec.Name, params, f.population, f.learnFrom, f.bias, f.standardize, f.queryScale, len(run.detectors), f.cooldown, f.minRise)
 	return run, nil
 }

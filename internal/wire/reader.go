@@ -86,6 +86,17 @@ func (r *Reader) Uint64() uint64 {
 	return v
 }
 
+// Uint32 reads 4 bytes, little endian.
+func (r *Reader) Uint32() uint32 {
+	if r.Err != nil || len(r.B) < 4 {
+		r.Fail("truncated")
+		return 0
+	}
+	v := binary.LittleEndian.Uint32(r.B)
+	r.B = r.B[4:]
+	return v
+}
+
 // Float64 reads a float that AppendFloat64 wrote.
 func (r *Reader) Float64() float64 { return math.Float64frombits(r.Uint64()) }
 
