@@ -52,15 +52,17 @@ func TestSourceConformance(t *testing.T) {
 			}})
 	})
 	t.Run("topic range", func(t *testing.T) {
-		sourcetest.Run(t, sourcetest.Subject{Bounded: true, Labels: true,
+		sourcetest.Run(t, sourcetest.Subject{Bounded: true, Labels: true, Merged: true,
 			New: func(t *testing.T, n int) ([2][]pipeline.Record, func([2]int64) pipeline.Source) {
 				_, _, written := conformanceHistory(t, n)
 				addr := kafkatest.Cluster(t, kfake.SeedTopics(1, "events", "labels")).ListenAddrs()[0]
 				for i, topic := range []string{"events", "labels"} {
 					w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: topic, BatchTimeout: time.Millisecond, RequiredAcks: kafka.RequireAll}
 					var msgs []kafka.Message
-					for _, r := range written[i] {
-						msgs = append(msgs, kafka.Message{Key: r.Key, Value: r.Value})
+					for o, r := range written[i] {
+						// Interleaved in time: the events every 2 ms, the labels 1 ms after their place.
+						at := time.UnixMilli(1_700_000_000_000 + int64(o*2*(1+4*i)+i))
+						msgs = append(msgs, kafka.Message{Key: r.Key, Value: r.Value, Time: at})
 					}
 					if err := w.WriteMessages(ctx, msgs...); err != nil {
 						t.Fatal(err)

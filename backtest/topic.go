@@ -188,26 +188,55 @@ func (in *topicInput) Open(ctx context.Context, p int, from [2]int64) (pipeline.
 	src := &chanSource{ch: make(chan []pipeline.Fetched, 8)}
 	var wg sync.WaitGroup
 	topics := [2]string{in.rng.Topic, in.rng.LabelsTopic}
+	// With a labels topic, both topics' records meet in the service's
+	// order: pipeline.Merge by record timestamp, waiting for either as long
+	// as it has records left in the range (a bounded input never makes the
+	// merge go on without it).
+	merged := topics[pipeline.LabelsTopic] != ""
+	var inputs [2]chan []pipeline.Fetched
 	for i, topic := range topics {
+		if topic == "" {
+			continue
+		}
+		ch := src.ch
+		if merged {
+			inputs[i] = make(chan []pipeline.Fetched, 8)
+			ch = inputs[i]
+		}
 		start := max(from[i], sp[i].start)
-		if topic == "" || start >= sp[i].end {
+		if start >= sp[i].end {
+			if merged {
+				close(inputs[i]) // nothing of it in the range
+			}
 			continue
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := in.read(rctx, src.ch, i, topic, p, start, sp[i].end)
+			if merged {
+				defer close(ch)
+			}
+			err := in.read(rctx, ch, i, topic, p, start, sp[i].end)
 			if err == nil || rctx.Err() != nil {
 				return
 			}
 			select { // the Runner retries it when pipeline.IsRetriable
-			case src.ch <- []pipeline.Fetched{{Err: fmt.Errorf("read %s/%d: %w", topic, p, err)}}:
+			case ch <- []pipeline.Fetched{{Err: fmt.Errorf("read %s/%d: %w", topic, p, err)}}:
 			case <-rctx.Done():
 			}
 		}()
 	}
 	closed := make(chan struct{})
-	go func() { wg.Wait(); close(src.ch); close(closed) }()
+	if merged {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pipeline.Merge(rctx, [2]<-chan []pipeline.Fetched{inputs[0], inputs[1]}, from, -1, 512, src.ch, nil)
+		}()
+		go func() { wg.Wait(); close(closed) }()
+	} else {
+		go func() { wg.Wait(); close(src.ch); close(closed) }()
+	}
 	src.close = func() { cancel(); <-closed }
 	return src, nil
 }
@@ -225,7 +254,7 @@ func (in *topicInput) read(ctx context.Context, ch chan<- []pipeline.Fetched, to
 		cancel()
 	}
 	cfg := kafkaread.FollowConfig{Topic: topic, Partition: p, From: start, End: end, Isolation: in.rng.Isolation, Deleted: deleted}
-	err := kafkasource.Feed(rctx, in.rng.Transport, kafka.TCP(in.rng.Brokers...), cfg, topicIdx, end, ch)
+	err := kafkasource.Feed(rctx, in.rng.Transport, kafka.TCP(in.rng.Brokers...), cfg, topicIdx, end, false, ch)
 	if gone != nil {
 		return gone
 	}

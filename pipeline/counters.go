@@ -43,6 +43,9 @@ type Snapshot struct {
 	// Lag is how many events-topic records were behind the last one
 	// processed (high watermark − next offset); 0 before the first.
 	Lag int64
+	// LabelsLag is the same for the labels topic, when there is one: a
+	// labels topic that falls behind or stops shows here.
+	LabelsLag int64
 	// WindowLabeled is how many labeled events WindowAccuracy covers (at
 	// most WindowSize, 0 before the first), WindowAccuracy the share of
 	// them predicted right.
@@ -118,6 +121,8 @@ func (p *published) record(w *Worker, b before, topic int, lag int64) Effect {
 	p.snap.Totals = *t
 	if topic == EventsTopic {
 		p.snap.Lag = lag
+	} else {
+		p.snap.LabelsLag = lag
 	}
 	p.snap.WindowLabeled, p.snap.WindowAccuracy = p.accuracy.Len(), p.accuracy.Value()
 	if p.populated {

@@ -25,6 +25,10 @@ type Fetched struct {
 	// (0 when unknown), for lag.
 	HighWatermark int64
 	Err           error
+	// Idle marks a fetch that returned nothing: no record, only the input's
+	// next offset (Record.Offset) and end (HighWatermark), for Merge; a
+	// Source's Records never carries one.
+	Idle bool
 }
 
 // Opener opens a partition's source at offsets from (per input topic).

@@ -1,6 +1,8 @@
 package pipeline
 
 import (
+	"time"
+
 	"github.com/driftstream/driftstream/keyed"
 	"github.com/driftstream/driftstream/topics"
 )
@@ -18,6 +20,9 @@ type Record struct {
 	Offset    int64
 	Key       []byte
 	Value     []byte
+	// Time is the record's timestamp in its log (zero when unknown): the
+	// order in which a partition's two input topics are merged (Merge).
+	Time time.Time
 	// Decoded, when set, is the record's event already decoded: a record
 	// made in memory from an example (a backtest's pass), which skips the
 	// JSON round trip (the contract's encoding reads back exactly:

@@ -33,41 +33,61 @@ type kafkaSource struct {
 	wg     sync.WaitGroup
 }
 
-// openSource starts the readers of partition p at offsets from.
+// openSource starts the readers of partition p at offsets from. With a
+// labels topic, each topic's reader feeds a channel of its own and
+// pipeline.Merge interleaves them by record timestamp, so that the order
+// the partition's records meet in is a function of the two logs.
 func (s *Service) openSource(ctx context.Context, p int, from [2]int64) (pipeline.Source, error) {
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	src := &kafkaSource{ch: make(chan []pipeline.Fetched, sourceBuffer), cancel: cancel}
 	topics := [2]string{s.cfg.Topics.Events, s.cfg.Topics.Labels}
+	merged := topics[pipeline.LabelsTopic] != ""
+	var inputs [2]chan []pipeline.Fetched
 	for i, topic := range topics {
 		if topic == "" {
 			continue
 		}
+		ch := src.ch
+		if merged {
+			inputs[i] = make(chan []pipeline.Fetched, sourceBuffer)
+			ch = inputs[i]
+		}
 		src.wg.Add(1)
 		go func() {
 			defer src.wg.Done()
-			err := s.follow(rctx, src.ch, i, topic, p, from[i])
+			err := s.follow(rctx, ch, i, topic, p, from[i], merged)
 			if err == nil || rctx.Err() != nil {
 				return
 			}
 			select { // the Runner retries it when pipeline.IsRetriable
-			case src.ch <- []pipeline.Fetched{{Err: fmt.Errorf("read %s/%d: %w", topic, p, err)}}:
+			case ch <- []pipeline.Fetched{{Err: fmt.Errorf("read %s/%d: %w", topic, p, err)}}:
 			case <-rctx.Done():
 			}
+		}()
+	}
+	if merged {
+		src.wg.Add(1)
+		go func() {
+			defer src.wg.Done()
+			pipeline.Merge(rctx, [2]<-chan []pipeline.Fetched{inputs[0], inputs[1]}, from, s.cfg.MergeWait, mergeBatch, src.ch, func() { s.count.wentOn(p) })
 		}()
 	}
 	return src, nil
 }
 
+// mergeBatch bounds the merged records handed to the Runner at once.
+const mergeBatch = 512
+
 // follow reads topic/p from offset from into ch until ctx ends or a read
 // fails; every send gives way to cancellation, so a stopped partition never
 // leaves a reader blocked.
-func (s *Service) follow(ctx context.Context, ch chan<- []pipeline.Fetched, topicIdx int, topic string, p int, from int64) error {
+func (s *Service) follow(ctx context.Context, ch chan<- []pipeline.Fetched, topicIdx int, topic string, p int, from int64, idle bool) error {
 	deleted := func(from, first int64) {
 		s.log.Warn("records were deleted by retention before they were processed; reading from the first one kept",
 			"topic", topic, "partition", p, "from", from, "first", first, "lost", first-from)
 	}
 	cfg := kafkaread.FollowConfig{Topic: topic, Partition: p, From: from, Isolation: s.cfg.Isolation, Deleted: deleted}
-	return kafkasource.Feed(ctx, s.fetchTransport, kafka.TCP(s.cfg.Brokers...), cfg, topicIdx, 0, ch)
+	return kafkasource.Feed(ctx, s.fetchTransport, kafka.TCP(s.cfg.Brokers...), cfg, topicIdx, 0, idle, ch)
 }
 
 // readerTransport is a transport for the input topics' fetches with t's

@@ -18,7 +18,7 @@ import (
 // follow the events and labels topics from the offsets given, and stop on
 // Close with records unread.
 func TestSourceConformance(t *testing.T) {
-	sourcetest.Run(t, sourcetest.Subject{Labels: true,
+	sourcetest.Run(t, sourcetest.Subject{Labels: true, Merged: true,
 		New: func(t *testing.T, n int) ([2][]pipeline.Record, func([2]int64) pipeline.Source) {
 			addr := kafkatest.Cluster(t, kfake.SeedTopics(1, "events", "labels")).ListenAddrs()[0]
 			var written [2][]pipeline.Record
@@ -28,7 +28,9 @@ func TestSourceConformance(t *testing.T) {
 				for o := range n / (1 + 4*i) { // labels: a fifth as many
 					r := pipeline.Record{Topic: i, Offset: int64(o), Key: fmt.Appendf(nil, "k%d", o%7), Value: fmt.Appendf(nil, `{"id":"e%d","label":1}`, o)}
 					written[i] = append(written[i], r)
-					msgs = append(msgs, kafka.Message{Key: r.Key, Value: r.Value})
+					// Interleaved in time: the events every 2 ms, the labels every 10 ms, 1 ms apart.
+					at := time.UnixMilli(1_700_000_000_000 + int64(o*(1+4*i)*2+i))
+					msgs = append(msgs, kafka.Message{Key: r.Key, Value: r.Value, Time: at})
 				}
 				if err := w.WriteMessages(context.Background(), msgs...); err != nil {
 					t.Fatal(err)
@@ -36,7 +38,7 @@ func TestSourceConformance(t *testing.T) {
 				w.Close()
 			}
 			s := &Service{cfg: Config{Brokers: []string{addr}, Dialer: &kafka.Dialer{Timeout: 5 * time.Second},
-				Topics: Topics{Events: "events", Labels: "labels"}}, log: slog.New(slog.DiscardHandler), fetchTransport: &kafka.Transport{}}
+				Topics: Topics{Events: "events", Labels: "labels"}, MergeWait: DefaultMergeWait}, log: slog.New(slog.DiscardHandler), fetchTransport: &kafka.Transport{}, count: newCounters()}
 			return written, func(from [2]int64) pipeline.Source {
 				src, err := s.openSource(context.Background(), 0, from)
 				if err != nil {

@@ -1,6 +1,7 @@
 package service
 
 import (
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -23,6 +24,25 @@ type counters struct {
 	refused map[refusal]int64
 
 	resumed, unparked, caughtUp, parkedRefused atomic.Int64
+
+	// merges counts, per partition, the times its merge of the events and
+	// labels topics went on without one of them after DRIFTSTREAM_MERGE_WAIT
+	// (pipeline.Merge).
+	merges map[int]int64
+}
+
+// wentOn counts a merge of partition p that went on without an input.
+func (c *counters) wentOn(p int) {
+	c.mu.Lock()
+	c.merges[p]++
+	c.mu.Unlock()
+}
+
+// mergesWentOn is a copy of the merges' counts by partition.
+func (c *counters) mergesWentOn() map[int]int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return maps.Clone(c.merges)
 }
 
 // refusal is an output kind and the reason the broker refused it.
@@ -32,7 +52,7 @@ type refusal struct{ kind, reason string }
 var refusedReasons = []string{pipeline.ReasonOutputTooLarge, pipeline.ReasonOutputInvalid}
 
 func newCounters() *counters {
-	return &counters{live: map[int]*pipeline.Runner{}, refused: map[refusal]int64{}}
+	return &counters{live: map[int]*pipeline.Runner{}, refused: map[refusal]int64{}, merges: map[int]int64{}}
 }
 
 // start counts partition p's records from its Runner r.

@@ -21,13 +21,13 @@ type scraped struct {
 	detectors []keyed.DetectorSpec
 
 	// totals are keyed.Counters' metrics, in its order.
-	totals                                                 []*prometheus.Desc
-	counters                                               []keyed.Counter
-	resumed, unparked, caughtUp, parkedRefused             *prometheus.Desc
-	deadLetters, outputsRefused, driftAlerts, followed     *prometheus.Desc
-	windowAccuracy, lag, keys, keysResident, keysInWarning *prometheus.Desc
-	populationShare, populationWeight                      *prometheus.Desc
-	unreadPartitions, ready, mergeWentOn                   *prometheus.Desc
+	totals                                                            []*prometheus.Desc
+	counters                                                          []keyed.Counter
+	resumed, unparked, caughtUp, parkedRefused                        *prometheus.Desc
+	deadLetters, outputsRefused, driftAlerts, followed                *prometheus.Desc
+	windowAccuracy, lag, labelsLag, keys, keysResident, keysInWarning *prometheus.Desc
+	populationShare, populationWeight                                 *prometheus.Desc
+	unreadPartitions, ready, mergeWentOn                              *prometheus.Desc
 }
 
 func newScraped() *scraped {
@@ -45,11 +45,13 @@ func newScraped() *scraped {
 		driftAlerts:      d("drift_alerts_total", "Drift alerts sent to the alerts topic, by detector and signal.", "detector", "signal"),
 		followed:         d("population_predictions_total", "Predictions made with the mixture population model (DRIFTSTREAM_POPULATION=mixture), by the expert whose label the key's mixture made: the population model's or the key's own learner's.", "follows"),
 		windowAccuracy:   d("window_accuracy", "Accuracy over the partition's last 1000 labeled events.", "partition"),
+		labelsLag:        d("labels_lag", "Labels-topic records behind the last one processed, with DRIFTSTREAM_LABELS_TOPIC: a labels topic that falls behind or stops shows here (the events go on after DRIFTSTREAM_MERGE_WAIT).", "partition"),
 		lag:              d("consumer_lag", "Events-topic records behind the last one processed (high watermark - next offset).", "partition"),
 		keys:             d("keys", "Keys held by the partition's worker.", "partition"),
 		keysResident:     d("keys_in_memory", "Keys of the partition held in memory after its last checkpoint or restore: driftstream_keys without a key store (DRIFTSTREAM_STATE_DIR), at most DRIFTSTREAM_CACHE_KEYS with one.", "partition"),
 		keysInWarning:    d("keys_in_warning", "Keys whose drift detectors last said warning, since the partition was assigned.", "partition"),
 		populationShare:  d("population_share", "Share of the partition's last 1000 predictions that made the population model's label (DRIFTSTREAM_POPULATION=mixture) rather than the key's own learner's; absent before the first.", "partition"),
+		mergeWentOn:      d("merge_went_on_total", "Times a partition's merge of the events and labels topics went on without one of them after waiting DRIFTSTREAM_MERGE_WAIT for it (pipeline.Merge): the one case where the order of the partition's records depends on timing, not on the two logs alone.", "partition"),
 		ready:            d("ready", "1 when the member is ready (/readyz: in a consumer-group generation, every partition it owns restored and running, no input partition unread), else 0: an alert can tell a member that runs from one that is stuck joining or restoring."),
 		unreadPartitions: d("unread_input_partitions", "Partitions added to an input topic while the service runs, which it does not read (it is unready meanwhile): see docs/OPERATIONS.md, \"When an input topic grows\"."),
 		populationWeight: d("population_weight", "Mean weight the mixtures of the keys behind the partition's last 1000 predictions gave the population model (DRIFTSTREAM_POPULATION=mixture); the keys' own learners had the rest. Absent before the first prediction.", "partition"),
@@ -61,6 +63,12 @@ func newScraped() *scraped {
 }
 
 func (c *scraped) attach(s *Service) { c.svc.Store(s) }
+
+// labelsTopic reports whether the attached service reads a labels topic.
+func (c *scraped) labelsTopic() bool {
+	s := c.svc.Load()
+	return s != nil && s.cfg.Topics.Labels != ""
+}
 
 // watchDetectors shows the drift-alert series of specs, at 0, until a
 // service is attached.
@@ -78,8 +86,8 @@ func (c *scraped) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range c.totals {
 		ch <- d
 	}
-	for _, d := range []*prometheus.Desc{c.ready, c.resumed, c.unparked, c.caughtUp, c.parkedRefused, c.deadLetters, c.outputsRefused,
-		c.driftAlerts, c.followed, c.windowAccuracy, c.lag, c.keys, c.keysResident, c.keysInWarning, c.populationShare, c.populationWeight, c.unreadPartitions} {
+	for _, d := range []*prometheus.Desc{c.ready, c.mergeWentOn, c.resumed, c.unparked, c.caughtUp, c.parkedRefused, c.deadLetters, c.outputsRefused,
+		c.driftAlerts, c.followed, c.windowAccuracy, c.lag, c.labelsLag, c.keys, c.keysResident, c.keysInWarning, c.populationShare, c.populationWeight, c.unreadPartitions} {
 		ch <- d
 	}
 }
@@ -122,6 +130,9 @@ func (c *scraped) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	ch <- prometheus.MustNewConstMetric(c.ready, prometheus.GaugeValue, ready)
+	for p, n := range cnt.mergesWentOn() {
+		ch <- prometheus.MustNewConstMetric(c.mergeWentOn, prometheus.CounterValue, float64(n), part(p))
+	}
 	ch <- prometheus.MustNewConstMetric(c.unreadPartitions, prometheus.GaugeValue, float64(unread))
 
 	refused, byReason := cnt.refusals(), map[string]int64{}
@@ -152,6 +163,9 @@ func (c *scraped) Collect(ch chan<- prometheus.Metric) {
 	for _, ps := range parts {
 		s := ps.snap
 		gauge(c.lag, float64(s.Lag), ps.p)
+		if c.labelsTopic() {
+			gauge(c.labelsLag, float64(s.LabelsLag), ps.p)
+		}
 		gauge(c.keys, float64(s.Keys.Keys), ps.p)
 		gauge(c.keysResident, float64(s.Keys.Resident), ps.p)
 		gauge(c.keysInWarning, float64(s.Totals.KeysInWarning), ps.p)

@@ -54,6 +54,7 @@ const (
 	DefaultFailExitAfter    = 30 * time.Second
 	DefaultFinalTimeout     = 30 * time.Second
 	DefaultSessionTimeout   = 10 * time.Second
+	DefaultMergeWait        = time.Second
 )
 
 // Config configures a service.
@@ -67,6 +68,12 @@ type Config struct {
 	// Isolation is what is read of the input topics' transactional records
 	// (default kafkaread.ReadCommitted: aborted records are never read).
 	Isolation kafkaread.Isolation
+	// MergeWait is how long a partition's merge of the events and labels
+	// topics waits for an input that has no record buffered and may have
+	// more, before it goes on without it (pipeline.Merge; counted in
+	// driftstream_merge_went_on_total); negative: for ever. Zero:
+	// DefaultMergeWait.
+	MergeWait time.Duration
 	Group     string
 	Topics    Topics
 	// Partitions is the partition count of the topics the service creates
@@ -261,6 +268,9 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	if cfg.FinalTimeout <= 0 {
 		cfg.FinalTimeout = DefaultFinalTimeout
 	}
+	if cfg.MergeWait == 0 {
+		cfg.MergeWait = DefaultMergeWait
+	}
 	if cfg.SessionTimeout <= 0 {
 		cfg.SessionTimeout = DefaultSessionTimeout
 	}
@@ -358,6 +368,16 @@ func (s *Service) Lag() map[int]int64 {
 	out := map[int]int64{}
 	s.parts.Range(func(k, v any) bool {
 		out[k.(int)] = v.(*partState).snapshot().Lag
+		return true
+	})
+	return out
+}
+
+// LabelsLag is Lag for the labels topic (0 without one).
+func (s *Service) LabelsLag() map[int]int64 {
+	out := map[int]int64{}
+	s.parts.Range(func(k, v any) bool {
+		out[k.(int)] = v.(*partState).snapshot().LabelsLag
 		return true
 	})
 	return out

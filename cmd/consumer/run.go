@@ -191,7 +191,8 @@ func serviceConfig(cfg config.Config, reg *prometheus.Registry, log *slog.Logger
 		FailExitAfter: cfg.FailExitAfter, FinalTimeout: cfg.ShutdownTimeout, SessionTimeout: cfg.SessionTimeout, TopicCheckInterval: cfg.TopicCheckInterval,
 		StateDir: cfg.StateDir, CacheKeys: cfg.CacheKeys, ParkState: cfg.ParkState, OnOutputError: cfg.OnOutputError}
 	scfg.Isolation, _ = kafkaread.ParseIsolation(cfg.Isolation) // checked by cfg.Validate
-	if embedded {                                               // the service creates the demo's topics keeping only embeddedRetention
+	scfg.MergeWait = cfg.MergeWait
+	if embedded { // the service creates the demo's topics keeping only embeddedRetention
 		scfg.StreamTopicConfig = map[string]string{"retention.ms": strconv.FormatInt(embeddedRetention.Milliseconds(), 10)}
 	}
 	if cfg.CheckpointStore == "file" {

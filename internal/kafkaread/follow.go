@@ -36,6 +36,10 @@ type FollowConfig struct {
 	// Deleted, when set, is told when records from From on were deleted
 	// (retention) before they could be read: reading starts at first.
 	Deleted func(from, first int64)
+	// Idle, when set, is told after each fetch that handed over no record:
+	// the next offset to read and the partition's end (as fn's). A merge of
+	// two partitions learns from it that one has nothing to wait for.
+	Idle func(next, end int64) error
 }
 
 // fetchTimeout bounds one fetch beyond the time the broker may hold it.
@@ -76,6 +80,11 @@ func Follow(ctx context.Context, rt kafka.RoundTripper, addr net.Addr, cfg Follo
 		msgs, end, err := f.fetch(ctx)
 		if err != nil {
 			return orCtx(ctx, err)
+		}
+		if len(msgs) == 0 && cfg.Idle != nil {
+			if err := cfg.Idle(f.next, end); err != nil {
+				return err
+			}
 		}
 		for len(msgs) > 0 {
 			n := min(len(msgs), cfg.MaxBatch)

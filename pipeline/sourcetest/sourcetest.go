@@ -25,6 +25,10 @@ type Subject struct {
 	Bounded bool
 	// Labels is true when the source reads the labels topic too.
 	Labels bool
+	// Merged is true when the source merges its two topics by record
+	// timestamp (pipeline.Merge): of records written before it opened, it
+	// delivers them in an order whose timestamps never go back.
+	Merged bool
 }
 
 // timeout bounds every wait of the suite.
@@ -75,6 +79,7 @@ func check(t *testing.T, s Subject, open func([2]int64) pipeline.Source, written
 	}
 	next := from
 	got := [2]int{}
+	var last time.Time // the last record's timestamp (Merged)
 	deadline := time.After(timeout)
 	for got != want || s.Bounded {
 		select {
@@ -103,6 +108,10 @@ func check(t *testing.T, s Subject, open func([2]int64) pipeline.Source, written
 				if !bytes.Equal(f.Key, w.Key) || !bytes.Equal(f.Value, w.Value) {
 					t.Fatalf("topic %d offset %d: key %q value %q, written %q %q", i, f.Offset, f.Key, f.Value, w.Key, w.Value)
 				}
+				if s.Merged && f.Time.Before(last) {
+					t.Fatalf("topic %d offset %d: timestamp %s after one of %s: the topics are not merged by time", i, f.Offset, f.Time, last)
+				}
+				last = f.Time
 				next[i]++
 				got[i]++
 			}

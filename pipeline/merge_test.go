@@ -1,0 +1,184 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// mergeLogs are two inputs' records, timestamps drawn so that they
+// interleave, tie across the topics now and then, and go back within a
+// topic now and then (a producer's clock).
+func mergeLogs(seed uint64, n int) [2][]Fetched {
+	r := rand.New(rand.NewPCG(seed, 5))
+	var logs [2][]Fetched
+	base := time.Unix(1_700_000_000, 0)
+	for topic := range 2 {
+		ms := 0
+		for off := range n {
+			ms += r.IntN(40)
+			t := ms
+			if r.IntN(20) == 0 {
+				t -= r.IntN(200) // back in time
+			}
+			logs[topic] = append(logs[topic], Fetched{Record: Record{Topic: topic, Offset: int64(off), Time: base.Add(time.Duration(t) * time.Millisecond)}, HighWatermark: int64(n)})
+		}
+	}
+	return logs
+}
+
+// greedy is the merge order by definition: of the two heads, the earlier
+// timestamp, a tie to the events topic.
+func greedy(logs [2][]Fetched) []Fetched {
+	a, b := logs[0], logs[1]
+	var out []Fetched
+	for len(a) > 0 || len(b) > 0 {
+		if len(b) == 0 || len(a) > 0 && !b[0].Time.Before(a[0].Time) {
+			out, a = append(out, a[0]), a[1:]
+		} else {
+			out, b = append(out, b[0]), b[1:]
+		}
+	}
+	return out
+}
+
+// deliver sends log's records to ch in random batch sizes at random moments,
+// with idle reports between them, then closes ch when closeAtEnd.
+func deliver(r *rand.Rand, log []Fetched, ch chan<- []Fetched, closeAtEnd bool) {
+	for len(log) > 0 {
+		n := min(len(log), 1+r.IntN(30))
+		ch <- log[:n:n]
+		log = log[n:]
+		if r.IntN(3) == 0 {
+			time.Sleep(time.Duration(r.IntN(300)) * time.Microsecond)
+		}
+	}
+	if closeAtEnd {
+		close(ch)
+	}
+}
+
+func collect(out <-chan []Fetched) []Fetched {
+	var got []Fetched
+	for b := range out {
+		for _, f := range b {
+			if f.Idle {
+				panic("an Idle report left the merge")
+			}
+		}
+		got = append(got, b...)
+	}
+	return got
+}
+
+func offsets(fs []Fetched) [][2]int64 {
+	out := make([][2]int64, len(fs))
+	for i, f := range fs {
+		out[i] = [2]int64{int64(f.Topic), f.Offset}
+	}
+	return out
+}
+
+// Whatever the batches and the timing of the two inputs, a merge that
+// waits for them (as a backtest's, or a service's whose inputs keep up)
+// gives the greedy order of the two logs; from any prefix of it (a
+// checkpoint's two positions), the rest of it.
+func TestMergeIsAFunctionOfTheLogs(t *testing.T) {
+	for seed := uint64(1); seed <= 20; seed++ {
+		logs := mergeLogs(seed, 300)
+		want := greedy(logs)
+		cut := int(seed * 13 % 600)
+		var from [2]int64
+		for _, f := range want[:cut] {
+			from[f.Topic] = f.Offset + 1
+		}
+		r := rand.New(rand.NewPCG(seed, 9))
+		var in [2]chan []Fetched
+		for i := range in {
+			in[i] = make(chan []Fetched, r.IntN(3))
+			go deliver(rand.New(rand.NewPCG(seed, uint64(i))), logs[i][from[i]:], in[i], true)
+		}
+		out := make(chan []Fetched, 2)
+		went := 0
+		go Merge(context.Background(), [2]<-chan []Fetched{in[0], in[1]}, from, -1, 1+r.IntN(64), out, func() { went++ })
+		got := collect(out)
+		if !slices.Equal(offsets(got), offsets(want[cut:])) || went != 0 {
+			t.Fatalf("seed %d, from %v: the merge differs from the logs' greedy order (%d records, want %d; went on %d times)", seed, from, len(got), len(want)-cut, went)
+		}
+	}
+}
+
+// An input known to hold nothing more (its last fetch reached its end) is
+// not waited for; one that says nothing is waited for, for the merge wait,
+// and then the merge goes on without it, counting it once, until it
+// delivers.
+func TestMergeWaitsOnlyForAnInputThatMayHaveMore(t *testing.T) {
+	rec := func(topic int, off int64, ms int) Fetched {
+		return Fetched{Record: Record{Topic: topic, Offset: off, Time: time.UnixMilli(int64(ms))}, HighWatermark: 100}
+	}
+	for _, tc := range []struct {
+		name     string
+		labels   []Fetched // sent on the labels input before the events
+		wentOn   int64
+		maxDelay time.Duration
+	}{
+		{"caught up: no wait", []Fetched{{Record: Record{Topic: 1, Offset: 7}, HighWatermark: 7, Idle: true}}, 0, 150 * time.Millisecond},
+		{"silent: the wait, then on", nil, 1, 5 * time.Second},
+	} {
+		var in [2]chan []Fetched
+		in[0], in[1] = make(chan []Fetched, 4), make(chan []Fetched, 4)
+		if tc.labels != nil {
+			in[1] <- tc.labels
+		}
+		var went atomic.Int64
+		out := make(chan []Fetched, 4)
+		ctx, cancel := context.WithCancel(context.Background())
+		start := time.Now()
+		go Merge(ctx, [2]<-chan []Fetched{in[0], in[1]}, [2]int64{0, 7}, 300*time.Millisecond, 64, out, func() { went.Add(1) })
+		in[0] <- []Fetched{rec(0, 0, 10), rec(0, 1, 20)}
+		got := <-out
+		waited := time.Since(start)
+		if len(got) != 2 || went.Load() != tc.wentOn || waited > tc.maxDelay || tc.wentOn > 0 && waited < 300*time.Millisecond {
+			t.Errorf("%s: %d records after %s, went on %d times (want %d)", tc.name, len(got), waited, went.Load(), tc.wentOn)
+		}
+		// The labels input delivers: merged by time again, no further count.
+		in[1] <- []Fetched{rec(1, 7, 25)}
+		in[0] <- []Fetched{rec(0, 2, 30)}
+		if b := <-out; len(b) != 1 || b[0].Topic != 1 {
+			t.Errorf("%s: after the labels came back: %v", tc.name, offsets(b))
+		}
+		if went.Load() != tc.wentOn {
+			t.Errorf("%s: went on %d times", tc.name, went.Load())
+		}
+		cancel()
+	}
+}
+
+// A read error goes out at once, ending its batch; a cancelled merge
+// returns without closing out.
+func TestMergePassesErrorsOn(t *testing.T) {
+	var in [2]chan []Fetched
+	in[0], in[1] = make(chan []Fetched, 4), make(chan []Fetched, 4)
+	out := make(chan []Fetched, 4)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { Merge(ctx, [2]<-chan []Fetched{in[0], in[1]}, [2]int64{}, -1, 64, out, nil); close(done) }()
+	boom := errors.New("fetch failed")
+	in[1] <- []Fetched{{Err: boom}}
+	if b := <-out; len(b) != 1 || !errors.Is(b[0].Err, boom) {
+		t.Fatalf("got %+v, want the error alone", b)
+	}
+	cancel()
+	<-done
+	select {
+	case _, ok := <-out:
+		if !ok {
+			t.Fatal("a cancelled merge closed its output")
+		}
+	default:
+	}
+}
