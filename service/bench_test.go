@@ -69,17 +69,7 @@ func writeBenchEvents(b *testing.B, addr, topic string, n, dim int) {
 	r := rand.New(rand.NewPCG(1, 1))
 	var msgs []kafka.Message
 	for i := 0; i < n; i++ {
-		x := make([]float64, dim)
-		m := 0.0
-		for d := range x {
-			x[d] = float64(int(r.NormFloat64()*1e4)) / 1e4
-			m += float64(d%3-1) * x[d]
-		}
-		y := 1
-		if m < 0 {
-			y = -1
-		}
-		xs, _ := json.Marshal(x)
+		xs, y := benchPoint(r, dim)
 		msgs = append(msgs, kafka.Message{Key: fmt.Appendf(nil, "k%d", r.IntN(1000)), Value: fmt.Appendf(nil, `{"id":"e%d","x":%s,"label":%d}`, i, xs, y)})
 		if len(msgs) == 5000 || i == n-1 {
 			// A real broker may refuse a topic it has just created for a moment.
@@ -95,6 +85,23 @@ func writeBenchEvents(b *testing.B, addr, topic string, n, dim int) {
 			msgs = msgs[:0]
 		}
 	}
+}
+
+// benchPoint is a benchmark event's input, as JSON with 4 decimals, and
+// its label: the sign of a fixed hyperplane's margin.
+func benchPoint(r *rand.Rand, dim int) (xs []byte, y int) {
+	x := make([]float64, dim)
+	m := 0.0
+	for d := range x {
+		x[d] = float64(int(r.NormFloat64()*1e4)) / 1e4
+		m += float64(d%3-1) * x[d]
+	}
+	y = 1
+	if m < 0 {
+		y = -1
+	}
+	xs, _ = json.Marshal(x)
+	return xs, y
 }
 
 // passThrough is the baseline: kafka-go alone, reading every partition of
@@ -182,25 +189,34 @@ func benchService(b *testing.B, addr, run, learner string, dim, n int) (stop fun
 	if err != nil {
 		b.Fatal(err)
 	}
+	return timeService(b, cfg, n, func(t Totals) bool { return t.Events >= int64(n) })
+}
+
+// timeService starts the service with cfg and returns once done holds of
+// its counters, with its rate over the n events and the process's CPU time
+// per event, both timed from the first tenth of them on — joining the
+// consumer group is not throughput — and a stop that waits for it to end.
+func timeService(b *testing.B, cfg Config, n int, done func(Totals) bool) (stop func(), rate float64, cpu time.Duration) {
+	b.Helper()
 	s, err := New(context.Background(), cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
+	ended := make(chan error, 1)
+	go func() { ended <- s.Run(ctx) }()
 	for s.Totals().Events < int64(n/10) {
 		time.Sleep(time.Millisecond)
 	}
 	start, c0, first := time.Now(), cpuNow(), s.Totals().Events
-	for s.Totals().Events < int64(n) {
+	for !done(s.Totals()) {
 		time.Sleep(time.Millisecond)
 	}
 	rate = float64(int64(n)-first) / time.Since(start).Seconds()
 	cpu = (cpuNow() - c0) / time.Duration(int64(n)-first)
 	return func() {
 		cancel()
-		if err := <-done; err != nil {
+		if err := <-ended; err != nil {
 			b.Fatal(err)
 		}
 	}, rate, cpu

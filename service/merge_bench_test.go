@@ -2,7 +2,6 @@ package service
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -54,17 +53,7 @@ func writeLabelsBench(b *testing.B, addr string, n, dim int) {
 	base := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 	var split, labels []kafka.Message
 	for i := range n {
-		x := make([]float64, dim)
-		m := 0.0
-		for d := range x {
-			x[d] = float64(int(r.NormFloat64()*1e4)) / 1e4
-			m += float64(d%3-1) * x[d]
-		}
-		y := 1
-		if m < 0 {
-			y = -1
-		}
-		xs, _ := json.Marshal(x)
+		xs, y := benchPoint(r, dim)
 		key := fmt.Appendf(nil, "k%d", r.IntN(1000))
 		at := base.Add(time.Duration(i) * time.Millisecond)
 		split = append(split, kafka.Message{Key: key, Time: at, Value: fmt.Appendf(nil, `{"id":"e%d","x":%s}`, i, xs)})
@@ -106,24 +95,7 @@ func labelsBenchRun(b *testing.B, addr, run, events, labels string, n int) float
 		b.Fatal(err)
 	}
 	cfg.Topics.Events, cfg.Topics.Labels = events, labels
-	s, err := New(context.Background(), cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	for s.Totals().Events < int64(n/10) {
-		time.Sleep(time.Millisecond)
-	}
-	start, first := time.Now(), s.Totals().Events
-	for t := s.Totals(); t.Events < int64(n) || t.Labeled < int64(n)-int64(n)/100; t = s.Totals() {
-		time.Sleep(time.Millisecond)
-	}
-	rate := float64(int64(n)-first) / time.Since(start).Seconds()
-	cancel()
-	if err := <-done; err != nil {
-		b.Fatal(err)
-	}
+	stop, rate, _ := timeService(b, cfg, n, func(t Totals) bool { return t.Events >= int64(n) && t.Labeled >= int64(n)-int64(n)/100 })
+	stop()
 	return rate
 }

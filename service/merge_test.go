@@ -80,18 +80,8 @@ func TestLabelsTopicReplaysTheMerge(t *testing.T) {
 		n := produceWithLabels(t, addr, 24, 120)
 		r := rand.New(rand.NewPCG(uint64(crashes), 3))
 		var went int64
-		for round := range crashes {
-			c, store, sink := crashing(t, cfg)
-			ccfg := cfg
-			ccfg.Store, ccfg.Sink = store, sink
-			s, stop := started(t, ccfg)
-			target := int64(200 + r.IntN(400))
-			drained := drainedBy(s)
-			eventually(t, 60*time.Second, func() bool { return s.Totals().Events >= target || drained() },
-				func() string { return fmt.Sprintf("round %d at %+v", round, s.Totals()) })
-			c.crashed.Store(true)
-			stop()
-			went += mergesWentOn(s)
+		for range crashes {
+			went += mergesWentOn(crashAt(t, cfg, int64(200+r.IntN(400))))
 		}
 		s, stop := started(t, cfg)
 		drained := drainedBy(s)

@@ -365,19 +365,19 @@ func (s *Service) Ready() (ok bool, reason string) {
 // are behind the last one processed: high watermark − next offset, computed
 // from the fetched records' high watermarks (kafka-go's group reader reports 0).
 func (s *Service) Lag() map[int]int64 {
-	out := map[int]int64{}
-	s.parts.Range(func(k, v any) bool {
-		out[k.(int)] = v.(*partState).snapshot().Lag
-		return true
-	})
-	return out
+	return s.perPartition(func(snap pipeline.Snapshot) int64 { return snap.Lag })
 }
 
 // LabelsLag is Lag for the labels topic (0 without one).
 func (s *Service) LabelsLag() map[int]int64 {
+	return s.perPartition(func(snap pipeline.Snapshot) int64 { return snap.LabelsLag })
+}
+
+// perPartition reads one value of each running partition's snapshot.
+func (s *Service) perPartition(read func(pipeline.Snapshot) int64) map[int]int64 {
 	out := map[int]int64{}
 	s.parts.Range(func(k, v any) bool {
-		out[k.(int)] = v.(*partState).snapshot().LabelsLag
+		out[k.(int)] = read(v.(*partState).snapshot())
 		return true
 	})
 	return out

@@ -506,21 +506,7 @@ func crashes(t *testing.T, cacheKeys int, population bool) {
 	ids := produce(t, addr, 6, 1500)
 	r := rand.New(rand.NewPCG(6, 6))
 	for round := 0; round < 4; round++ {
-		c, store, sink := crashing(t, cfg)
-		ccfg := cfg
-		ccfg.Store, ccfg.Sink = store, sink
-		s, stop := started(t, ccfg)
-		target := int64(100 + r.IntN(300))
-		// The earlier rounds may have left fewer events than the target: a
-		// round also ends once it has read everything.
-		drained := drainedBy(s)
-		eventually(t, 60*time.Second, func() bool { return s.Totals().Events >= target || drained() },
-			func() string { return fmt.Sprintf("round %d at %+v, lag %v", round, s.Totals(), s.Lag()) })
-		if n := s.Totals().Events; n < target {
-			t.Logf("round %d read everything at %d events, before its target of %d", round, n, target)
-		}
-		c.crashed.Store(true)
-		stop()
+		crashAt(t, cfg, int64(100+r.IntN(300)))
 	}
 	// A last consumer, checkpointing by time too, finishes the stream gracefully.
 	last := config()
@@ -571,6 +557,25 @@ func crashes(t *testing.T, cacheKeys int, population bool) {
 			t.Fatalf("key %s differs from an uninterrupted run after crashes", k)
 		}
 	}
+}
+
+// crashAt runs a consumer of cfg until it has processed target events (or
+// read everything there is: earlier rounds may have left fewer), then
+// crashes it as kill -9 would; it returns the crashed service.
+func crashAt(t *testing.T, cfg Config, target int64) *Service {
+	t.Helper()
+	c, store, sink := crashing(t, cfg)
+	cfg.Store, cfg.Sink = store, sink
+	s, stop := started(t, cfg)
+	drained := drainedBy(s)
+	eventually(t, 60*time.Second, func() bool { return s.Totals().Events >= target || drained() },
+		func() string { return fmt.Sprintf("at %+v, lag %v", s.Totals(), s.Lag()) })
+	if n := s.Totals().Events; n < target {
+		t.Logf("read everything at %d events, before the target of %d", n, target)
+	}
+	c.crashed.Store(true)
+	stop()
+	return s
 }
 
 // drainedBy returns a condition that holds once s runs every partition,

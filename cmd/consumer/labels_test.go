@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -12,7 +11,6 @@ import (
 	"time"
 
 	"github.com/driftstream/driftstream/backtest"
-	"github.com/driftstream/driftstream/config"
 	"github.com/driftstream/driftstream/internal/kafkatest"
 	"github.com/driftstream/driftstream/pipeline"
 	"github.com/segmentio/kafka-go"
@@ -75,15 +73,7 @@ func TestBlackBoxKill9WithLabelsTopic(t *testing.T) {
 	}
 	b.finishWith(ids)
 
-	fs := flag.NewFlagSet("ref", flag.ContinueOnError)
-	cfg, err := config.Load(fs, b.args)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pcfg, err := pipelineConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pcfg := b.pipelineConfig()
 	in, err := backtest.FromTopic(context.Background(), backtest.TopicRange{Brokers: []string{b.addr}, Topic: b.topic("events"), LabelsTopic: b.topic("labels"),
 		From: backtest.Unbounded, To: backtest.Unbounded})
 	if err != nil {

@@ -455,15 +455,7 @@ func (b *blackBox) markerAfterStale(stale, owner uint64) bool {
 func (b *blackBox) verify(ids []string) (dups, fenced int) {
 	t := b.t
 	t.Helper()
-	fs := flag.NewFlagSet("ref", flag.ContinueOnError)
-	cfg, err := config.Load(fs, b.args)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pcfg, err := pipelineConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pcfg := b.pipelineConfig()
 	// Predictions are matched by the event's position (partition, offset):
 	// a producer that retried a write after a broker outage may have put
 	// the same event id on the topic twice, as a Kafka producer without
@@ -590,6 +582,20 @@ func (b *blackBox) verify(ids []string) (dups, fenced int) {
 		t.Fatalf("%d missing, %d differing predictions, %d wrong final states, %d predictions on another partition than their input", missing, differing, wrong, misplaced)
 	}
 	return dups, fenced
+}
+
+// pipelineConfig is the pipeline configuration the consumers run with.
+func (b *blackBox) pipelineConfig() pipeline.Config {
+	b.t.Helper()
+	cfg, err := config.Load(flag.NewFlagSet("ref", flag.ContinueOnError), b.args)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	pcfg, err := pipelineConfig(cfg)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return pcfg
 }
 
 // predicted counts the predictions on the predictions topic by event id.

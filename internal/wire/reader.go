@@ -77,24 +77,29 @@ func (r *Reader) Varint() int64 {
 
 // Uint64 reads 8 bytes, little endian.
 func (r *Reader) Uint64() uint64 {
-	if r.Err != nil || len(r.B) < 8 {
-		r.Fail("truncated")
-		return 0
+	if b := r.fixed(8); b != nil {
+		return binary.LittleEndian.Uint64(b)
 	}
-	v := binary.LittleEndian.Uint64(r.B)
-	r.B = r.B[8:]
-	return v
+	return 0
+}
+
+// fixed takes the next n bytes, or fails the reader (nil) when fewer are left.
+func (r *Reader) fixed(n int) []byte {
+	if r.Err != nil || len(r.B) < n {
+		r.Fail("truncated")
+		return nil
+	}
+	b := r.B[:n]
+	r.B = r.B[n:]
+	return b
 }
 
 // Uint32 reads 4 bytes, little endian.
 func (r *Reader) Uint32() uint32 {
-	if r.Err != nil || len(r.B) < 4 {
-		r.Fail("truncated")
-		return 0
+	if b := r.fixed(4); b != nil {
+		return binary.LittleEndian.Uint32(b)
 	}
-	v := binary.LittleEndian.Uint32(r.B)
-	r.B = r.B[4:]
-	return v
+	return 0
 }
 
 // Float64 reads a float that AppendFloat64 wrote.
