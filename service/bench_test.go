@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/driftstream/driftstream/checkpoint"
+	"github.com/driftstream/driftstream/config"
 	"github.com/driftstream/driftstream/internal/kafkaread"
 	"github.com/driftstream/driftstream/keyed"
 	"github.com/driftstream/driftstream/keystore"
@@ -110,7 +111,7 @@ func benchPoint(r *rand.Rand, dim int) (xs []byte, y int) {
 // records. It returns its rate and the process's CPU time per event.
 func passThrough(b *testing.B, addr string, n int) (rate float64, cpu time.Duration) {
 	start, c0 := time.Now(), cpuNow()
-	if err := pass(context.Background(), addr, "events", "pass-through", 4, true); err != nil {
+	if err := pass(context.Background(), addr, "events", "pass-through", 4, true, false); err != nil {
 		b.Error(err)
 	}
 	return float64(n) / time.Since(start).Seconds(), (cpuNow() - c0) / time.Duration(n)
@@ -119,8 +120,11 @@ func passThrough(b *testing.B, addr string, n int) (rate float64, cpu time.Durat
 // pass is the pass-through's work: read each of the partitions of in, and
 // write one small record per event to out with OutputProducer, flushed
 // every 1,000 records and whenever it has caught up; until the end offsets
-// it found at start (toEnd), or else until ctx ends.
-func pass(ctx context.Context, addr, in, out string, partitions int, toEnd bool) error {
+// it found at start (toEnd), or else until ctx ends. With decode, each
+// event is decoded with the service's decoder (topics.Decode) and its id
+// written: the fair baseline, which does what any consumer of these events
+// must before it learns anything.
+func pass(ctx context.Context, addr, in, out string, partitions int, toEnd, decode bool) error {
 	errs := make(chan error, partitions)
 	for p := 0; p < partitions; p++ {
 		go func() {
@@ -146,7 +150,15 @@ func pass(ctx context.Context, addr, in, out string, partitions int, toEnd bool)
 					if err != nil {
 						return err
 					}
-					outs = append(outs, kafka.Message{Key: m.Key, Value: []byte(`{"id":"x","label":1}`)})
+					value := []byte(`{"id":"x","label":1}`)
+					if decode {
+						ev, err := topics.Decode(m.Value, 0)
+						if err != nil {
+							return err
+						}
+						value = fmt.Appendf(nil, `{"id":%q,"label":1}`, ev.ID)
+					}
+					outs = append(outs, kafka.Message{Key: m.Key, Value: value})
 					if len(outs) == 1000 || done == end-1 || (end < 0 && m.Offset+1 >= m.HighWaterMark) {
 						if err := w.Write(ctx, outs); err != nil {
 							return err
@@ -233,8 +245,9 @@ func benchConfig(addr, run, learner string, dim int) (Config, error) {
 	}
 	cfg := Config{Brokers: []string{addr}, Group: "bench-" + run, Partitions: 4, Replication: 1,
 		Topics: Topics{Events: "events", Predictions: "predictions-" + run, Queries: "label-queries-" + run, DeadLetters: "dead-letters-" + run,
-			Changelog: "changelog-" + run},
-		Pipeline: pipeline.Config{Settings: keyed.Settings{Learner: learner, Seed: 1, Vector: vec, QueryScale: 1}}, CheckpointEvery: benchCheckpointEvery(),
+			Changelog: "changelog-" + run, Alerts: "drift-alerts-" + run},
+		// The shipped drift detectors: what a deployment runs.
+		Pipeline: pipeline.Config{Settings: keyed.Settings{Learner: learner, Seed: 1, Vector: vec, QueryScale: 1, Detectors: config.DefaultDetectors()}}, CheckpointEvery: benchCheckpointEvery(),
 		CheckpointPeriod: 5 * time.Second, FlushInterval: 5 * time.Millisecond}
 	if d, err := time.ParseDuration(os.Getenv("DRIFTSTREAM_BENCH_FLUSH")); err == nil {
 		cfg.FlushInterval = d

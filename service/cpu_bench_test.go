@@ -19,14 +19,18 @@ import (
 )
 
 // BenchmarkRealKafkaCPU compares the CPU time per event of the service with
-// that of the kafka-go pass-through (pass), each in a process of its own,
+// that of the kafka-go pass-through (pass), and of the fair baseline, the
+// pass-through that decodes each event with the service's decoder, each in
+// a process of its own,
 // consuming the same topic of a real broker (DRIFTSTREAM_KAFKA_ADDR), so
 // the broker's CPU is neither's: on a shared 2-CPU machine wall-clock rates
 // swing with whoever else runs, CPU time per event much less. A process's
 // CPU is read from /proc/PID/stat when its outputs pass the first tenth of
 // the events and when they reach all of them; the ratio is service CPU per
-// event over the pass-through's (the goal: ≤ 1.25). Alternates the two
-// benchRounds times, for perceptron and lasec-ss at d = 10 and d = 50.
+// event over the pass-through's, decoding-cpu-ratio over the decoding
+// pass-through's (the goal: ≤ 1.25). Alternates the three benchRounds
+// times, for perceptron and lasec-ss at d = 10 and d = 50, the service with
+// its shipped drift detectors.
 //
 //	scripts/kafka-broker.sh start 4.4.0 29092 /tmp/kafka
 //	DRIFTSTREAM_KAFKA_ADDR=127.0.0.1:29092 DRIFTSTREAM_BENCH_EVENTS=300000 \
@@ -47,20 +51,25 @@ func BenchmarkRealKafkaCPU(b *testing.B) {
 			events := fmt.Sprintf("cpu-%s-%s-events", run, name)
 			kafkatest.CreateTopic(b, addr, kafka.TopicConfig{Topic: events, NumPartitions: 4, ReplicationFactor: 1})
 			writeBenchEvents(b, addr, events, n, tc.dim)
-			var passCPU, serviceCPU, ratio []float64
+			var passCPU, decodeCPU, serviceCPU, ratio, decodeRatio []float64
 			for i := range benchRounds() {
 				id := fmt.Sprintf("cpu-%s-%s-%d", run, name, i)
 				// Both output topics exist before their polling starts: a real
 				// broker creates a topic a metadata request names, with one
 				// partition.
 				kafkatest.CreateTopic(b, addr, kafka.TopicConfig{Topic: id + "-pass", NumPartitions: 4, ReplicationFactor: 1})
+				kafkatest.CreateTopic(b, addr, kafka.TopicConfig{Topic: id + "-decode", NumPartitions: 4, ReplicationFactor: 1})
 				kafkatest.CreateTopic(b, addr, kafka.TopicConfig{Topic: "predictions-" + id, NumPartitions: 4, ReplicationFactor: 1})
 				pc := childCPUPerEvent(b, addr, id+"-pass", n, "pass", addr, events, id+"-pass")
+				dc := childCPUPerEvent(b, addr, id+"-decode", n, "pass-decode", addr, events, id+"-decode")
 				sc := childCPUPerEvent(b, addr, "predictions-"+id, n, "service", addr, events, id, tc.learner, strconv.Itoa(tc.dim))
-				passCPU, serviceCPU, ratio = append(passCPU, pc), append(serviceCPU, sc), append(ratio, sc/pc)
-				b.Logf("round %d: pass-through %.2f µs/event, service %.2f µs/event: %.2f×", i, pc, sc, sc/pc)
+				passCPU, decodeCPU, serviceCPU = append(passCPU, pc), append(decodeCPU, dc), append(serviceCPU, sc)
+				ratio, decodeRatio = append(ratio, sc/pc), append(decodeRatio, sc/dc)
+				b.Logf("round %d: pass-through %.2f µs/event, decoding pass-through %.2f, service %.2f: %.2f× and %.2f×", i, pc, dc, sc, sc/pc, sc/dc)
 			}
 			b.ReportMetric(median(passCPU), "passthrough-cpu-µs/event")
+			b.ReportMetric(median(decodeCPU), "decoding-passthrough-cpu-µs/event")
+			b.ReportMetric(median(decodeRatio), "decoding-cpu-ratio")
 			b.ReportMetric(median(serviceCPU), "service-cpu-µs/event")
 			b.ReportMetric(median(ratio), "cpu-ratio")
 			b.ReportMetric(slices.Max(ratio), "max-cpu-ratio")
@@ -130,7 +139,8 @@ func procCPU(b *testing.B, pid int) time.Duration {
 
 // TestBenchCPUChild is BenchmarkRealKafkaCPU's child process, not a test of
 // its own (the os/exec helper-process pattern): with
-// DRIFTSTREAM_BENCH_CHILD=pass|ADDR|IN|OUT it runs the pass-through, with
+// DRIFTSTREAM_BENCH_CHILD=pass|ADDR|IN|OUT it runs the pass-through (pass-decode:
+// the decoding one), with
 // DRIFTSTREAM_BENCH_CHILD=service|ADDR|IN|RUN|LEARNER|DIM the service, until
 // SIGTERM. DRIFTSTREAM_BENCH_CPUPROFILE=PATH writes each service child's
 // CPU profile to PATH.RUN.
@@ -143,8 +153,8 @@ func TestBenchCPUChild(t *testing.T) {
 	defer stop()
 	a := strings.Split(spec, "|")
 	switch a[0] {
-	case "pass":
-		if err := pass(ctx, a[1], a[2], a[3], 4, false); err != nil {
+	case "pass", "pass-decode":
+		if err := pass(ctx, a[1], a[2], a[3], 4, false, a[0] == "pass-decode"); err != nil {
 			t.Fatal(err)
 		}
 	case "service":
