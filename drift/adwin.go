@@ -1,6 +1,7 @@
 package drift
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -200,11 +201,66 @@ func (d *adwin) MarshalBinary() ([]byte, error) {
 	for _, row := range d.rows {
 		w.int(int64(len(row)))
 		for _, b := range row {
-			w.f64(b.total)
-			w.f64(b.variance)
+			w.bucket(b)
 		}
 	}
 	return w.b, nil
+}
+
+// Bucket flags of a version-2 snapshot: the total is a whole number,
+// written as a uvarint (the mistakes signal's totals are counts); the
+// variance is 0 (a bucket of equal values: every bucket of one value, and
+// most of a near-perfect key's), and not written.
+const (
+	bucketWholeTotal = 1 << iota
+	bucketNoVariance
+)
+
+// bucket writes one bucket: a flags byte, the total (a uvarint when whole,
+// else a float) and the variance unless it is 0 — exact either way, so a
+// restored detector goes on bit for bit. A row-0 bucket of the mistakes
+// signal takes 2 bytes instead of version 1's 16.
+func (w *writer) bucket(b bucket) {
+	var flags byte
+	whole := b.total >= 0 && b.total < 1<<53 && b.total == math.Trunc(b.total) && !math.Signbit(b.total)
+	if whole {
+		flags |= bucketWholeTotal
+	}
+	if b.variance == 0 && !math.Signbit(b.variance) {
+		flags |= bucketNoVariance
+	}
+	w.b = append(w.b, flags)
+	if whole {
+		w.b = binary.AppendUvarint(w.b, uint64(b.total))
+	} else {
+		w.f64(b.total)
+	}
+	if flags&bucketNoVariance == 0 {
+		w.f64(b.variance)
+	}
+}
+
+// bucket reads what writer.bucket wrote (version 2), or two floats
+// (version 1).
+func (r *reader) bucket() bucket {
+	if r.version < 2 {
+		return bucket{total: r.Float64(), variance: r.Float64()}
+	}
+	var b bucket
+	flags := r.Byte()
+	if flags > bucketWholeTotal|bucketNoVariance {
+		r.Fail(fmt.Sprintf("bucket flags %#x", flags))
+		return b
+	}
+	if flags&bucketWholeTotal != 0 {
+		b.total = float64(r.Uvarint())
+	} else {
+		b.total = r.Float64()
+	}
+	if flags&bucketNoVariance == 0 {
+		b.variance = r.Float64()
+	}
+	return b
 }
 
 func (d *adwin) UnmarshalBinary(b []byte) error {
@@ -222,8 +278,8 @@ func (d *adwin) UnmarshalBinary(b []byte) error {
 			break
 		}
 		row := make([]bucket, 0, k)
-		for j := int64(0); j < k; j++ {
-			row = append(row, bucket{total: r.Float64(), variance: r.Float64()})
+		for j := int64(0); j < k && r.Err == nil; j++ {
+			row = append(row, r.bucket())
 		}
 		rows = append(rows, row)
 	}

@@ -54,8 +54,10 @@ var ErrParam = errors.New("invalid drift detector parameter")
 // ErrSnapshot reports a snapshot that cannot be restored.
 var ErrSnapshot = errors.New("bad drift detector snapshot")
 
-// snapshotVersion starts every snapshot.
-const snapshotVersion = 1
+// snapshotVersion starts every snapshot. Version 2 writes ADWIN's buckets
+// compactly (adwin.MarshalBinary); the other detectors' layouts are those
+// of version 1, which is still read.
+const snapshotVersion = 2
 
 // entry is a catalog entry: the detector's paper and its constructor;
 // binary marks a detector whose test counts mistakes (values of 1).
@@ -163,12 +165,15 @@ func (w *writer) f64(v float64) { w.b = wire.AppendFloat64(w.b, v) }
 func (w *writer) int(v int64)   { w.b = binary.AppendVarint(w.b, v) }
 
 // reader reads a snapshot's fields; the first failure sticks (wire.Reader).
-type reader struct{ wire.Reader }
+type reader struct {
+	wire.Reader
+	version byte
+}
 
 func newReader(name string, b []byte) *reader {
-	r := &reader{*wire.NewReader(b, ErrSnapshot)}
-	if r.Byte() != snapshotVersion {
-		r.Err = fmt.Errorf("snapshot version: %w", ErrSnapshot)
+	r := &reader{Reader: *wire.NewReader(b, ErrSnapshot)}
+	if r.version = r.Byte(); r.version < 1 || r.version > snapshotVersion {
+		r.Err = fmt.Errorf("snapshot version %d: %w", r.version, ErrSnapshot)
 		return r
 	}
 	if got := r.View(); r.Err != nil || string(got) != name {

@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/driftstream/driftstream/internal/wire"
 )
 
 // bernoulli is a seeded stream of 0/1 values whose rate is rate(i).
@@ -272,4 +274,71 @@ func TestPaperPageHinkleyFalseAlarms(t *testing.T) {
 		}
 		t.Logf("rate %.2f: the paper's test alarmed %d times in %d values, the service's %d", tc.rate, paper, 3*n, moa)
 	}
+}
+
+// adwinV1 is d's snapshot in version 1's layout (every bucket two floats),
+// as the builds before the compact buckets wrote it.
+func adwinV1(d *adwin) []byte {
+	w := &writer{b: wire.AppendString([]byte{1}, d.Name())}
+	w.int(d.width)
+	w.int(d.ticks)
+	w.f64(d.total)
+	w.f64(d.variance)
+	w.int(int64(len(d.rows)))
+	for _, row := range d.rows {
+		w.int(int64(len(row)))
+		for _, b := range row {
+			w.f64(b.total)
+			w.f64(b.variance)
+		}
+	}
+	return w.b
+}
+
+// ADWIN's version-2 snapshot writes whole totals as counts and omits zero
+// variances: on a mistakes stream it is a fraction of version 1's, a
+// version-1 snapshot (a changelog written by an older build) still
+// restores to the same detector, and real-valued buckets stay exact.
+func TestADWINSnapshotIsCompact(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		value    func(r *rand.Rand) float64
+		maxShare float64 // version 2's size over version 1's, at most
+	}{
+		{"mistakes at 0.2", func(r *rand.Rand) float64 { return boolFloat(r.Float64() < 0.2) }, 0.7},
+		{"near-perfect", func(r *rand.Rand) float64 { return boolFloat(r.Float64() < 0.001) }, 0.6},
+		{"real-valued", func(r *rand.Rand) float64 { return r.Float64() }, 1.1},
+	} {
+		det, _ := New("adwin", nil)
+		r := rand.New(rand.NewPCG(3, 3))
+		for range 10_000 {
+			det.Add(tc.value(r))
+		}
+		v2, err := det.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		v1 := adwinV1(det.(*adwin))
+		if share := float64(len(v2)) / float64(len(v1)); share > tc.maxShare {
+			t.Errorf("%s: version 2 is %d bytes, version 1 %d (%.2f, want ≤ %.2f)", tc.name, len(v2), len(v1), share, tc.maxShare)
+		}
+		for version, snap := range map[int][]byte{1: v1, 2: v2} {
+			back, _ := New("adwin", nil)
+			if err := back.UnmarshalBinary(snap); err != nil {
+				t.Fatalf("%s: version %d: %v", tc.name, version, err)
+			}
+			again, _ := back.MarshalBinary()
+			if !bytes.Equal(again, v2) {
+				t.Fatalf("%s: version %d restored to another detector", tc.name, version)
+			}
+		}
+		t.Logf("%s: %d bytes (version 1: %d)", tc.name, len(v2), len(v1))
+	}
+}
+
+func boolFloat(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -66,7 +66,9 @@ func TestOlderKeyStatesDecode(t *testing.T) {
 // The current version's encoding of the scripted keys of goldenStates is
 // testdata/keystate-v3.golden, byte for byte: a change of the format is a
 // new version, made on purpose (DRIFTSTREAM_UPDATE_GOLDEN=1 rewrites the
-// file).
+// file). The learner's and the detectors' snapshots inside carry versions
+// of their own (packages learners and drift), which read their older ones:
+// the file was rewritten when drift's version 2 made ADWIN's compact.
 func TestKeyStateGolden(t *testing.T) {
 	m := testModel(t, goldenConfig(t))
 	var b strings.Builder
