@@ -192,7 +192,11 @@ func (d *adwin) dropOldest() {
 }
 
 func (d *adwin) MarshalBinary() ([]byte, error) {
-	w := newWriter(d.Name())
+	return d.marshal(newWriter(d.Name()), (*writer).bucket), nil
+}
+
+// marshal writes the detector's state to w, each bucket with bucket.
+func (d *adwin) marshal(w *writer, bucket func(*writer, bucket)) []byte {
 	w.int(d.width)
 	w.int(d.ticks)
 	w.f64(d.total)
@@ -201,10 +205,10 @@ func (d *adwin) MarshalBinary() ([]byte, error) {
 	for _, row := range d.rows {
 		w.int(int64(len(row)))
 		for _, b := range row {
-			w.bucket(b)
+			bucket(w, b)
 		}
 	}
-	return w.b, nil
+	return w.b
 }
 
 // Bucket flags of a version-2 snapshot: the total is a whole number,

@@ -280,19 +280,10 @@ func TestPaperPageHinkleyFalseAlarms(t *testing.T) {
 // as the builds before the compact buckets wrote it.
 func adwinV1(d *adwin) []byte {
 	w := &writer{b: wire.AppendString([]byte{1}, d.Name())}
-	w.int(d.width)
-	w.int(d.ticks)
-	w.f64(d.total)
-	w.f64(d.variance)
-	w.int(int64(len(d.rows)))
-	for _, row := range d.rows {
-		w.int(int64(len(row)))
-		for _, b := range row {
-			w.f64(b.total)
-			w.f64(b.variance)
-		}
-	}
-	return w.b
+	return d.marshal(w, func(w *writer, b bucket) {
+		w.f64(b.total)
+		w.f64(b.variance)
+	})
 }
 
 // ADWIN's version-2 snapshot writes whole totals as counts and omits zero
