@@ -42,7 +42,7 @@ func writeWithLabels(t *testing.T, addr, events, labels string, keys, n int) []s
 	slices.SortStableFunc(lbs, func(a, b kafka.Message) int { return a.Time.Compare(b.Time) })
 	for topic, msgs := range map[string][]kafka.Message{events: evs, labels: lbs} {
 		w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: topic, Balancer: kafka.Murmur2Balancer{}, BatchTimeout: time.Millisecond, BatchSize: 1000, RequiredAcks: kafka.RequireAll}
-		if err := w.WriteMessages(context.Background(), msgs...); err != nil {
+		if err := writeRetrying(w, msgs); err != nil { // a real broker briefly refuses a topic it has just created
 			t.Fatal(err)
 		}
 		w.Close()
