@@ -35,7 +35,8 @@ const DefaultAlertMinRise = 0.15
 const NoMinRise = -1.0
 
 // windows holds one signal's recent values as sums of blocks of blockLen,
-// so that a key keeps 88 bytes per signal, not its 640 values. The
+// so that a key keeps 87 bytes per signal in its checkpoint, not its 640
+// values. The
 // windows are long enough that a rise is measured well (the recent mean of
 // a rate near 0.5 over 128 values has a standard deviation of 0.044: a
 // rise of 0.15 is 3.4 of them) and that the reference, 512 values before
@@ -206,7 +207,7 @@ func (in *incident) rise(wt *watch, s int) (float64, rise, bool) {
 // riseZ is how many standard errors a rise must also be: the difference
 // of two windows' means of values in [0, 1] has at most the standard error
 // of two Bernoulli means of their pooled rate, and a rise of 0.15 at rates
-// near 0.5 is only 3 of them (about one window in 700 by chance).
+// near 0.5 is only 3.0 of them (one window in about 850 by chance).
 const riseZ = 3.5
 
 // significant reports whether the rise r.recent − r.reference is riseZ
