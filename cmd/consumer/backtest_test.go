@@ -441,6 +441,12 @@ func TestDetectionCommand(t *testing.T) {
 		!strings.Contains(out.String(), "| ddm/mistakes |") || !strings.Contains(out.String(), "| adwin/score |") {
 		t.Fatalf("each detector alone: exit %d: %s%s", code, out.String(), errb.String())
 	}
+	// -service runs what ships: the service's learner (logreg), population model and intercept.
+	out.Reset()
+	if code := run([]string{"detection", "-keys", "2", "-events", "400", "-q", "-service", "-learner", "perceptron"}, &out, &errb); code != exitOK ||
+		!strings.Contains(out.String(), "learner logreg,") || !strings.Contains(out.String(), "| adwin/mistakes |") {
+		t.Fatalf("-service: exit %d: %s%s", code, out.String(), errb.String())
+	}
 }
 
 // The population benchmark replays every event of each draw under the

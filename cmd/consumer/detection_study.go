@@ -232,6 +232,7 @@ func runDetection(args []string, stdout, stderr io.Writer) int {
 	realData := fs.String("real", "", "also replay this keyed JSONL file (no known drift: every alert is counted by the key's age), e.g. scripts/keyed-data.py's airquality.jsonl")
 	realDim := fs.Int("real-dim", 18, "-real: the length of its dense \"x\"")
 	realKey := fs.String("real-key", "key", "-real: its key field")
+	service := fs.Bool("service", false, "run the service's whole configuration (DRIFTSTREAM_* and defaults: learner, population model, intercept, detectors, alert settings) instead of -learner and -detectors")
 	out := fs.String("out", "", "directory for detection.json and detection.md (optional)")
 	quiet := fs.Bool("q", false, "no progress lines on stderr")
 	if code, ok := parseFlags(fs, args); !ok {
@@ -241,19 +242,26 @@ func runDetection(args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() > 0 || *keys < 1 || *events < 100 || *window < 1 || *minRiseFlag < 0 || *minRiseFlag >= 1 || *cooldown < 1 {
 		return fail(fmt.Errorf("-keys ≥ 1, -events ≥ 100, -window ≥ 1, -alert-cooldown ≥ 1, -alert-min-rise in [0, 1), no arguments"), exitUsage)
 	}
-	configs, err := detectionConfigs(*detectorsFlag, *together)
-	if err != nil {
-		return fail(err, exitUsage)
-	}
 	st := detectionStudy{keys: *keys, events: *events, window: *window, seed: *seed, quiet: *quiet, stderr: stderr}
 	st.base = pipeline.Config{Settings: keyed.Settings{Learner: *learnerFlag, Params: json.RawMessage(*params), Seed: *seed, QueryScale: 1,
 		AlertMinRise: minRise(*minRiseFlag), AlertCooldown: *cooldown}, MaxKeyBytes: -1}
 	if *params == "" {
 		st.base.Params = nil
 	}
+	if *service {
+		var err error
+		if st.base, st.bias, err = serviceDetection(*seed); err != nil {
+			return fail(err, exitUsage)
+		}
+		*detectorsFlag = "default"
+	}
+	configs, err := detectionConfigs(*detectorsFlag, *together)
+	if err != nil {
+		return fail(err, exitUsage)
+	}
 	for _, c := range configs {
 		cfg := st.base
-		cfg.Vector, _ = topics.NewVectorizer(detectionDim, 0)
+		cfg.Vector = st.vector(detectionDim)
 		cfg.Detectors = c.specs
 		if err := cfg.Validate(); err != nil {
 			return fail(err, exitUsage)
@@ -330,8 +338,31 @@ type detectionStudy struct {
 	keys, events, window int
 	seed                 uint64
 	base                 pipeline.Config
+	bias                 bool // the inputs get the intercept's constant feature (the service's DRIFTSTREAM_BIAS)
 	quiet                bool
 	stderr               io.Writer
+}
+
+// vector is the study's vectorizer for dense inputs of dim.
+func (st detectionStudy) vector(dim int) topics.Vectorizer {
+	v, _ := topics.NewVectorizer(dim, 0)
+	if st.bias {
+		v = v.WithBias()
+	}
+	return v
+}
+
+// serviceDetection is the service's pipeline configuration (its
+// DRIFTSTREAM_* environment and defaults), with seed: what ships.
+func serviceDetection(seed uint64) (pipeline.Config, bool, error) {
+	c, err := config.Load(flag.NewFlagSet("service", flag.ContinueOnError), nil)
+	if err != nil {
+		return pipeline.Config{}, false, err
+	}
+	c.Dim, c.HashBits, c.Seed = detectionDim, 0, seed
+	p, err := pipelineConfig(c)
+	p.MaxKeyBytes = -1
+	return p, c.Bias, err
 }
 
 // synthetic scores every configuration on every generated scenario.
@@ -344,7 +375,7 @@ func (st detectionStudy) synthetic(ctx context.Context, configs []detectionConfi
 				fmt.Fprintf(st.stderr, "detection: %s, %s\n", sc.name, c.name)
 			}
 			cfg := st.base
-			cfg.Vector, _ = topics.NewVectorizer(detectionDim, 0)
+			cfg.Vector = st.vector(detectionDim)
 			cfg.Detectors = c.specs
 			run, err := keyedAlerts(ctx, cfg, detectionDim, exs, truths, st.events)
 			if err != nil {
@@ -389,7 +420,7 @@ func (st detectionStudy) real(ctx context.Context, configs []detectionConfig, pa
 			fmt.Fprintf(st.stderr, "detection: %s, %s\n", path, c.name)
 		}
 		cfg := st.base
-		cfg.Vector, _ = topics.NewVectorizer(dim, 0)
+		cfg.Vector = st.vector(dim)
 		cfg.Detectors = c.specs
 		run, err := keyedAlerts(ctx, cfg, dim, exs, truths, most)
 		if err != nil {
