@@ -17,10 +17,42 @@ import (
 // shared weights carry what keys have in common, a key's weights its
 // offset from them, which starts at zero and stays small while the key has
 // few labels, because only its labels move it.
+//
+// Keys that share nothing: a shared part taught every key's unrelated
+// labels adds noise that each key's own part must cancel. So a key takes
+// the shared part, or not, when it is born, by the partition's prior (the
+// shared part's recent accuracy on young keys, the mixture's prior): a key
+// born while the shared part predicts young keys well (populationLeads)
+// predicts from the sum; one born while it does not is a per-key learner
+// (its own part alone, m = m_key). The choice is the key's share (1 or 0),
+// kept in its mixture's population weight so that it is checkpointed with
+// the key; a reset chooses again. Young keys' labels keep scoring the
+// prior by the shared part's own prediction, whichever way their key
+// chose, so the partition turns back when the keys come to share more.
+
+// share is key ks's weight on the shared part, chosen at its first event.
+func (m *Model) share(ks *State) (float64, error) {
+	if ks.mix == nil {
+		ps, err := m.shared.Population()
+		if err != nil {
+			return 0, err
+		}
+		a := 0.0
+		if populationLeads(ps) {
+			a = 1
+		}
+		ks.mix = &mixture{population: a, own: 1 - a}
+	}
+	return ks.mix.population, nil
+}
 
 // summed is key ks's additive prediction of x, whose own part predicted p:
 // the label and margin of the sum, and the shared part's prediction.
-func (m *Model) summed(x learners.Vector, p learners.Prediction) (label int, sum float64, shared learners.Prediction, err error) {
+func (m *Model) summed(ks *State, x learners.Vector, p learners.Prediction) (label int, sum float64, shared learners.Prediction, err error) {
+	a, err := m.share(ks)
+	if err != nil {
+		return 0, 0, shared, err
+	}
 	ps, err := m.shared.Population()
 	if err != nil {
 		return 0, 0, shared, err
@@ -28,26 +60,33 @@ func (m *Model) summed(x learners.Vector, p learners.Prediction) (label int, sum
 	if shared, err = ps.learner.Predict(x); err != nil {
 		return 0, 0, shared, fmt.Errorf("shared part: %w", err)
 	}
-	sum = p.Score + shared.Score
+	sum = p.Score + a*shared.Score
 	if math.IsNaN(sum) || math.IsInf(sum, 0) {
 		return 0, 0, shared, fmt.Errorf("the sum of the shared and the key's margins is %g", sum)
 	}
-	label = 1
-	if sum < 0 {
-		label = -1
-	}
-	return label, sum, shared, nil
+	return learners.LabelOf(sum), sum, shared, nil
 }
 
 // sumNow is the additive margin of x by the parts' current states: a
 // delayed label is learned at the margin the model has when it comes.
-func (m *Model) sumNow(ks *State, x learners.Vector) (float64, error) {
+func (m *Model) sumNow(ks *State, x learners.Vector) (sum, shared float64, err error) {
 	p, err := ks.learner.Predict(x)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	_, sum, _, err := m.summed(x, p)
-	return sum, err
+	_, sum, sp, err := m.summed(ks, x, p)
+	return sum, sp.Score, err
+}
+
+// sharedMargin is the margin at which the shared part learns a label of
+// key ks whose model's margin is sum and shared part's shared: the sum's
+// when the key takes the shared part, else the shared part's own (it is
+// then a model of all keys, which the prior keeps scoring).
+func sharedMargin(ks *State, sum, shared float64) float64 {
+	if ks.mix != nil && ks.mix.population == 0 {
+		return shared
+	}
+	return sum
 }
 
 // learnSum teaches ks's learner, one part of an additive model, the label

@@ -48,7 +48,9 @@ package keyed
 //	                          empty: not standardized)
 //	mixture                   byte 0 (none) or 1, then float the population's
 //	                          weight and float the key's learner's
-//	                          (population.go)
+//	                          (population.go); with the additive model, the
+//	                          key's share of the shared part (1 or 0) and 1
+//	                          minus it (additive.go)
 //
 // A vector is in the vector codec's layout (learners.Vector's
 // AppendBinary): uvarint dimension, byte sparse (0/1), uvarint entries,

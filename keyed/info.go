@@ -82,6 +82,11 @@ type KeyInfo struct {
 	// absent without a population model.
 	Follows          string   `json:"follows,omitempty"`
 	PopulationWeight *float64 `json:"population_weight,omitempty"`
+	// SharedPart, with the additive population model, says whether the
+	// key's prediction adds the shared part (false: the key is a learner of
+	// its own, chosen at its first event by the partition's prior); absent
+	// before the key's first event and without the additive model.
+	SharedPart *bool `json:"shared_part,omitempty"`
 }
 
 // AppliedOffsets are a key's last absorbed offsets per input topic.
@@ -128,6 +133,10 @@ func (m *Model) Info(key string, partition int, ks *State) KeyInfo {
 		if mx.followsPopulation() {
 			info.Follows = "population"
 		}
+	}
+	if m.additive && key != PopulationKey && ks.mix != nil {
+		takes := ks.mix.population == 1
+		info.SharedPart = &takes
 	}
 	if rare := s.rare(); rare.alertDetector > 0 {
 		d := m.s.Detectors[rare.alertDetector-1]

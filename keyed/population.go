@@ -220,6 +220,12 @@ func populationLeads(ps *State) bool { return prior(ps) >= leadAccuracy }
 // the population model learns it (teachPopulation's rule).
 func (m *Model) scoreMixture(in Input, ks *State, populationWrong, ownWrong bool) error {
 	ks.mix.update(populationWrong, ownWrong)
+	return m.scorePrior(in, ks, populationWrong)
+}
+
+// scorePrior scores the partition's prior on a label of key ks, which the
+// population model's prediction got wrong or not, when the key is young.
+func (m *Model) scorePrior(in Input, ks *State, populationWrong bool) error {
 	if ks.stats.events > youngEvents {
 		return nil // only young keys score the prior
 	}

@@ -200,7 +200,7 @@ func (m *Model) predict(in Input, ks *State) (round, error) {
 	if m.additive {
 		// The prediction is the sum's: a sampler asks by the whole model's
 		// margin, as the margin rule reads it; the draw is the same one.
-		if sumLabel, sum, rd.pop, err = m.summed(x, p); err != nil {
+		if sumLabel, sum, rd.pop, err = m.summed(ks, x, p); err != nil {
 			return rd, err
 		}
 		p.QueryProb = ks.learner.(learners.Summand).QueryProbAt(sum)
@@ -287,12 +287,15 @@ func (m *Model) resolve(in Input, ks *State, l *labeled) error {
 	if l.population != 0 && ks.mix != nil {
 		err = m.scoreMixture(in, ks, l.population != l.label, l.own != l.label)
 	}
-	var sum float64 // an additive model's margin by its parts' current states
+	var sum, shared float64 // an additive model's margin by its parts' current states, and its shared part's
 	if m.additive && l.x.Dim() > 0 && err == nil {
 		if l.now != nil {
-			sum = l.now.score
+			sum, shared = l.now.score, l.now.pop.Score
 		} else {
-			sum, err = m.sumNow(ks, l.x)
+			sum, shared, err = m.sumNow(ks, l.x)
+		}
+		if err == nil {
+			err = m.scorePrior(in, ks, learners.LabelOf(shared) != l.label)
 		}
 	}
 	switch {
@@ -312,7 +315,7 @@ func (m *Model) resolve(in Input, ks *State, l *labeled) error {
 		if l.now != nil {
 			pred = &l.now.pop
 		}
-		err = m.teachPopulation(in, l.x, l.label, pred, sum)
+		err = m.teachPopulation(in, l.x, l.label, pred, sharedMargin(ks, sum, shared))
 	}
 	if l.made != 0 {
 		m.outcome(in, ks, l.made != l.label, l.ts)

@@ -78,6 +78,9 @@ func (p Prediction) ExpectedMistake(y int) float64 {
 }
 
 // sign maps a margin to a label; a zero margin predicts +1 (docs/spec/ALGORITHMS.md §1.2).
+// LabelOf is the label a margin m predicts: +1 when m ≥ 0, else −1.
+func LabelOf(m float64) int { return sign(m) }
+
 func sign(m float64) int {
 	if m >= 0 {
 		return 1

@@ -20,17 +20,30 @@ func additiveConfig(t *testing.T, learner, params string) Config {
 	return cfg
 }
 
-// Every prediction of the additive model is the sum of the shared part's
-// and the key's margins, as they stood when the event came; a label teaches
-// both parts at that sum; a new key's own part starts at zero, so its first
-// prediction is the shared part's. Replayed by hand with two learners per
-// key, outside the pipeline, the same records end in the same states bit
-// for bit and the same scores.
+// Every prediction of the additive model is the sum of the key's margin
+// and, when the key takes it, the shared part's, as they stood when the
+// event came; a label teaches the key's part at that sum and the shared
+// part at the sum (or at its own margin, for a key that does not take it);
+// a new key's own part starts at zero, and it takes the shared part when
+// the partition's prior — the shared part's accuracy on young keys' labels
+// — is at least 0.6. Replayed by hand with two learners per key and the
+// prior, outside the pipeline, the same records end in the same states bit
+// for bit and the same scores. On keys that share nothing the prior falls
+// and later keys are learners of their own; on keys that share a concept
+// every key takes the shared part.
 func TestAdditiveModelIsTheSumOfItsParts(t *testing.T) {
-	for _, c := range []struct{ learner, params string }{{"logreg", ""}, {"perceptron", ""}, {"lasec", ""}} {
-		t.Run(c.learner, func(t *testing.T) {
+	// keyed's constants: youngEvents, priorRate, leadAccuracy, MixtureStart.
+	const young, rate, lead = 20, 0.01, 0.6
+	for _, c := range []struct {
+		learner, params string
+		apart           bool
+	}{{"logreg", "", false}, {"perceptron", "", false}, {"lasec", "", false}, {"logreg", "", true}, {"perceptron", "", true}} {
+		t.Run(fmt.Sprintf("%s/apart=%v", c.learner, c.apart), func(t *testing.T) {
 			cfg := additiveConfig(t, c.learner, c.params)
 			recs := records(4, 2500, 9)
+			if c.apart {
+				recs = keyedRecords(5, 4000, 600, true)
+			}
 			w, err := NewWorker(cfg, 0)
 			if err != nil {
 				t.Fatal(err)
@@ -66,18 +79,29 @@ func TestAdditiveModelIsTheSumOfItsParts(t *testing.T) {
 			}
 			shared := mk(keyed.PopulationKey)
 			own := map[string]learners.Summand{}
+			takes := map[string]float64{} // the key's share of the shared part: 1 or 0
+			events := map[string]int{}
+			prior := keyed.MixtureStart
 			waiting := map[string]learners.Vector{}
-			sum := func(key string, x learners.Vector) float64 {
+			teach := func(key string, x learners.Vector, y int) {
 				a, _ := shared.Predict(x)
 				b, _ := own[key].Predict(x)
-				return a.Score + b.Score
-			}
-			teach := func(key string, x learners.Vector, y int) {
-				m := sum(key, x)
+				m := b.Score + takes[key]*a.Score
+				if events[key] <= young {
+					right := 0.0
+					if a.Label == y {
+						right = 1
+					}
+					prior = (1-rate)*prior + rate*right
+				}
 				if err := own[key].LearnSum(x, y, m); err != nil {
 					t.Fatal(err)
 				}
-				if err := shared.LearnSum(x, y, m); err != nil {
+				sm := m
+				if takes[key] == 0 {
+					sm = a.Score
+				}
+				if err := shared.LearnSum(x, y, sm); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -95,15 +119,21 @@ func TestAdditiveModelIsTheSumOfItsParts(t *testing.T) {
 					}
 					continue
 				}
+				x := mustVec(t, ev.X)
+				a, _ := shared.Predict(x)
 				if own[key] == nil {
 					own[key] = mk(key)
-					a, _ := shared.Predict(mustVec(t, ev.X))
-					if got := scores[key+"/"+ev.ID]; got != a.Score {
-						t.Fatalf("key %s's first score %g, the shared part's %g", key, got, a.Score)
+					takes[key] = 0
+					if prior >= lead {
+						takes[key] = 1
+					}
+					if got, want := scores[key+"/"+ev.ID], takes[key]*a.Score; got != want {
+						t.Fatalf("key %s's first score %g, want %g (share %g)", key, got, want, takes[key])
 					}
 				}
-				x := mustVec(t, ev.X)
-				if got, want := scores[key+"/"+ev.ID], sum(key, x); got != want {
+				events[key]++
+				b, _ := own[key].Predict(x)
+				if got, want := scores[key+"/"+ev.ID], b.Score+takes[key]*a.Score; got != want {
 					t.Fatalf("event %s/%s: score %g, the parts' sum %g", key, ev.ID, got, want)
 				}
 				if ev.Label != 0 {
@@ -112,10 +142,20 @@ func TestAdditiveModelIsTheSumOfItsParts(t *testing.T) {
 					waiting[key+"/"+ev.ID] = x
 				}
 			}
-			// The key API reports no mixture: the key adds both parts.
-			if info, ok, err := w.Inspect("k1"); err != nil || !ok || info.Follows != "" || info.PopulationWeight != nil {
-				t.Fatalf("key k1 inspected: %+v, %v, %v", info, ok, err)
+			alone := 0
+			for key, a := range takes {
+				info, ok, err := w.Inspect(key)
+				if err != nil || !ok || info.Follows != "" || info.PopulationWeight != nil || info.SharedPart == nil || *info.SharedPart != (a == 1) {
+					t.Fatalf("key %s (share %g) inspected: %+v, %v, %v", key, a, info, ok, err)
+				}
+				if a == 0 {
+					alone++
+				}
 			}
+			if c.apart != (alone > 0) {
+				t.Fatalf("%d of %d keys do not take the shared part (keys apart: %v)", alone, len(takes), c.apart)
+			}
+			t.Logf("%d of %d keys learn alone; prior %.3f", alone, len(takes), prior)
 			if w.Totals().FollowedPopulation != 0 {
 				t.Fatalf("%d predictions followed the population", w.Totals().FollowedPopulation)
 			}

@@ -25,14 +25,21 @@ func populationConfig(t *testing.T, learner, params string) Config {
 // an uninterrupted run, the population model and every key seeded from it
 // included, and every event is predicted exactly once.
 func TestPopulationCrashRestoreIsBitIdentical(t *testing.T) {
-	for _, c := range []struct{ learner, params, population string }{
-		{"lasec-ss", `{"a":0.3}`, "lasec-ss"}, {"perceptron", "", "perceptron"}, {"budget-perceptron", `{"budget":20}`, "budget-perceptron"},
-		{"logreg", "", keyed.PopulationAdditive}, {"lasec-ss", `{"a":0.3}`, keyed.PopulationAdditive},
+	for _, c := range []struct {
+		learner, params, population string
+		apart                       bool // keys that share nothing: the additive model's keys learn alone
+	}{
+		{"lasec-ss", `{"a":0.3}`, "lasec-ss", false}, {"perceptron", "", "perceptron", false}, {"budget-perceptron", `{"budget":20}`, "budget-perceptron", false},
+		{"logreg", "", keyed.PopulationAdditive, false}, {"lasec-ss", `{"a":0.3}`, keyed.PopulationAdditive, false},
+		{"logreg", "", keyed.PopulationAdditive, true},
 	} {
-		t.Run(c.learner+"/"+c.population, func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s/%s/apart=%v", c.learner, c.population, c.apart), func(t *testing.T) {
 			cfg := testConfig(t, c.learner, c.params)
 			cfg.Population = c.population
 			recs := records(3, 3000, 40)
+			if c.apart {
+				recs = keyedRecords(3, 3000, 400, true)
+			}
 			ref, _ := NewWorker(cfg, 0)
 			run(t, ref, recs)
 			if _, ok := ref.keys[keyed.PopulationKey]; !ok {

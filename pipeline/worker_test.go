@@ -34,9 +34,15 @@ func testConfig(t testing.TB, learner, params string) Config {
 
 // records builds a partition's input: events for nkeys keys with drifting
 // targets; a third are unlabeled and get a label record a few records later.
-func records(seed uint64, n, nkeys int) []Record {
+func records(seed uint64, n, nkeys int) []Record { return keyedRecords(seed, n, nkeys, false) }
+
+// keyedRecords is records, or with apart set a stream whose keys share
+// nothing: each key's labels follow a concept of its own, drawn at its
+// first event and changed, as the shared one is, every 300 events.
+func keyedRecords(seed uint64, n, nkeys int, apart bool) []Record {
 	r := rand.New(rand.NewPCG(seed, 9))
 	u := []float64{1, -1, 0.5, 0}
+	own := map[string][]float64{}
 	var out []Record
 	type late struct {
 		at      int
@@ -49,6 +55,7 @@ func records(seed uint64, n, nkeys int) []Record {
 			for j := range u {
 				u[j] = r.NormFloat64()
 			}
+			clear(own)
 		}
 		for len(lates) > 0 && lates[0].at <= len(out) {
 			l := lates[0]
@@ -56,16 +63,25 @@ func records(seed uint64, n, nkeys int) []Record {
 			out = append(out, Record{Offset: int64(len(out)), Key: []byte(l.key), Value: []byte(fmt.Sprintf(`{"id":%q,"label":%d}`, l.id, l.label))})
 		}
 		x := make([]float64, dim)
-		m := 0.0
 		for j := range x {
 			x[j] = r.NormFloat64()
-			m += u[j] * x[j]
+		}
+		key := fmt.Sprintf("k%d", r.IntN(nkeys))
+		c := u
+		if apart {
+			if own[key] == nil {
+				own[key] = []float64{r.NormFloat64(), r.NormFloat64(), r.NormFloat64(), r.NormFloat64()}
+			}
+			c = own[key]
+		}
+		m := 0.0
+		for j := range x {
+			m += c[j] * x[j]
 		}
 		y := 1
 		if m < 0 {
 			y = -1
 		}
-		key := fmt.Sprintf("k%d", r.IntN(nkeys))
 		id := fmt.Sprintf("e%d", i)
 		xs, _ := json.Marshal(x)
 		if r.IntN(3) == 0 {
