@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/driftstream/driftstream/pipeline"
 	"github.com/driftstream/driftstream/streams"
@@ -49,7 +50,11 @@ type messageInput struct {
 
 // FromSource replays src as the producer writes it (Messages with opts) to
 // an events topic of the given partition count; with separateLabels, label
-// records go to a co-partitioned labels topic.
+// records go to a co-partitioned labels topic, stamped as the producer
+// stamps them when it writes such a topic (MessageOptions.Clock). Each
+// partition reads its records in the order Messages emits them: the order
+// in which the service's merge by timestamp (pipeline.Merge) takes the two
+// topics once written (TestStampsMergeBackInOrder).
 func FromSource(src streams.Source, opts MessageOptions, partitions int, separateLabels bool) (Input, error) {
 	if partitions < 1 {
 		return nil, fmt.Errorf("partitions %d: must be ≥ 1", partitions)
@@ -71,8 +76,16 @@ func FromSource(src streams.Source, opts MessageOptions, partitions int, separat
 		in.chans[p] = make(chan []pipeline.Fetched, 8)
 		in.closed[p] = make(chan struct{})
 	}
+	if separateLabels && in.opts.Clock.IsZero() {
+		in.opts.Clock = replayEpoch
+	}
 	return in, nil
 }
+
+// replayEpoch is the first record timestamp of a file replayed with
+// separate labels when the options set no clock: the merge reads only the
+// timestamps' order.
+var replayEpoch = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 
 func (in *messageInput) Partitions() []int {
 	ps := make([]int, in.parts)
@@ -164,7 +177,7 @@ func (in *messageInput) deal(ctx context.Context) {
 		if offset < in.from[p][topic] { // before where the partition's Open started it
 			return nil
 		}
-		pending[p] = append(pending[p], pipeline.Fetched{Record: pipeline.Record{Topic: topic, Partition: p, Offset: offset, Key: m.Key, Value: m.Value, Decoded: m.Event}})
+		pending[p] = append(pending[p], pipeline.Fetched{Record: pipeline.Record{Topic: topic, Partition: p, Offset: offset, Key: m.Key, Value: m.Value, Decoded: m.Event, Time: m.Time}})
 		if len(pending[p]) == dealBatch {
 			return send(p)
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/driftstream/driftstream/streams"
 	"github.com/driftstream/driftstream/topics"
@@ -20,6 +21,9 @@ type Message struct {
 	// Event is the message's event, set instead of Value by an in-memory
 	// pass (MessageOptions.InMemory).
 	Event *topics.Event
+	// Time is the message's record timestamp when MessageOptions.Clock is
+	// set (zero otherwise).
+	Time time.Time
 }
 
 // MessageOptions says how examples become messages.
@@ -38,6 +42,35 @@ type MessageOptions struct {
 	// which the pipeline then takes without decoding (pipeline.Record's
 	// Decoded).
 	InMemory bool
+	// Clock, when set, stamps every message with a record timestamp such
+	// that merging an events topic and a separate labels topic by
+	// timestamp — the smaller first, a tie to the events topic, each topic
+	// in its own order: pipeline.Merge, the service's rule with
+	// DRIFTSTREAM_LABELS_TOPIC — gives back the order in which Messages
+	// emitted them. The first event is stamped Clock; a label record takes
+	// the time of the event before it (Clock before any); the clock moves
+	// on 1 ms before each event that follows a label record. Events with
+	// no label record between them share a millisecond.
+	Clock time.Time
+}
+
+// stamper is Messages' clock (MessageOptions.Clock).
+type stamper struct {
+	now     time.Time
+	labeled bool // a label record was stamped since the clock last moved
+}
+
+// stamp sets m's Time, when there is a clock.
+func (s *stamper) stamp(m *Message) {
+	if s.now.IsZero() {
+		return
+	}
+	if m.Labels {
+		s.labeled = true
+	} else if s.labeled {
+		s.now, s.labeled = s.now.Add(time.Millisecond), false
+	}
+	m.Time = s.now
 }
 
 // message is the message of ev under key, encoded unless in memory.
@@ -64,6 +97,13 @@ func Messages(ctx context.Context, src streams.Source, opts MessageOptions, emit
 	}
 	var lates []late
 	keyOf := map[string]string{} // spread events' keys, for their label records
+	clock := stamper{now: opts.Clock}
+	emit = func(emitted func(Message) error) func(Message) error {
+		return func(m Message) error {
+			clock.stamp(&m)
+			return emitted(m)
+		}
+	}(emit)
 	n := 0
 	for {
 		ex, err := src.Next(ctx)

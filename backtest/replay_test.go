@@ -90,55 +90,37 @@ func (c *collector) outputs(_ int, outs []pipeline.Output) error {
 // topic as the producer writes it and run through the service, gives the
 // same predictions, id by id and byte for byte, and the same counters as a
 // backtest of the same source and as a backtest of the topic range.
+//
+// With the labels on a topic of their own (separate), the producer stamps
+// the records (MessageOptions.Clock), the service and the topic backtest
+// merge the two topics by timestamp, and the backtest of the source, which
+// takes its records in the order Messages emits them, still agrees with
+// both, byte for byte.
 func TestSameCodeSameAnswer(t *testing.T) {
 	const n, keys = 3000, 40
-	opts := MessageOptions{Keys: keys, LabelsDelay: 7}
-	for _, tc := range []struct{ learner, params string }{{"lasec-ss", `{"a":0.5}`}, {"perceptron", ``}} {
-		t.Run(tc.learner, func(t *testing.T) {
-			c := kafkatest.Cluster(t, kfake.SeedTopics(partitions, "events"))
+	for _, tc := range []struct {
+		learner, params string
+		separate        bool
+	}{{"lasec-ss", `{"a":0.5}`, false}, {"perceptron", ``, false}, {"perceptron", ``, true}, {"lasec-ss", `{"a":0.5}`, true}} {
+		t.Run(fmt.Sprintf("%s/separate=%v", tc.learner, tc.separate), func(t *testing.T) {
+			opts := MessageOptions{Keys: keys, LabelsDelay: 7}
+			labels := ""
+			if tc.separate {
+				opts.Clock, labels = time.Now().Add(-time.Hour).Truncate(time.Millisecond), "labels"
+			}
+			c := kafkatest.Cluster(t, kfake.SeedTopics(partitions, "events", "labels"))
 			addr := c.ListenAddrs()[0]
 			produceHistory(t, addr, newDrifting(1, n, keys), opts)
 			pcfg := pipelineConfig(t, tc.learner, tc.params)
 
-			// The service.
-			svc, err := service.New(context.Background(), service.Config{Brokers: []string{addr}, Group: "g", Partitions: partitions, Replication: 1,
-				Topics:   service.Topics{Events: "events", Predictions: "predictions", Queries: "label-queries", DeadLetters: "dead-letters", Changelog: "changelog"},
-				Pipeline: pcfg, CheckpointEvery: 200, CheckpointPeriod: 100 * time.Millisecond})
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan error, 1)
-			go func() { done <- svc.Run(ctx) }()
-			// Every event in and scored: the trailing label records too.
-			poll.Until(t, 60*time.Second, func() bool { st := svc.Totals(); return st.Events >= n && st.Labeled >= n },
-				func() string { return fmt.Sprintf("the service's %d events scored: %+v", n, svc.Totals()) })
-			cancel()
-			if err := <-done; err != nil {
-				t.Fatal(err)
-			}
-			served := map[string][]byte{}
-			r := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{addr}, Topic: "predictions", GroupID: "read", StartOffset: kafka.FirstOffset, MaxWait: 50 * time.Millisecond})
-			rctx, rcancel := context.WithTimeout(context.Background(), 30*time.Second)
-			for len(served) < n {
-				m, err := r.ReadMessage(rctx)
-				if err != nil {
-					t.Fatalf("read predictions: %v (%d of %d)", err, len(served), n)
-				}
-				var id struct{ ID string }
-				json.Unmarshal(m.Value, &id)
-				served[id.ID] = m.Value
-			}
-			rcancel()
-			r.Close()
-			st := svc.Totals()
+			served, st := serve(t, addr, pcfg, labels, n, n)
 
 			// The backtests: the source itself, and the topic range.
-			fromSource, err := FromSource(newDrifting(1, n, keys), opts, partitions, false)
+			fromSource, err := FromSource(newDrifting(1, n, keys), MessageOptions{Keys: keys, LabelsDelay: 7}, partitions, tc.separate)
 			if err != nil {
 				t.Fatal(err)
 			}
-			fromTopic, err := FromTopic(context.Background(), TopicRange{Brokers: []string{addr}, Topic: "events", From: Unbounded, To: Unbounded})
+			fromTopic, err := FromTopic(context.Background(), TopicRange{Brokers: []string{addr}, Topic: "events", LabelsTopic: labels, From: Unbounded, To: Unbounded})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -179,25 +161,77 @@ func TestSameCodeSameAnswer(t *testing.T) {
 	}
 }
 
+// serve runs the service on the topics "events" (and labels, when named)
+// at addr until it predicted n events and scored labeled of them, and
+// returns its predictions by id and its totals.
+func serve(t *testing.T, addr string, pcfg pipeline.Config, labels string, n, labeled int) (map[string][]byte, service.Totals) {
+	t.Helper()
+	svc, err := service.New(context.Background(), service.Config{Brokers: []string{addr}, Group: "g", Partitions: partitions, Replication: 1,
+		Topics:   service.Topics{Events: "events", Labels: labels, Predictions: "predictions", Queries: "label-queries", DeadLetters: "dead-letters", Changelog: "changelog"},
+		Pipeline: pcfg, CheckpointEvery: 200, CheckpointPeriod: 100 * time.Millisecond, MergeWait: service.DefaultMergeWait})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- svc.Run(ctx) }()
+	// Every event in and scored: the trailing label records too.
+	poll.Until(t, 60*time.Second, func() bool { st := svc.Totals(); return st.Events >= int64(n) && st.Labeled >= int64(labeled) },
+		func() string { return fmt.Sprintf("the service's %d events, %d scored: %+v", n, labeled, svc.Totals()) })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	served := map[string][]byte{}
+	r := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{addr}, Topic: "predictions", GroupID: "read", StartOffset: kafka.FirstOffset, MaxWait: 50 * time.Millisecond})
+	defer r.Close()
+	rctx, rcancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer rcancel()
+	for len(served) < n {
+		m, err := r.ReadMessage(rctx)
+		if err != nil {
+			t.Fatalf("read predictions: %v (%d of %d)", err, len(served), n)
+		}
+		var id struct{ ID string }
+		json.Unmarshal(m.Value, &id)
+		served[id.ID] = m.Value
+	}
+	return served, svc.Totals()
+}
+
 // produceHistory writes src's messages (Messages with opts) to the topic
 // "events" at addr as cmd/producer does: murmur2 partitioning, in order,
-// acks=all, in batches of 5,000.
+// acks=all, in batches of 5,000; with opts.Clock set, label records go to
+// the topic "labels" and every record carries its stamp (cmd/producer's
+// -labels-topic).
 func produceHistory(tb testing.TB, addr string, src streams.Source, opts MessageOptions) {
 	tb.Helper()
-	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "events", Balancer: kafka.Murmur2Balancer{}, BatchTimeout: time.Millisecond, BatchSize: 5000, RequiredAcks: kafka.RequireAll}
-	defer w.Close()
-	var batch []kafka.Message
+	writer := func(topic string) *kafka.Writer {
+		return &kafka.Writer{Addr: kafka.TCP(addr), Topic: topic, Balancer: kafka.Murmur2Balancer{}, BatchTimeout: time.Millisecond, BatchSize: 5000, RequiredAcks: kafka.RequireAll}
+	}
+	ws := map[bool]*kafka.Writer{false: writer("events"), true: writer("events")}
+	if !opts.Clock.IsZero() {
+		ws[true] = writer("labels")
+	}
+	batches := map[bool][]kafka.Message{}
+	flush := func(labels bool) error {
+		err := ws[labels].WriteMessages(context.Background(), batches[labels]...)
+		batches[labels] = batches[labels][:0]
+		return err
+	}
 	if _, err := Messages(context.Background(), src, opts, func(m Message) error {
-		if batch = append(batch, kafka.Message{Key: m.Key, Value: m.Value}); len(batch) == 5000 {
-			err := w.WriteMessages(context.Background(), batch...)
-			batch = batch[:0]
-			return err
+		separate := m.Labels && !opts.Clock.IsZero()
+		if batches[separate] = append(batches[separate], kafka.Message{Key: m.Key, Value: m.Value, Time: m.Time}); len(batches[separate]) == 5000 {
+			return flush(separate)
 		}
 		return nil
 	}); err != nil {
 		tb.Fatal(err)
 	}
-	if err := w.WriteMessages(context.Background(), batch...); err != nil {
-		tb.Fatal(err)
+	for _, labels := range []bool{false, true} {
+		if err := flush(labels); err != nil {
+			tb.Fatal(err)
+		}
+		ws[labels].Close()
 	}
 }

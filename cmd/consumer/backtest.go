@@ -109,6 +109,7 @@ type backtestFlags struct {
 	brokers       string
 	topic         string
 	labelsTopic   string
+	labelsData    string
 	from          string
 	to            string
 	keyedFlag     bool
@@ -153,6 +154,7 @@ func (f *backtestFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.brokers, "brokers", "", "topic backtest: Kafka bootstrap brokers, comma-separated host:port (TLS and SASL from the service's DRIFTSTREAM_TLS*/SASL* environment)")
 	fs.StringVar(&f.topic, "topic", "", "topic backtest: the events topic to replay (read without a consumer group, never committed)")
 	fs.StringVar(&f.labelsTopic, "labels-topic", "", "topic backtest: a co-partitioned labels topic")
+	fs.StringVar(&f.labelsData, "labels-data", "", "with -keyed and a JSONL -data: the labels that came later, a JSONL file of label records ({\"id\",\"label\",\"ts\"} and the -key field), merged with the events by \"ts\" as the service merges DRIFTSTREAM_LABELS_TOPIC with the events topic (every line of both files needs its key and ts; cmd/producer's replay -labels-file writes the two topics)")
 	fs.StringVar(&f.from, "from", "", "topic backtest: start of the range in every partition: an offset or an RFC 3339 time (default: the first offset)")
 	fs.StringVar(&f.to, "to", "", "topic backtest: end of the range (exclusive): an offset or an RFC 3339 time (default: the end when the backtest starts)")
 	fs.BoolVar(&f.keyedFlag, "keyed", false, "replay -data through the service's pipeline, one learner per key, as the producer would write it to a topic")
@@ -186,6 +188,8 @@ func keyedBacktest(f *backtestFlags, set map[string]bool, extra []string, stdout
 		return usageError{errors.New("-keyed needs -data: a file or synth:NAME?k=v")}
 	case f.keys < 1 || f.labelsDelay < 0 || f.partitions < 1 || f.queryScale < 0:
 		return usageError{errors.New("-keys and -partitions must be ≥ 1, -labels-delay and -query-scale ≥ 0")}
+	case f.labelsData != "" && (f.topic != "" || streams.IsSynth(f.data) || f.keyCol == "" || f.labelsDelay > 0 || f.keys > 1):
+		return usageError{errors.New("-labels-data goes with a keyed JSONL -data file and its -key field; the files say where labels are, so not with -labels-delay or -keys")}
 	}
 	var specs []backtest.Spec
 	var err error
@@ -235,7 +239,11 @@ func keyedBacktest(f *backtestFlags, set map[string]bool, extra []string, stdout
 				k.messages.Keys = n
 			}
 		}
-		if k.data, err = dataSource(spec, f.format, streams.CSVOptions{Header: f.header, Label: f.label, LabelFile: f.labelFile, Key: f.keyCol,
+		if f.labelsData != "" {
+			if k.files, k.dim, err = twoFiles(f); err != nil {
+				return err
+			}
+		} else if k.data, err = dataSource(spec, f.format, streams.CSVOptions{Header: f.header, Label: f.label, LabelFile: f.labelFile, Key: f.keyCol,
 			Labels: streams.LabelMap{Positive: f.positive, Negative: f.negative}}, streams.JSONLOptions{Dim: f.dim, HashBits: f.hashBits, KeyField: f.keyCol}, f.bias, f.seed); err != nil {
 			return err
 		}
@@ -252,6 +260,44 @@ func keyedBacktest(f *backtestFlags, set map[string]bool, extra []string, stdout
 	}
 	fmt.Fprintf(stderr, "wrote the report to %s\n", f.out)
 	return nil
+}
+
+// twoFiles is the events file -data and the labels file -labels-data, both
+// JSONL with the -key field, and the dimension of the inputs (-bias's
+// constant included).
+func twoFiles(f *backtestFlags) (backtest.TwoFiles, int, error) {
+	if f.format != "auto" && f.format != "jsonl" {
+		return backtest.TwoFiles{}, 0, usageError{fmt.Errorf("-labels-data: the files are JSONL, not -format %s", f.format)}
+	}
+	opts := streams.JSONLOptions{Dim: f.dim, HashBits: f.hashBits, KeyField: f.keyCol}
+	files := backtest.TwoFiles{
+		Events: func() (streams.Source, error) {
+			src, err := streams.OpenJSONL(f.data, opts)
+			if err == nil && f.bias {
+				src = streams.WithBias(src)
+			}
+			return src, err
+		},
+		Labels: func() (streams.Source, error) { return streams.OpenJSONL(f.labelsData, opts) },
+	}
+	for _, open := range []func() (streams.Source, error){files.Events, files.Labels} { // both readable, up front
+		src, err := open()
+		if err != nil {
+			return files, 0, err
+		}
+		if c, ok := src.(io.Closer); ok {
+			c.Close()
+		}
+	}
+	if f.hashBits > 0 {
+		return files, f.dim, nil // the vectorizer hashes
+	}
+	src, _ := files.Events()
+	dim := src.Dim()
+	if c, ok := src.(io.Closer); ok {
+		c.Close()
+	}
+	return files, dim, nil
 }
 
 // streamBacktest replays a file or generator as one stream through each of
@@ -353,7 +399,7 @@ var (
 	streamFlags = []string{"data", "format", "dim", "hash-bits", "label", "positive", "negative", "header", "label-file", "bias"}
 	modeFlags   = map[string][]string{
 		"single-stream": slices.Concat(streamFlags, []string{"repeats", "query-rate-target", "window", "list-generators", "population"}),
-		"-keyed":        slices.Concat(streamFlags, []string{"keyed", "keys", "key", "labels-delay", "partitions", "partitioner", "query-scale", "population", "learn-from"}),
+		"-keyed":        slices.Concat(streamFlags, []string{"keyed", "keys", "key", "labels-delay", "labels-data", "partitions", "partitioner", "query-scale", "population", "learn-from"}),
 		"topic":         {"brokers", "topic", "labels-topic", "from", "to", "dim", "hash-bits", "query-scale", "population", "learn-from"},
 	}
 )

@@ -236,6 +236,57 @@ func TestKeyedJSONLBacktest(t *testing.T) {
 	}
 }
 
+// -labels-data replays a history kept as two JSONL files, the events and
+// the labels that came later, merged by time as the service merges its two
+// topics: the same labels inline in one file and late in another give the
+// same counts, every label joined to its event; flags that do not apply
+// are refused.
+func TestKeyedTwoFilesBacktest(t *testing.T) {
+	var events, labels strings.Builder
+	base := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	for i := 0; i < 300; i++ {
+		y := 1
+		if i%3 == 0 {
+			y = -1
+		}
+		ts := func(d time.Duration) string { return base.Add(time.Duration(i)*time.Minute + d).Format(time.RFC3339) }
+		fmt.Fprintf(&events, `{"id":"e%d","cust":"c%d","ts":%q,"x":[%d,1]}`+"\n", i, i%7, ts(0), y)
+		fmt.Fprintf(&labels, `{"id":"e%d","cust":"c%d","ts":%q,"label":%d}`+"\n", i, i%7, ts(90*time.Second), y)
+	}
+	dir := t.TempDir()
+	ep, lp := filepath.Join(dir, "events.jsonl"), filepath.Join(dir, "labels.jsonl")
+	os.WriteFile(ep, []byte(events.String()), 0o644)
+	os.WriteFile(lp, []byte(labels.String()), 0o644)
+	out := t.TempDir()
+	var errb bytes.Buffer
+	if code := run([]string{"backtest", "-keyed", "-data", ep, "-labels-data", lp, "-dim", "2", "-key", "cust", "-learners", "perceptron", "-partitions", "2", "-out", out, "-q"},
+		&bytes.Buffer{}, &errb); code != exitOK {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	raw, _ := os.ReadFile(filepath.Join(out, "summary.json"))
+	var reps []struct {
+		Keys   int
+		Totals struct{ Events, Labeled, DelayedLabeled, LabelsJoined int }
+	}
+	if err := json.Unmarshal(raw, &reps); err != nil || len(reps) != 1 || reps[0].Keys != 7 || reps[0].Totals.Events != 300 ||
+		reps[0].Totals.Labeled != 300 || reps[0].Totals.DelayedLabeled != 300 || reps[0].Totals.LabelsJoined != 300 {
+		t.Fatalf("summary %s (%v)", raw, err)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-keyed", "-data", ep, "-labels-data", lp, "-dim", "2", "-learners", "perceptron", "-out", out}, "-labels-data goes with a keyed JSONL -data file and its -key field"},
+		{[]string{"-keyed", "-data", ep, "-labels-data", lp, "-dim", "2", "-key", "cust", "-labels-delay", "3", "-learners", "perceptron", "-out", out}, "not with -labels-delay or -keys"},
+		{[]string{"-keyed", "-data", ep, "-labels-data", filepath.Join(dir, "missing.jsonl"), "-dim", "2", "-key", "cust", "-learners", "perceptron", "-out", out}, "missing.jsonl"},
+	} {
+		errb.Reset()
+		if code := run(append([]string{"backtest"}, c.args...), &bytes.Buffer{}, &errb); code == exitOK || !strings.Contains(errb.String(), c.want) {
+			t.Errorf("%v: exit %d, %s; want an error saying %q", c.args, code, errb.String(), c.want)
+		}
+	}
+}
+
 // -detectors scores drift detectors against a generator's known drift
 // points and writes detection.json; a file without drift points is refused.
 // (-alert-min-rise 0 scores the detectors' own tests: the perceptron gets

@@ -34,10 +34,11 @@ type keyedRun struct {
 	dim      int
 	hashBits int
 	// Exactly one of input (a topic range, resolved once and read once per
-	// learner) and data (a file or generator, partitioned as the producer
-	// writes it) is set.
+	// learner), data (a file or generator, partitioned as the producer
+	// writes it) and files is set.
 	input      backtest.Input
 	data       backtest.Data
+	files      backtest.TwoFiles // events and labels files (-labels-data), set instead of data
 	messages   backtest.MessageOptions
 	partitions int
 	queryScale float64
@@ -65,7 +66,14 @@ func (k keyedRun) run(ctx context.Context, stdout, stderr io.Writer) error {
 	var reports []*backtest.Report
 	for _, spec := range k.specs {
 		in := k.input
-		if in == nil {
+		if k.files.Events != nil {
+			if in, err = backtest.FromFiles(k.files, k.messages, k.partitions); err != nil {
+				return usageError{err}
+			}
+			if vec, err = topics.NewVectorizer(k.dim, k.hashBits); err != nil {
+				return usageError{err}
+			}
+		} else if in == nil {
 			exs, dim, err := k.data(ctx, 0)
 			if err != nil {
 				return err

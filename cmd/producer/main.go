@@ -3,11 +3,17 @@
 //	producer synth -generator 'sea?T=50000' -brokers host:9092 [-keys 100] [-labels-delay 50]
 //	producer replay -file data.csv -label class -positive UP -brokers host:9092 [-rate 1000]
 //	producer replay -from-topic events -to-topic events-copy -speed 10 [-from-time RFC3339 | -from-offset N]
+//	producer replay -file events.jsonl -labels-data labels.jsonl -labels-topic labels -key cust -dim 10
 //
 // Events follow docs/spec/DESIGN.md §2. Keys come from a key column (CSV -key) or are
 // spread over -keys entities. With -labels-delay N, labels are held back and
 // sent as label records N events later (on -labels-topic, default the events
-// topic), the way late ground truth arrives in production.
+// topic), the way late ground truth arrives in production. On a labels
+// topic of their own, every record is stamped so that the service's merge
+// of the two topics by timestamp takes them in the order they were made
+// (backtest.MessageOptions.Clock). A history kept as two JSONL files
+// (-labels-data) goes to the two topics with each record stamped with its
+// line's "ts".
 //
 // Partitioning: an event and its label record must reach the same partition
 // (docs/spec/DESIGN.md §2: co-partitioned by entity key). -partitioner picks the hash
@@ -138,8 +144,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		speed := fs.Float64("speed", 1, "with -from-topic: time scale (2 = twice as fast as recorded; 0 = as fast as possible)")
 		fromOffset := fs.Int64("from-offset", 0, "with -from-topic: start offset in every partition")
 		fromTime := fs.String("from-time", "", "with -from-topic: start at this RFC 3339 time instead")
+		labelsData := fs.String("labels-data", "", "with a JSONL -file of events: the labels that came later, a JSONL file of label records, written to -labels-topic; every line of both files needs its -key field and \"ts\", which becomes its record timestamp (the service merges the two topics by it, as 'consumer backtest -keyed -labels-data' merges the files)")
 		if err := fs.Parse(args[1:]); err != nil {
 			return parseExit(err)
+		}
+		if *labelsData != "" {
+			return replayTwoFiles(ctx, c, *file, *labelsData, streams.JSONLOptions{Dim: *dim, HashBits: *hashBits, KeyField: *keyCol}, stderr)
 		}
 		if *fromTopic != "" {
 			if *file != "" || *toTopic == "" {
@@ -256,8 +266,20 @@ func produce(ctx context.Context, c common, src streams.Source, progress io.Writ
 	}
 	start, last := time.Now(), time.Now()
 	n := 0
-	_, err = backtest.Messages(ctx, src, backtest.MessageOptions{Keys: c.keys, LabelsDelay: c.labelsDelay}, func(m backtest.Message) error {
-		msg := kafka.Message{Key: m.Key, Value: m.Value}
+	opts := backtest.MessageOptions{Keys: c.keys, LabelsDelay: c.labelsDelay}
+	if lw != nil {
+		// Stamped so that the service's merge of the two topics by
+		// timestamp takes them in the order they are generated (and a
+		// backtest of the same source replays): from an hour back, so that
+		// Kafka 4's one-hour bound on timestamps ahead of its clock
+		// (message.timestamp.after.max.ms) is far.
+		opts.Clock = start.Add(-time.Hour).Truncate(time.Millisecond)
+	}
+	_, err = backtest.Messages(ctx, src, opts, func(m backtest.Message) error {
+		msg := kafka.Message{Key: m.Key, Value: m.Value, Time: m.Time}
+		if err := notAhead(ctx, m.Time, flush); err != nil {
+			return err
+		}
 		if m.Labels && lw != nil {
 			labelBatch = append(labelBatch, msg)
 			return nil
@@ -294,6 +316,103 @@ func produce(ctx context.Context, c common, src streams.Source, progress io.Writ
 		return n, err
 	}
 	return n, flush()
+}
+
+// aheadLimit is how far ahead of the wall clock the producer stamps a
+// record at most; past it, it waits. Kafka 4 refuses timestamps more than
+// an hour ahead of the broker's clock (message.timestamp.after.max.ms).
+const aheadLimit = 50 * time.Minute
+
+// notAhead waits, after flushing what is batched, until at is at most
+// aheadLimit ahead of the clock (a zero at does not wait).
+func notAhead(ctx context.Context, at time.Time, flush func() error) error {
+	wait := time.Until(at.Add(-aheadLimit))
+	if at.IsZero() || wait <= 0 {
+		return nil
+	}
+	if err := flush(); err != nil {
+		return err
+	}
+	select {
+	case <-time.After(wait):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// replayTwoFiles writes a keyed history kept as two JSONL files: the events
+// to the events topic and the labels to the labels topic, in file order,
+// each record keyed by its line's key and stamped with its "ts"
+// (backtest.FileRecords). It returns the exit code.
+func replayTwoFiles(ctx context.Context, c common, events, labels string, opts streams.JSONLOptions, stderr io.Writer) int {
+	usage := func(err error) int {
+		fmt.Fprintf(stderr, "producer: %v\n", err)
+		return exitUsage
+	}
+	switch {
+	case events == "" || !strings.HasSuffix(strings.TrimSuffix(strings.ToLower(events), ".gz"), ".jsonl"):
+		return usage(errors.New("-labels-data goes with a JSONL -file of events (.jsonl)"))
+	case opts.KeyField == "" || c.labelsTopic == "" || c.labelsTopic == c.topic:
+		return usage(errors.New("-labels-data needs -key (the key field of both files) and a -labels-topic other than the events topic"))
+	case c.labelsDelay > 0 || c.rate > 0:
+		return usage(errors.New("-labels-data: the files say when labels come; -labels-delay and -rate do not apply"))
+	}
+	bal, err := c.balancer()
+	if err != nil {
+		return usage(err)
+	}
+	brokers := strings.Split(c.brokers, ",")
+	written := map[bool]int{}
+	for _, isLabels := range []bool{false, true} {
+		path, topic := events, c.topic
+		if isLabels {
+			path, topic = labels, c.labelsTopic
+		}
+		src, err := streams.OpenJSONL(path, opts)
+		if err == nil {
+			written[isLabels], err = writeFile(ctx, brokers, topic, bal, src, isLabels, stderr)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "producer: %s: %v\n", path, err)
+			return exitError
+		}
+	}
+	fmt.Fprintf(stderr, "produced %d events to %s and %d label records to %s\n", written[false], c.topic, written[true], c.labelsTopic)
+	return exitOK
+}
+
+// writeFile writes one file of a two-file history to topic.
+func writeFile(ctx context.Context, brokers []string, topic string, bal kafka.Balancer, src streams.Source, labels bool, progress io.Writer) (int, error) {
+	w := &kafka.Writer{Addr: kafka.TCP(brokers...), Topic: topic, Balancer: bal, BatchTimeout: 5 * time.Millisecond, RequiredAcks: kafka.RequireAll}
+	defer w.Close()
+	var batch []kafka.Message
+	flush := func() error {
+		err := w.WriteMessages(ctx, batch...)
+		if errors.Is(err, kafka.InvalidTimestamp) {
+			err = fmt.Errorf("%w: the broker refuses record timestamps this far from its clock (message.timestamp.before.max.ms and after.max.ms; Kafka 4 allows an hour ahead)", err)
+		}
+		batch = batch[:0]
+		return err
+	}
+	last, n := time.Now(), 0
+	_, err := backtest.FileRecords(ctx, src, labels, backtest.MessageOptions{}, func(m backtest.Message) error {
+		batch = append(batch, kafka.Message{Key: m.Key, Value: m.Value, Time: m.Time})
+		if n++; len(batch) == 500 {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		if time.Since(last) > 2*time.Second {
+			last = time.Now()
+			fmt.Fprintf(progress, "%s: %d records\n", topic, n)
+		}
+		return nil
+	})
+	if err == nil && len(batch) > 0 {
+		err = flush()
+	}
+	return n, err
 }
 
 // copyTopic replays every partition of from into to, keeping keys and

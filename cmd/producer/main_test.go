@@ -11,9 +11,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/driftstream/driftstream/backtest"
 	"github.com/driftstream/driftstream/internal/kafkaread"
 	"github.com/driftstream/driftstream/internal/kafkatest"
+	"github.com/driftstream/driftstream/streams"
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -68,6 +71,101 @@ func TestSynthWithDelayedLabels(t *testing.T) {
 	}
 	if len(keys) != 7 {
 		t.Fatalf("%d keys, want 7", len(keys))
+	}
+	// Every record is stamped as backtest.Messages stamps the same source
+	// (MessageOptions.Clock), so that the service's merge of the two topics
+	// by timestamp takes them in the order they were generated.
+	src, err := streams.OpenSynth("sea?T=300", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+	want := map[string]time.Duration{} // "e/ID" or "l/ID" → stamp − clock
+	if _, err := backtest.Messages(context.Background(), src, backtest.MessageOptions{Keys: 7, LabelsDelay: 10, Clock: clock}, func(m backtest.Message) error {
+		var id struct{ ID string }
+		json.Unmarshal(m.Value, &id)
+		want[map[bool]string{false: "e/", true: "l/"}[m.Labels]+id.ID] = m.Time.Sub(clock)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	first := events[0].Time
+	for _, m := range events {
+		if m.Time.Before(first) {
+			first = m.Time
+		}
+	}
+	if ahead := time.Until(first); ahead > -50*time.Minute || ahead < -70*time.Minute {
+		t.Fatalf("the first event is stamped %s, %s from now: want about an hour back", first, ahead)
+	}
+	for kind, msgs := range map[string][]kafka.Message{"e/": events, "l/": labels} {
+		for _, m := range msgs {
+			var id struct{ ID string }
+			json.Unmarshal(m.Value, &id)
+			if got, w := m.Time.Sub(first), want[kind+id.ID]; got != w {
+				t.Fatalf("%s%s stamped %s after the first event, want %s", kind, id.ID, got, w)
+			}
+		}
+	}
+}
+
+// A history kept as two JSONL files goes to two topics: each record keyed
+// by its line's key (the field taken out of the value) and stamped with its
+// "ts" to the millisecond, in file order; a file the merge could not place
+// and flags that do not apply are refused.
+func TestReplayTwoFiles(t *testing.T) {
+	addr := broker(t, "events", "labels")
+	dir := t.TempDir()
+	ep, lp := filepath.Join(dir, "e.jsonl"), filepath.Join(dir, "l.jsonl")
+	os.WriteFile(ep, []byte(`{"key":"ann","id":"1","x":[1,2],"ts":"2026-11-28T10:00:00.0017Z"}
+{"key":"bob","id":"2","x":[3,4],"ts":"2026-11-28T10:00:00.0009Z","label":1}
+{"key":"ann","id":"3","x":[5,6],"ts":"2026-11-28T10:00:01Z"}
+`), 0o644)
+	os.WriteFile(lp, []byte(`{"key":"ann","id":"3","label":-1,"ts":"2026-11-28T09:59:59.5Z"}
+{"key":"ann","id":"1","label":1,"ts":"2026-11-28T10:00:02.9999Z"}
+`), 0o644)
+	var errb bytes.Buffer
+	if code := run(context.Background(), []string{"replay", "-file", ep, "-labels-data", lp, "-labels-topic", "labels", "-key", "key", "-dim", "2", "-brokers", addr}, &bytes.Buffer{}, &errb); code != exitOK {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if !strings.Contains(errb.String(), "produced 3 events to events and 2 label records to labels") {
+		t.Fatalf("stderr: %s", errb.String())
+	}
+	got := map[string]string{}
+	for _, m := range append(readTopic(t, addr, "events"), readTopic(t, addr, "labels")...) {
+		if strings.Contains(string(m.Value), `"key"`) {
+			t.Fatalf("the key field stayed in the value: %s", m.Value)
+		}
+		var id struct{ ID string }
+		json.Unmarshal(m.Value, &id)
+		got[m.Topic+"/"+id.ID] = string(m.Key) + " " + m.Time.UTC().Format(time.RFC3339Nano)
+	}
+	want := map[string]string{
+		"events/1": "ann 2026-11-28T10:00:00.001Z", "events/2": "bob 2026-11-28T10:00:00Z", "events/3": "ann 2026-11-28T10:00:01Z",
+		"labels/3": "ann 2026-11-28T09:59:59.5Z", "labels/1": "ann 2026-11-28T10:00:02.999Z",
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("records %v\nwant %v", got, want)
+	}
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"-labels-topic", "labels", "-dim", "2"}, exitUsage, "-labels-data needs -key"},
+		{[]string{"-labels-topic", "labels", "-key", "key", "-dim", "2", "-labels-delay", "5"}, exitUsage, "-labels-delay and -rate do not apply"},
+		{[]string{"-key", "key", "-dim", "2"}, exitUsage, "a -labels-topic other than the events topic"},
+	} {
+		errb.Reset()
+		args := append([]string{"replay", "-file", ep, "-labels-data", lp, "-brokers", addr}, c.args...)
+		if code := run(context.Background(), args, &bytes.Buffer{}, &errb); code != c.code || !strings.Contains(errb.String(), c.want) {
+			t.Errorf("%v: exit %d, %s; want %d and %q", c.args, code, errb.String(), c.code, c.want)
+		}
+	}
+	os.WriteFile(lp, []byte(`{"key":"ann","id":"3","label":-1}`+"\n"), 0o644)
+	errb.Reset()
+	if code := run(context.Background(), []string{"replay", "-file", ep, "-labels-data", lp, "-labels-topic", "labels", "-key", "key", "-dim", "2", "-brokers", addr}, &bytes.Buffer{}, &errb); code != exitError || !strings.Contains(errb.String(), `labels file, record 1 (id "3"): no "ts"`) {
+		t.Fatalf("a label without ts: exit %d, %s", code, errb.String())
 	}
 }
 
