@@ -119,6 +119,9 @@ type Snapshot struct {
 	MaxEpoch Epoch
 	// Fenced counts records ignored or demoted by the fencing rule.
 	Fenced int
+	// Read counts the records read: what a restore costs, the changelog's
+	// length once compacted.
+	Read int
 	// Unowned counts the markers and key records of the ownership protocol
 	// (epoch > 0) read before any ownership record: a log every owner
 	// starts with a claim never has one, so a log that has them started
@@ -203,6 +206,7 @@ func reserved(key string) bool { return key == "" || ReservedKey(key) }
 // to the snapshot of partition p, applying the fencing rule. With owned,
 // the caller hands value over, and the snapshot may keep slices of it.
 func (s *Snapshot) absorb(p int, key []byte, value []byte, owned bool) {
+	s.Read++
 	rec, err := decode(value, owned)
 	if err != nil {
 		key := string(key)

@@ -25,6 +25,9 @@ type Restored struct {
 	MaxEpoch checkpoint.Epoch
 	// Fenced counts records of former owners that the fencing rule set aside.
 	Fenced int
+	// Read counts the checkpoint records read (a catch-up's: those after
+	// the resumed checkpoint).
+	Read int
 	// Marker is the last checkpoint's marker restored from (nil: none), and
 	// Unowned the checkpoint records read before any ownership record:
 	// what Runner checks against the group's committed offsets to refuse a
@@ -185,7 +188,7 @@ func (w *Worker) restored(snap *checkpoint.Snapshot, sink *restoring) (Restored,
 	if err != nil {
 		return Restored{}, err
 	}
-	res := Restored{MaxEpoch: snap.MaxEpoch, Fenced: snap.Fenced, Marker: snap.Marker, Unowned: snap.Unowned}
+	res := Restored{MaxEpoch: snap.MaxEpoch, Fenced: snap.Fenced, Marker: snap.Marker, Unowned: snap.Unowned, Read: snap.Read}
 	for _, c := range snap.Ignored {
 		res.Problems = append(res.Problems, c)
 	}

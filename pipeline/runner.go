@@ -356,7 +356,7 @@ func (r *Runner) start(ctx context.Context) error {
 		h.Restored(res, r.w.keyCount(), time.Since(start))
 	}
 	r.log.Info("partition restored", "keys", r.w.Keys(), "from", res.Origin.String(), "caught_up_records", res.CaughtUp, "replay_from", res.From[0], "committed", committed[0],
-		"epoch", r.w.epoch.String(), "fenced_records", res.Fenced, "restore_ms", time.Since(start).Milliseconds())
+		"epoch", r.w.epoch.String(), "fenced_records", res.Fenced, "changelog_records", res.Read, "restore_ms", time.Since(start).Milliseconds())
 	return nil
 }
 

@@ -161,6 +161,14 @@ func TestBlackBoxDeletedChangelogIsNeverRecreated(t *testing.T) {
 // at the test's end. It needs root and loop devices: CI has both.
 func frozenFS(t *testing.T) (dir string, freeze func()) {
 	t.Helper()
+	dir, freeze, _ = frozenFSThawed(t)
+	return dir, freeze
+}
+
+// frozenFSThawed is frozenFS with a thaw, which the cleanup does if the
+// test did not.
+func frozenFSThawed(t *testing.T) (dir string, freeze, thaw func()) {
+	t.Helper()
 	for _, tool := range []string{"mkfs.ext4", "fsfreeze", "mount", "umount"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Fatalf("%s is needed to hang a disk (util-linux, e2fsprogs): %v", tool, err)
@@ -180,11 +188,16 @@ func frozenFS(t *testing.T) (dir string, freeze func()) {
 		exec.Command("umount", "-l", dir).Run()
 	})
 	return dir, func() {
-		if out, err := exec.Command("fsfreeze", "-f", dir).CombinedOutput(); err != nil {
-			t.Fatalf("fsfreeze: %v\n%s", err, out)
+			if out, err := exec.Command("fsfreeze", "-f", dir).CombinedOutput(); err != nil {
+				t.Fatalf("fsfreeze: %v\n%s", err, out)
+			}
+			frozen = true
+		}, func() {
+			if out, err := exec.Command("fsfreeze", "-u", dir).CombinedOutput(); err != nil {
+				t.Fatalf("fsfreeze -u: %v\n%s", err, out)
+			}
+			frozen = false
 		}
-		frozen = true
-	}
 }
 
 // The key stores' file system freezes under a running consumer (a hung
@@ -223,4 +236,47 @@ func TestBlackBoxFrozenKeyStoreDiskFailsLoudly(t *testing.T) {
 	if failed != blackBoxPartitions || published != blackBoxPartitions {
 		t.Fatalf("%d partitions failed, %d at the key store; want all %d:\n%s", failed, published, blackBoxPartitions, a.logLines(6000, `"level":"ERROR"`))
 	}
+}
+
+// SIGTERM while the key stores' file system is frozen: parking the stores
+// for the next process (a flush, a close, a rename, a manifest written
+// last) blocks on the disk. The shutdown still ends within
+// DRIFTSTREAM_SHUTDOWN_TIMEOUT, non-zero, saying why, with the processing
+// stopped; once the disk thaws the process is gone (a thread blocked in a
+// write to a frozen file system cannot be killed before), and the next
+// process does not take the park it never finished: it restores from the
+// changelog, and the state is exactly once.
+func TestBlackBoxSIGTERMOnAFrozenKeyStoreDiskEndsInTime(t *testing.T) {
+	b := newBlackBox(t)
+	dir, freeze, thaw := frozenFSThawed(t)
+	b.args = append(b.args, "-state-dir", filepath.Join(dir, "state"), "-cache-keys", "20", "-shutdown-timeout", "10s")
+	a := b.start()
+	prod := startProducer(t, b.addr, b.topic("events"), 3000, 30000, 5000)
+	waitFor(t, 60*time.Second, "A's first 1,000 predictions", func() bool {
+		return countAll(readTopic(t, b.addr, b.topic("predictions"))) >= 1000
+	})
+	ids := prod.finish(t)
+	freeze()
+	a.signal(t, syscall.SIGTERM)
+	termAt := time.Now()
+	waitFor(t, 40*time.Second, "the shutdown's end", func() bool { return a.count("shutdown took longer than 10s") > 0 })
+	took := time.Since(termAt)
+	thaw()
+	select {
+	case err := <-a.done:
+		if err == nil {
+			t.Fatalf("the consumer exited 0 after a shutdown that did not finish:\n%s", tail(a.logText(), 3000))
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the consumer is still running 30 s after the disk thawed:\n%s", tail(a.logText(), 3000))
+	}
+	t.Logf("SIGTERM on a frozen disk: the shutdown gave up %s after the signal (timeout 10s)", took.Round(100*time.Millisecond))
+	if took > 15*time.Second {
+		t.Fatalf("the shutdown ended %s after SIGTERM, past its 10 s timeout", took)
+	}
+	b.finishWith(ids)
+	if next := b.finishers[len(b.finishers)-1]; next.count(`"from":"parked"`) > 0 {
+		t.Fatalf("the next process resumed a park that never finished:\n%s", next.logLines(3000, "partition restored"))
+	}
+	b.verify(ids)
 }

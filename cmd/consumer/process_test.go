@@ -63,7 +63,7 @@ func (b *blackBox) topic(name string) string { return b.prefix + name }
 // wait) until resume: the in-process broker holds every request, a real
 // one is sent SIGSTOP and SIGCONT (its process id in DRIFTSTREAM_KAFKA_PID;
 // without it the test that pauses fails, saying so).
-func blackBoxBroker(t *testing.T) (addr, prefix string, pause func() (resume func())) {
+func blackBoxBroker(t *testing.T, opts ...kfake.Opt) (addr, prefix string, pause func() (resume func())) {
 	if addr := os.Getenv("DRIFTSTREAM_KAFKA_ADDR"); addr != "" {
 		pause := func() func() {
 			pid, err := strconv.Atoi(os.Getenv("DRIFTSTREAM_KAFKA_PID"))
@@ -93,7 +93,7 @@ func blackBoxBroker(t *testing.T) (addr, prefix string, pause func() (resume fun
 	}
 	// As Apache Kafka does by default, the broker creates a topic that a
 	// metadata or produce request names.
-	c := kafkatest.Cluster(t, kfake.GroupMinSessionTimeout(500*time.Millisecond), kfake.AllowAutoTopicCreation())
+	c := kafkatest.Cluster(t, append([]kfake.Opt{kfake.GroupMinSessionTimeout(500 * time.Millisecond), kfake.AllowAutoTopicCreation()}, opts...)...)
 	var paused atomic.Pointer[chan struct{}]
 	// The control function runs on the broker's only request loop: while it
 	// waits, no request of any client is answered.
@@ -121,7 +121,7 @@ type proc struct {
 	done chan error
 }
 
-func newBlackBox(t *testing.T) *blackBox {
+func newBlackBox(t *testing.T, opts ...kfake.Opt) *blackBox {
 	t.Helper()
 	kafkatest.Slow(t) // separate processes, seconds each
 	dir := t.TempDir()
@@ -129,7 +129,7 @@ func newBlackBox(t *testing.T) *blackBox {
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("build the consumer: %v\n%s", err, out)
 	}
-	addr, prefix, pause := blackBoxBroker(t)
+	addr, prefix, pause := blackBoxBroker(t, opts...)
 	// The events topic exists before the first consumer, as in production;
 	// the consumer creates the others.
 	kafkatest.CreateTopic(t, addr, kafka.TopicConfig{Topic: prefix + "events", NumPartitions: blackBoxPartitions, ReplicationFactor: 1})

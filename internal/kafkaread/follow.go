@@ -108,37 +108,9 @@ type follower struct {
 // fetch sends one fetch at f.next and returns the records it hands over,
 // moving f.next past every offset the response held (skipped ones too).
 func (f *follower) fetch(ctx context.Context) ([]kafka.Message, int64, error) {
-	rctx, cancel := context.WithTimeout(ctx, f.cfg.MaxWait+fetchTimeout)
-	defer cancel()
-	m, err := f.rt.RoundTrip(rctx, f.addr, &fetchapi.Request{
-		ReplicaID:      -1,
-		MaxWaitTime:    int32(f.cfg.MaxWait / time.Millisecond),
-		MinBytes:       1,
-		MaxBytes:       int32(f.cfg.MaxBytes),
-		IsolationLevel: f.cfg.Isolation.level(),
-		SessionID:      0, // no fetch session: a full fetch each time
-		SessionEpoch:   -1,
-		Topics: []fetchapi.RequestTopic{{Topic: f.cfg.Topic, Partitions: []fetchapi.RequestPartition{{
-			Partition: int32(f.cfg.Partition), CurrentLeaderEpoch: -1, FetchOffset: f.next, LogStartOffset: -1,
-			PartitionMaxBytes: int32(f.cfg.MaxBytes)}}}},
-	})
+	part, err := f.fetchAt(ctx, f.next, f.cfg.MaxBytes)
 	if err != nil {
-		return nil, 0, transient(fmt.Errorf("fetch %s/%d at offset %d: %w", f.cfg.Topic, f.cfg.Partition, f.next, err))
-	}
-	res := m.(*fetchapi.Response)
-	if res.ErrorCode != 0 {
-		return nil, 0, fmt.Errorf("fetch %s/%d at offset %d: %w", f.cfg.Topic, f.cfg.Partition, f.next, kafka.Error(res.ErrorCode))
-	}
-	var part *fetchapi.ResponsePartition
-	for i := range res.Topics {
-		for j := range res.Topics[i].Partitions {
-			if p := &res.Topics[i].Partitions[j]; res.Topics[i].Topic == f.cfg.Topic && int(p.Partition) == f.cfg.Partition {
-				part = p
-			}
-		}
-	}
-	if part == nil {
-		return nil, 0, transient(fmt.Errorf("fetch %s/%d: the response holds no such partition", f.cfg.Topic, f.cfg.Partition))
+		return nil, 0, err
 	}
 	if part.ErrorCode != 0 {
 		kerr := kafka.Error(part.ErrorCode)
@@ -163,7 +135,15 @@ func (f *follower) fetch(ctx context.Context) ([]kafka.Message, int64, error) {
 		}
 		filter = newAbortFilter(aborted)
 	}
-	msgs, err := f.records(part.RecordSet.Records, filter)
+	before := f.next
+	msgs, stuck, err := f.records(part.RecordSet.Records, filter)
+	if err == nil && f.next == before && stuck >= 0 && before < end {
+		// The response held only a batch that compaction emptied from
+		// before on (its last records removed; the rest of the partition in
+		// the next segment, which a fetch does not reach into): kafka-go's
+		// protocol package drops a batch's last offset, so find it.
+		f.next, err = f.pastBatch(ctx, stuck, before, end)
+	}
 	if len(msgs) > 0 && f.next >= end {
 		// Everything after the last record handed over was skipped.
 		end -= f.next - (msgs[len(msgs)-1].Offset + 1)
@@ -171,17 +151,159 @@ func (f *follower) fetch(ctx context.Context) ([]kafka.Message, int64, error) {
 	return msgs, end, err
 }
 
-// records reads a fetch's record batches from f.next on (a batch may start
-// before it), moving f.next past each record, handed over or skipped.
-func (f *follower) records(rr protocol.RecordReader, filter *abortFilter) ([]kafka.Message, error) {
+// fetchAt sends one fetch at offset, for at most maxBytes of the partition
+// (a broker returns at least one whole batch), and returns the partition's
+// part of the response.
+func (f *follower) fetchAt(ctx context.Context, offset int64, maxBytes int) (*fetchapi.ResponsePartition, error) {
+	rctx, cancel := context.WithTimeout(ctx, f.cfg.MaxWait+fetchTimeout)
+	defer cancel()
+	m, err := f.rt.RoundTrip(rctx, f.addr, &fetchapi.Request{
+		ReplicaID:      -1,
+		MaxWaitTime:    int32(f.cfg.MaxWait / time.Millisecond),
+		MinBytes:       1,
+		MaxBytes:       int32(maxBytes),
+		IsolationLevel: f.cfg.Isolation.level(),
+		SessionID:      0, // no fetch session: a full fetch each time
+		SessionEpoch:   -1,
+		Topics: []fetchapi.RequestTopic{{Topic: f.cfg.Topic, Partitions: []fetchapi.RequestPartition{{
+			Partition: int32(f.cfg.Partition), CurrentLeaderEpoch: -1, FetchOffset: offset, LogStartOffset: -1,
+			PartitionMaxBytes: int32(maxBytes)}}}},
+	})
+	if err != nil {
+		return nil, transient(fmt.Errorf("fetch %s/%d at offset %d: %w", f.cfg.Topic, f.cfg.Partition, offset, err))
+	}
+	res := m.(*fetchapi.Response)
+	if res.ErrorCode != 0 {
+		return nil, fmt.Errorf("fetch %s/%d at offset %d: %w", f.cfg.Topic, f.cfg.Partition, offset, kafka.Error(res.ErrorCode))
+	}
+	for i := range res.Topics {
+		for j := range res.Topics[i].Partitions {
+			if p := &res.Topics[i].Partitions[j]; res.Topics[i].Topic == f.cfg.Topic && int(p.Partition) == f.cfg.Partition {
+				return p, nil
+			}
+		}
+	}
+	return nil, transient(fmt.Errorf("fetch %s/%d: the response holds no such partition", f.cfg.Topic, f.cfg.Partition))
+}
+
+// firstBatch is the base offset of the first batch a fetch at offset
+// returns, −1 when it returns none (offset at the partition's end). Its
+// records are not read.
+func (f *follower) firstBatch(ctx context.Context, offset int64) (int64, error) {
+	part, err := f.fetchAt(ctx, offset, 1)
+	if err != nil {
+		return 0, err
+	}
+	if part.ErrorCode != 0 {
+		if errors.Is(kafka.Error(part.ErrorCode), kafka.OffsetOutOfRange) {
+			return -1, nil
+		}
+		return 0, fmt.Errorf("read %s/%d at offset %d: %w", f.cfg.Topic, f.cfg.Partition, offset, kafka.Error(part.ErrorCode))
+	}
+	batches := batchesOf(part.RecordSet.Records)
+	defer drain(batches)
+	if len(batches) == 0 {
+		return -1, nil
+	}
+	return batchBase(batches[0]), nil
+}
+
+// pastBatch is the offset after the batch with base offset base, which
+// holds offset from but no record at or after it (compaction removed
+// them), found by fetching further offsets (each fetch returns the batch
+// holding its offset, or the first one after): doubling steps while the
+// batch is the same, then halving. A fetch at an offset in the same batch
+// proves every offset up to it empty; one in another batch proves nothing,
+// so the result is the batch's last offset + 1, which the Java client reads
+// from the batch header (RecordBatch.nextOffset) and kafka-go does not give:
+// a read there never skips a record. At most about 2·log₂(batch size)
+// fetches, once per such batch (at most one per log segment).
+func (f *follower) pastBatch(ctx context.Context, base, from, end int64) (int64, error) {
+	same := func(offset int64) (bool, error) {
+		if offset >= end {
+			return false, nil
+		}
+		b, err := f.firstBatch(ctx, offset)
+		return b == base, err
+	}
+	lo, hi := from, int64(-1) // lo in the batch; hi, once found, past it
+	for step := int64(1); hi < 0; step *= 2 {
+		ok, err := same(lo + step)
+		if err != nil {
+			return from, err
+		}
+		if ok {
+			lo += step
+		} else {
+			hi = lo + step
+		}
+	}
+	for hi-lo > 1 {
+		mid := lo + (hi-lo)/2
+		ok, err := same(mid)
+		if err != nil {
+			return from, err
+		}
+		if ok {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return lo + 1, nil
+}
+
+// batchesOf is a fetch's record batches.
+func batchesOf(rr protocol.RecordReader) []protocol.RecordReader {
 	if rr == nil {
-		return nil, nil
+		return nil
 	}
-	batches := []protocol.RecordReader{rr}
 	if s, ok := rr.(*protocol.RecordStream); ok {
-		batches = s.Records
+		return s.Records
 	}
-	var out []kafka.Message
+	return []protocol.RecordReader{rr}
+}
+
+// batchBase is a batch's base offset (−1 for a kind without one).
+func batchBase(b protocol.RecordReader) int64 {
+	switch b := b.(type) {
+	case *protocol.RecordBatch:
+		return b.BaseOffset
+	case *protocol.ControlBatch:
+		return b.BaseOffset
+	}
+	return -1
+}
+
+// drain closes every record of batches unread, returning their buffers.
+func drain(batches []protocol.RecordReader) {
+	for _, b := range batches {
+		for {
+			r, err := b.ReadRecord()
+			if err != nil {
+				break
+			}
+			closeRecord(r)
+		}
+	}
+}
+
+// records reads a fetch's record batches from f.next on (a batch may start
+// before it), moving f.next past each record, handed over or skipped. stuck
+// is the base offset of the last batch when no record of the response
+// reached f.next (the batch a compaction emptied from f.next on), else −1.
+func (f *follower) records(rr protocol.RecordReader, filter *abortFilter) (out []kafka.Message, stuck int64, err error) {
+	batches := batchesOf(rr)
+	stuck = -1
+	if len(batches) > 0 {
+		stuck = batchBase(batches[len(batches)-1])
+	}
+	start := f.next
+	defer func() {
+		if f.next != start {
+			stuck = -1
+		}
+	}()
 	for _, b := range batches {
 		keep := true
 		switch b := b.(type) {
@@ -217,7 +339,7 @@ func (f *follower) records(rr protocol.RecordReader, filter *abortFilter) ([]kaf
 			if f.cfg.End > 0 && r.Offset >= f.cfg.End { // past a gap (compaction) at the end of the range
 				closeRecord(r)
 				f.next = f.cfg.End
-				return out, nil
+				return out, stuck, nil
 			}
 			f.next = r.Offset + 1
 			if !keep {
@@ -226,12 +348,12 @@ func (f *follower) records(rr protocol.RecordReader, filter *abortFilter) ([]kaf
 			}
 			m, err := message(f.cfg.Topic, f.cfg.Partition, r)
 			if err != nil {
-				return out, fmt.Errorf("read %s/%d at offset %d: %w", f.cfg.Topic, f.cfg.Partition, r.Offset, err)
+				return out, stuck, fmt.Errorf("read %s/%d at offset %d: %w", f.cfg.Topic, f.cfg.Partition, r.Offset, err)
 			}
 			out = append(out, m)
 		}
 	}
-	return out, nil
+	return out, stuck, nil
 }
 
 // message copies a record out of the response's buffers.
