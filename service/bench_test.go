@@ -63,16 +63,45 @@ func benchCluster(b *testing.B, n, dim int) string {
 // writeBenchEvents writes n labeled events of dimension dim over 1,000 keys
 // to topic, values with 4 decimals.
 func writeBenchEvents(b *testing.B, addr, topic string, n, dim int) {
+	writeBenchEventsLabeled(b, addr, topic, n, dim, false)
+}
+
+// writeBenchEventsLabeled is writeBenchEvents, or with late labels as real
+// deployments get them: half of the events carry their label, a quarter
+// get it in a label record 30–80 events later, a quarter never.
+func writeBenchEventsLabeled(b *testing.B, addr, topic string, n, dim int, late bool) {
 	b.Helper()
 	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: topic, Balancer: kafka.Murmur2Balancer{}, BatchTimeout: time.Millisecond, BatchSize: 5000,
 		RequiredAcks: kafka.RequireAll}
 	defer w.Close()
 	r := rand.New(rand.NewPCG(1, 1))
+	lr := rand.New(rand.NewPCG(2, 2)) // late labels' draws, apart: inline histories stay as they were
+	type due struct {
+		at  int
+		msg kafka.Message
+	}
+	var dues []due
 	var msgs []kafka.Message
 	for i := 0; i < n; i++ {
 		xs, y := benchPoint(r, dim)
-		msgs = append(msgs, kafka.Message{Key: fmt.Appendf(nil, "k%d", r.IntN(1000)), Value: fmt.Appendf(nil, `{"id":"e%d","x":%s,"label":%d}`, i, xs, y)})
-		if len(msgs) == 5000 || i == n-1 {
+		key := fmt.Appendf(nil, "k%d", r.IntN(1000))
+		u := 0 // 0, 1: the label inline; 2: late; 3: never
+		if late {
+			u = lr.IntN(4)
+		}
+		if u < 2 {
+			msgs = append(msgs, kafka.Message{Key: key, Value: fmt.Appendf(nil, `{"id":"e%d","x":%s,"label":%d}`, i, xs, y)})
+		} else {
+			msgs = append(msgs, kafka.Message{Key: key, Value: fmt.Appendf(nil, `{"id":"e%d","x":%s}`, i, xs)})
+		}
+		if u == 2 {
+			dues = append(dues, due{i + 30 + lr.IntN(51), kafka.Message{Key: key, Value: fmt.Appendf(nil, `{"id":"e%d","label":%d}`, i, y)}})
+			slices.SortStableFunc(dues, func(a, b due) int { return a.at - b.at })
+		}
+		for len(dues) > 0 && (dues[0].at <= i || i == n-1) {
+			msgs, dues = append(msgs, dues[0].msg), dues[1:]
+		}
+		if len(msgs) >= 5000 || i == n-1 {
 			// A real broker may refuse a topic it has just created for a moment.
 			for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
 				err := w.WriteMessages(context.Background(), msgs...)
@@ -157,10 +186,18 @@ func pass(ctx context.Context, addr, in, out string, partitions int, toEnd, deco
 							return err
 						}
 						value = fmt.Appendf(nil, `{"id":%q,"label":1}`, ev.ID)
+						if ev.Kind == topics.LabelRecord {
+							value = nil // one output per event, as the service's predictions
+						}
 					}
-					outs = append(outs, kafka.Message{Key: m.Key, Value: value})
-					if len(outs) == 1000 || done == end-1 || (end < 0 && m.Offset+1 >= m.HighWaterMark) {
+					if value != nil {
+						outs = append(outs, kafka.Message{Key: m.Key, Value: value})
+					}
+					if len(outs) >= 1000 || done == end-1 || (end < 0 && m.Offset+1 >= m.HighWaterMark) {
 						if err := w.Write(ctx, outs); err != nil {
+							if ctx.Err() != nil {
+								return nil // stopped while writing: the measurement is over
+							}
 							return err
 						}
 						outs = outs[:0]
@@ -243,11 +280,15 @@ func benchConfig(addr, run, learner string, dim int) (Config, error) {
 	if err != nil {
 		return Config{}, err
 	}
+	settings := keyed.Settings{Learner: learner, Seed: 1, Vector: vec, QueryScale: 1, Detectors: config.DefaultDetectors()}
+	if learner == "shipped" { // the service's defaults: logreg, its additive population model, the intercept, every label teaching
+		settings.Learner, settings.Population, settings.LearnFrom, settings.Vector = "logreg", keyed.PopulationAdditive, keyed.LearnAll, vec.WithBias()
+	}
 	cfg := Config{Brokers: []string{addr}, Group: "bench-" + run, Partitions: 4, Replication: 1,
 		Topics: Topics{Events: "events", Predictions: "predictions-" + run, Queries: "label-queries-" + run, DeadLetters: "dead-letters-" + run,
 			Changelog: "changelog-" + run, Alerts: "drift-alerts-" + run},
 		// The shipped drift detectors: what a deployment runs.
-		Pipeline: pipeline.Config{Settings: keyed.Settings{Learner: learner, Seed: 1, Vector: vec, QueryScale: 1, Detectors: config.DefaultDetectors()}}, CheckpointEvery: benchCheckpointEvery(),
+		Pipeline: pipeline.Config{Settings: settings}, CheckpointEvery: benchCheckpointEvery(),
 		CheckpointPeriod: 5 * time.Second, FlushInterval: 5 * time.Millisecond}
 	if d, err := time.ParseDuration(os.Getenv("DRIFTSTREAM_BENCH_FLUSH")); err == nil {
 		cfg.FlushInterval = d

@@ -29,8 +29,13 @@ import (
 // the events and when they reach all of them; the ratio is service CPU per
 // event over the pass-through's, decoding-cpu-ratio over the decoding
 // pass-through's (the goal: ≤ 1.25). Alternates the three benchRounds
-// times, for perceptron and lasec-ss at d = 10 and d = 50, the service with
-// its shipped drift detectors.
+// times, for perceptron and lasec-ss at d = 10 and d = 50, and for the
+// shipped configuration ("shipped": logreg, the additive population model,
+// the intercept), the service with its shipped drift detectors (-bench
+// 'RealKafkaCPU/shipped' runs those). With DRIFTSTREAM_BENCH_LATE set, half
+// the events carry their label, a quarter get it 30–80 events later in a
+// label record, a quarter never; the decoding pass-through writes one
+// output per event.
 //
 //	scripts/kafka-broker.sh start 4.4.0 29092 /tmp/kafka
 //	DRIFTSTREAM_KAFKA_ADDR=127.0.0.1:29092 DRIFTSTREAM_BENCH_EVENTS=300000 \
@@ -42,15 +47,16 @@ func BenchmarkRealKafkaCPU(b *testing.B) {
 	}
 	n := benchEvents()
 	run := strconv.FormatInt(time.Now().UnixNano(), 36)
+	late := os.Getenv("DRIFTSTREAM_BENCH_LATE") != ""
 	for _, tc := range []struct {
 		learner string
 		dim     int
-	}{{"perceptron", 10}, {"lasec-ss", 10}, {"perceptron", 50}, {"lasec-ss", 50}} {
+	}{{"perceptron", 10}, {"lasec-ss", 10}, {"perceptron", 50}, {"lasec-ss", 50}, {"shipped", 10}, {"shipped", 50}} {
 		name := fmt.Sprintf("%s-d%d", tc.learner, tc.dim)
 		b.Run(name, func(b *testing.B) {
 			events := fmt.Sprintf("cpu-%s-%s-events", run, name)
 			kafkatest.CreateTopic(b, addr, kafka.TopicConfig{Topic: events, NumPartitions: 4, ReplicationFactor: 1})
-			writeBenchEvents(b, addr, events, n, tc.dim)
+			writeBenchEventsLabeled(b, addr, events, n, tc.dim, late)
 			var passCPU, decodeCPU, serviceCPU, ratio, decodeRatio []float64
 			for i := range benchRounds() {
 				id := fmt.Sprintf("cpu-%s-%s-%d", run, name, i)

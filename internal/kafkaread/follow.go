@@ -77,21 +77,19 @@ func Follow(ctx context.Context, rt kafka.RoundTripper, addr net.Addr, cfg Follo
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		msgs, end, err := f.fetch(ctx)
+		batches, end, err := f.fetch(ctx)
 		if err != nil {
 			return orCtx(ctx, err)
 		}
-		if len(msgs) == 0 && cfg.Idle != nil {
+		if len(batches) == 0 && cfg.Idle != nil {
 			if err := cfg.Idle(f.next, end); err != nil {
 				return err
 			}
 		}
-		for len(msgs) > 0 {
-			n := min(len(msgs), cfg.MaxBatch)
-			if err := fn(msgs[:n:n], end); err != nil {
+		for _, b := range batches {
+			if err := fn(b, end); err != nil {
 				return err
 			}
-			msgs = msgs[n:]
 		}
 	}
 	return nil
@@ -106,8 +104,9 @@ type follower struct {
 }
 
 // fetch sends one fetch at f.next and returns the records it hands over,
-// moving f.next past every offset the response held (skipped ones too).
-func (f *follower) fetch(ctx context.Context) ([]kafka.Message, int64, error) {
+// in batches of at most MaxBatch, none empty, moving f.next past every
+// offset the response held (skipped ones too).
+func (f *follower) fetch(ctx context.Context) ([][]kafka.Message, int64, error) {
 	part, err := f.fetchAt(ctx, f.next, f.cfg.MaxBytes)
 	if err != nil {
 		return nil, 0, err
@@ -136,7 +135,7 @@ func (f *follower) fetch(ctx context.Context) ([]kafka.Message, int64, error) {
 		filter = newAbortFilter(aborted)
 	}
 	before := f.next
-	msgs, stuck, err := f.records(part.RecordSet.Records, filter)
+	batches, stuck, err := f.records(part.RecordSet.Records, filter)
 	if err == nil && f.next == before && stuck >= 0 && before < end {
 		// The response held only a batch that compaction emptied from
 		// before on (its last records removed; the rest of the partition in
@@ -144,11 +143,12 @@ func (f *follower) fetch(ctx context.Context) ([]kafka.Message, int64, error) {
 		// protocol package drops a batch's last offset, so find it.
 		f.next, err = f.pastBatch(ctx, stuck, before, end)
 	}
-	if len(msgs) > 0 && f.next >= end {
+	if len(batches) > 0 && f.next >= end {
 		// Everything after the last record handed over was skipped.
-		end -= f.next - (msgs[len(msgs)-1].Offset + 1)
+		last := batches[len(batches)-1]
+		end -= f.next - (last[len(last)-1].Offset + 1)
 	}
-	return msgs, end, err
+	return batches, end, err
 }
 
 // fetchAt sends one fetch at offset, for at most maxBytes of the partition
@@ -289,11 +289,31 @@ func drain(batches []protocol.RecordReader) {
 }
 
 // records reads a fetch's record batches from f.next on (a batch may start
-// before it), moving f.next past each record, handed over or skipped. stuck
-// is the base offset of the last batch when no record of the response
-// reached f.next (the batch a compaction emptied from f.next on), else −1.
-func (f *follower) records(rr protocol.RecordReader, filter *abortFilter) (out []kafka.Message, stuck int64, err error) {
+// before it), moving f.next past each record, handed over or skipped, and
+// returns the records handed over in slices of at most MaxBatch, each
+// allocated once at that size: a fetch of up to MaxBytes holds tens of
+// thousands of records, and one slice grown to hold them was a seventh of
+// the service's CPU with late labels (BenchmarkRealKafkaCPU's profile).
+// stuck is the base offset of the last batch when no record of the
+// response reached f.next (the batch a compaction emptied from f.next
+// on), else −1.
+func (f *follower) records(rr protocol.RecordReader, filter *abortFilter) (out [][]kafka.Message, stuck int64, err error) {
 	batches := batchesOf(rr)
+	var cur []kafka.Message
+	add := func(m kafka.Message) {
+		if len(cur) == cap(cur) {
+			if len(cur) > 0 {
+				out = append(out, cur)
+			}
+			cur = make([]kafka.Message, 0, f.cfg.MaxBatch)
+		}
+		cur = append(cur, m)
+	}
+	defer func() {
+		if len(cur) > 0 {
+			out = append(out, cur)
+		}
+	}()
 	stuck = -1
 	if len(batches) > 0 {
 		stuck = batchBase(batches[len(batches)-1])
@@ -350,7 +370,7 @@ func (f *follower) records(rr protocol.RecordReader, filter *abortFilter) (out [
 			if err != nil {
 				return out, stuck, fmt.Errorf("read %s/%d at offset %d: %w", f.cfg.Topic, f.cfg.Partition, r.Offset, err)
 			}
-			out = append(out, m)
+			add(m)
 		}
 	}
 	return out, stuck, nil
