@@ -20,19 +20,24 @@ import (
 //
 // Keys that share nothing: a shared part taught every key's unrelated
 // labels adds noise that each key's own part must cancel. So a key takes
-// the shared part, or not, when it is born, by the partition's prior (the
-// shared part's recent accuracy on young keys, the mixture's prior): a key
-// born while the shared part predicts young keys well (populationLeads)
-// predicts from the sum; one born while it does not is a per-key learner
-// (its own part alone, m = m_key). The choice is the key's share (1 or 0),
-// kept in its mixture's population weight so that it is checkpointed with
-// the key; a reset chooses again. Young keys' labels keep scoring the
-// prior by the shared part's own prediction, whichever way their key
-// chose, so the partition turns back when the keys come to share more.
+// the shared part, or not, while it is young, by the partition's prior
+// (the shared part's recent accuracy on young keys, the mixture's prior):
+// while the shared part predicts young keys well (populationLeads) the key
+// predicts from the sum; while it does not, the key is a per-key learner
+// (its own part alone, m = m_key). The key chooses again at each of its
+// first youngEvents events (and at a delayed label meanwhile), so that a
+// key born before the prior knew the keys share nothing still turns to
+// its own part; from then on its choice is fixed. The choice is the key's
+// share (1 or 0), kept in its mixture's population weight so that it is
+// checkpointed with the key; a reset starts it again. Young keys' labels
+// keep scoring the prior by the shared part's own prediction, whichever
+// way their key chose, so the partition turns back when the keys come to
+// share more.
 
-// share is key ks's weight on the shared part, chosen at its first event.
+// share is key ks's weight on the shared part, chosen again while the key
+// is young (fewer than youngEvents events), then kept.
 func (m *Model) share(ks *State) (float64, error) {
-	if ks.mix == nil {
+	if ks.mix == nil || ks.stats.events < youngEvents {
 		ps, err := m.shared.Population()
 		if err != nil {
 			return 0, err

@@ -24,9 +24,10 @@ func additiveConfig(t *testing.T, learner, params string) Config {
 // and, when the key takes it, the shared part's, as they stood when the
 // event came; a label teaches the key's part at that sum and the shared
 // part at the sum (or at its own margin, for a key that does not take it);
-// a new key's own part starts at zero, and it takes the shared part when
+// a new key's own part starts at zero, and it takes the shared part while
 // the partition's prior — the shared part's accuracy on young keys' labels
-// — is at least 0.6. Replayed by hand with two learners per key and the
+// — is at least 0.6, choosing again at each of its first 20 events (and at
+// a delayed label meanwhile), then keeping its choice. Replayed by hand with two learners per key and the
 // prior, outside the pipeline, the same records end in the same states bit
 // for bit and the same scores. On keys that share nothing the prior falls
 // and later keys are learners of their own; on keys that share a concept
@@ -83,7 +84,18 @@ func TestAdditiveModelIsTheSumOfItsParts(t *testing.T) {
 			events := map[string]int{}
 			prior := keyed.MixtureStart
 			waiting := map[string]learners.Vector{}
-			teach := func(key string, x learners.Vector, y int) {
+			choose := func(key string) { // while the key is young, by the prior
+				if _, ok := takes[key]; !ok || events[key] < young {
+					takes[key] = 0
+					if prior >= lead {
+						takes[key] = 1
+					}
+				}
+			}
+			teach := func(key string, x learners.Vector, y int, delayed bool) {
+				if delayed { // an inline label is learned at its event's sum
+					choose(key)
+				}
 				a, _ := shared.Predict(x)
 				b, _ := own[key].Predict(x)
 				m := b.Score + takes[key]*a.Score
@@ -115,18 +127,15 @@ func TestAdditiveModelIsTheSumOfItsParts(t *testing.T) {
 					x, ok := waiting[key+"/"+ev.ID]
 					if ok {
 						delete(waiting, key+"/"+ev.ID)
-						teach(key, x, ev.Label)
+						teach(key, x, ev.Label, true)
 					}
 					continue
 				}
 				x := mustVec(t, ev.X)
 				a, _ := shared.Predict(x)
+				choose(key)
 				if own[key] == nil {
 					own[key] = mk(key)
-					takes[key] = 0
-					if prior >= lead {
-						takes[key] = 1
-					}
 					if got, want := scores[key+"/"+ev.ID], takes[key]*a.Score; got != want {
 						t.Fatalf("key %s's first score %g, want %g (share %g)", key, got, want, takes[key])
 					}
@@ -137,7 +146,7 @@ func TestAdditiveModelIsTheSumOfItsParts(t *testing.T) {
 					t.Fatalf("event %s/%s: score %g, the parts' sum %g", key, ev.ID, got, want)
 				}
 				if ev.Label != 0 {
-					teach(key, x, ev.Label)
+					teach(key, x, ev.Label, false)
 				} else {
 					waiting[key+"/"+ev.ID] = x
 				}
