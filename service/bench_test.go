@@ -84,7 +84,7 @@ func writeBenchEventsLabeled(b *testing.B, addr, topic string, n, dim int, late 
 	var msgs []kafka.Message
 	for i := 0; i < n; i++ {
 		xs, y := benchPoint(r, dim)
-		key := fmt.Appendf(nil, "k%d", r.IntN(1000))
+		key := fmt.Appendf(nil, "k%d", r.IntN(benchKeys()))
 		u := 0 // 0, 1: the label inline; 2: late; 3: never
 		if late {
 			u = lr.IntN(4)
@@ -300,6 +300,15 @@ func benchConfig(addr, run, learner string, dim int) (Config, error) {
 		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
 	return cfg, nil
+}
+
+// benchKeys is how many keys the benchmark events are spread over
+// (DRIFTSTREAM_BENCH_KEYS, default 1,000).
+func benchKeys() int {
+	if n, err := strconv.Atoi(os.Getenv("DRIFTSTREAM_BENCH_KEYS")); err == nil && n > 0 {
+		return n
+	}
+	return 1000
 }
 
 // benchRounds is how many times the throughput benchmark alternates the
