@@ -191,8 +191,10 @@ func (d *adwin) dropOldest() {
 	}
 }
 
-func (d *adwin) MarshalBinary() ([]byte, error) {
-	return d.marshal(newWriter(d.Name()), (*writer).bucket), nil
+func (d *adwin) MarshalBinary() ([]byte, error) { return d.AppendBinary(nil) }
+
+func (d *adwin) AppendBinary(b []byte) ([]byte, error) {
+	return d.marshal(newWriter(b, d.Name()), (*writer).bucket), nil
 }
 
 // marshal writes the detector's state to w, each bucket with bucket.

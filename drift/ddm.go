@@ -79,8 +79,9 @@ func (d *ddm) state() ([]*int64, []*float64) {
 	return []*int64{&d.n}, []*float64{&d.rate, &d.pMin, &d.sMin}
 }
 
-func (d *ddm) MarshalBinary() ([]byte, error) { return marshalFixed(d) }
-func (d *ddm) UnmarshalBinary(b []byte) error { return unmarshalFixed(d, b) }
+func (d *ddm) MarshalBinary() ([]byte, error)        { return marshalFixed(d) }
+func (d *ddm) AppendBinary(b []byte) ([]byte, error) { return appendFixed(b, d) }
+func (d *ddm) UnmarshalBinary(b []byte) error        { return unmarshalFixed(d, b) }
 
 // EDDMParams configure EDDM.
 type EDDMParams struct {
@@ -170,5 +171,6 @@ func (d *eddm) state() ([]*int64, []*float64) {
 	return []*int64{&d.t, &d.lastError, &d.errors, &d.warn}, []*float64{&d.mean, &d.m2, &d.maxMS}
 }
 
-func (d *eddm) MarshalBinary() ([]byte, error) { return marshalFixed(d) }
-func (d *eddm) UnmarshalBinary(b []byte) error { return unmarshalFixed(d, b) }
+func (d *eddm) MarshalBinary() ([]byte, error)        { return marshalFixed(d) }
+func (d *eddm) AppendBinary(b []byte) ([]byte, error) { return appendFixed(b, d) }
+func (d *eddm) UnmarshalBinary(b []byte) error        { return unmarshalFixed(d, b) }

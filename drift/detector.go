@@ -43,8 +43,11 @@ type Detector interface {
 	Name() string
 	// Add feeds the next value and returns the verdict after it.
 	Add(x float64) State
-	// MarshalBinary and UnmarshalBinary round-trip the complete state.
+	// MarshalBinary and UnmarshalBinary round-trip the complete state;
+	// AppendBinary appends what MarshalBinary returns to b (a key state's
+	// encoder writes every detector of a key into one buffer).
 	MarshalBinary() ([]byte, error)
+	AppendBinary(b []byte) ([]byte, error)
 	UnmarshalBinary([]byte) error
 }
 
@@ -157,8 +160,9 @@ func paramError(name, param string, v any, why string) error {
 // wire's idiom: zig-zag varints, floats as 8 bytes little endian).
 type writer struct{ b []byte }
 
-func newWriter(name string) *writer {
-	return &writer{b: wire.AppendString([]byte{snapshotVersion}, name)}
+// newWriter starts a snapshot of the detector name at the end of b.
+func newWriter(b []byte, name string) *writer {
+	return &writer{b: wire.AppendString(append(b, snapshotVersion), name)}
 }
 
 func (w *writer) f64(v float64) { w.b = wire.AppendFloat64(w.b, v) }
@@ -190,8 +194,11 @@ type fixed interface {
 }
 
 // marshalFixed writes a fixed detector's state.
-func marshalFixed(d fixed) ([]byte, error) {
-	w := newWriter(d.Name())
+func marshalFixed(d fixed) ([]byte, error) { return appendFixed(nil, d) }
+
+// appendFixed appends a fixed detector's snapshot to b.
+func appendFixed(b []byte, d fixed) ([]byte, error) {
+	w := newWriter(b, d.Name())
 	ints, floats := d.state()
 	for _, v := range ints {
 		w.int(*v)

@@ -99,5 +99,6 @@ func (d *hddmA) state() ([]*int64, []*float64) {
 	return []*int64{}, []*float64{&d.n, &d.c, &d.nMin, &d.cMin, &d.nMax, &d.cMax}
 }
 
-func (d *hddmA) MarshalBinary() ([]byte, error) { return marshalFixed(d) }
-func (d *hddmA) UnmarshalBinary(b []byte) error { return unmarshalFixed(d, b) }
+func (d *hddmA) MarshalBinary() ([]byte, error)        { return marshalFixed(d) }
+func (d *hddmA) AppendBinary(b []byte) ([]byte, error) { return appendFixed(b, d) }
+func (d *hddmA) UnmarshalBinary(b []byte) error        { return unmarshalFixed(d, b) }

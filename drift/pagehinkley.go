@@ -74,5 +74,6 @@ func (d *pageHinkley) state() ([]*int64, []*float64) {
 	return []*int64{&d.n}, []*float64{&d.mean, &d.sum}
 }
 
-func (d *pageHinkley) MarshalBinary() ([]byte, error) { return marshalFixed(d) }
-func (d *pageHinkley) UnmarshalBinary(b []byte) error { return unmarshalFixed(d, b) }
+func (d *pageHinkley) MarshalBinary() ([]byte, error)        { return marshalFixed(d) }
+func (d *pageHinkley) AppendBinary(b []byte) ([]byte, error) { return appendFixed(b, d) }
+func (d *pageHinkley) UnmarshalBinary(b []byte) error        { return unmarshalFixed(d, b) }

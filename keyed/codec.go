@@ -96,9 +96,13 @@ func (ks *State) MarshalBinary() ([]byte, error) {
 		return nil, err
 	}
 	rng, _ := ks.query.MarshalBinary()
-	// Sized for the learner's snapshot and the usual rest, so that a large
-	// snapshot is copied once.
-	b := make([]byte, 0, len(snap)+len(rng)+256)
+	// Sized for the learner's snapshot, the events awaiting their labels
+	// and the usual rest, so that the buffer grows at most once.
+	size := len(snap) + len(rng) + 256
+	for _, p := range ks.pending() {
+		size += 9*p.x.Dim() + len(p.id) + 48
+	}
+	b := make([]byte, 0, size)
 	b = append(b, 0, stateVersion)
 	b = wire.AppendBytes(b, snap)
 	b = wire.AppendBytes(b, rng)
@@ -107,8 +111,7 @@ func (ks *State) MarshalBinary() ([]byte, error) {
 	for _, p := range pend {
 		b = wire.AppendString(b, p.id)
 		b = binary.AppendVarint(b, p.offset)
-		enc, _ := p.x.AppendBinary(nil) // a Vector's encoding cannot fail
-		b = wire.AppendBytes(b, enc)
+		b, _ = wire.AppendSized(b, p.x.AppendBinary) // a Vector's encoding cannot fail
 	}
 	b = binary.AppendUvarint(b, uint64(len(earl)))
 	for _, e := range earl {
@@ -286,11 +289,10 @@ func encodeWatch(b []byte, wt *watch) ([]byte, error) {
 	}
 	b = binary.AppendUvarint(b, uint64(len(wt.detectors)))
 	for _, d := range wt.detectors {
-		snap, err := d.MarshalBinary()
-		if err != nil {
+		var err error
+		if b, err = wire.AppendSized(b, d.AppendBinary); err != nil {
 			return nil, err
 		}
-		b = wire.AppendBytes(b, snap)
 	}
 	for i := range wt.detectors {
 		b = binary.AppendVarint(b, wt.since[i])

@@ -1,12 +1,15 @@
 package pipeline
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/driftstream/driftstream/checkpoint"
+	"github.com/driftstream/driftstream/config"
 	"github.com/driftstream/driftstream/keyed"
 	"github.com/driftstream/driftstream/topics"
 )
@@ -50,11 +53,15 @@ func BenchmarkDecodeKeyState(b *testing.B) {
 //
 //	go test -run '^$' -bench EncodeKeyState -benchmem ./pipeline
 func BenchmarkEncodeKeyState(b *testing.B) {
-	for _, name := range []string{"perceptron", "lasec-ss"} {
+	for _, name := range []string{"perceptron", "lasec-ss", "logreg+detector", "logreg+detector+pending"} {
 		for _, dim := range []int{10, 50} {
 			b.Run(fmt.Sprintf("%s-d%d", name, dim), func(b *testing.B) {
 				vec, _ := topics.NewVectorizer(dim, 0)
-				w, err := NewWorker(Config{Settings: keyed.Settings{Learner: name, Seed: 1, Vector: vec}}, 0)
+				settings := keyed.Settings{Learner: name, Seed: 1, Vector: vec}
+				if strings.HasPrefix(name, "logreg+detector") { // the shipped learner and drift detector
+					settings.Learner, settings.Detectors = "logreg", config.DefaultDetectors()
+				}
+				w, err := NewWorker(Config{Settings: settings}, 0)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -63,6 +70,15 @@ func BenchmarkEncodeKeyState(b *testing.B) {
 					if err := w.Process(context.Background(), Record{Offset: int64(i), Key: []byte("customer-0000001"),
 						Value: labeledEvent(r, i, dim, r.NormFloat64)}); err != nil {
 						b.Fatal(err)
+					}
+				}
+				if strings.HasSuffix(name, "+pending") { // 50 events awaiting their labels, as with late labels
+					for i := 20; i < 70; i++ {
+						v := labeledEvent(r, i, dim, r.NormFloat64)
+						v = append(v[:bytes.LastIndex(v, []byte(`,"label"`))], '}')
+						if err := w.Process(context.Background(), Record{Offset: int64(i), Key: []byte("customer-0000001"), Value: v}); err != nil {
+							b.Fatal(err)
+						}
 					}
 				}
 				ks := w.keys["customer-0000001"]

@@ -24,6 +24,25 @@ func AppendBytes(b, p []byte) []byte {
 	return append(binary.AppendUvarint(b, uint64(len(p))), p...)
 }
 
+// AppendSized appends what fill appends to b, as "bytes" (AppendBytes's
+// layout), with no copy of its own: fill appends in place, and the length
+// is put before what it appended (which moves by the length's size). On
+// error b comes back as it was.
+func AppendSized(b []byte, fill func([]byte) ([]byte, error)) ([]byte, error) {
+	pos := len(b)
+	b, err := fill(b)
+	if err != nil {
+		return b[:pos], err
+	}
+	n := len(b) - pos
+	var size [binary.MaxVarintLen64]byte
+	k := binary.PutUvarint(size[:], uint64(n))
+	b = append(b, size[:k]...)    // room for the length
+	copy(b[pos+k:], b[pos:pos+n]) // what fill appended, moved up (copy handles the overlap)
+	copy(b[pos:], size[:k])
+	return b, nil
+}
+
 // AppendString appends s as "bytes", as AppendBytes does.
 func AppendString(b []byte, s string) []byte {
 	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
