@@ -34,30 +34,25 @@ import (
 // way their key chose, so the partition turns back when the keys come to
 // share more.
 
-// share is key ks's weight on the shared part, chosen again while the key
-// is young (fewer than youngEvents events), then kept.
-func (m *Model) share(ks *State) (float64, error) {
+// share is key ks's weight on the shared part ps, chosen again while the
+// key is young (fewer than youngEvents events), then kept.
+func share(ks, ps *State) float64 {
 	if ks.mix == nil || ks.stats.events < youngEvents {
-		ps, err := m.shared.Population()
-		if err != nil {
-			return 0, err
-		}
 		a := 0.0
 		if populationLeads(ps) {
 			a = 1
 		}
-		ks.mix = &mixture{population: a, own: 1 - a}
+		if ks.mix == nil {
+			ks.mix = new(mixture)
+		}
+		ks.mix.population, ks.mix.own = a, 1-a
 	}
-	return ks.mix.population, nil
+	return ks.mix.population
 }
 
 // summed is key ks's additive prediction of x, whose own part predicted p:
 // the label and margin of the sum, and the shared part's prediction.
 func (m *Model) summed(ks *State, x learners.Vector, p learners.Prediction) (label int, sum float64, shared learners.Prediction, err error) {
-	a, err := m.share(ks)
-	if err != nil {
-		return 0, 0, shared, err
-	}
 	ps, err := m.shared.Population()
 	if err != nil {
 		return 0, 0, shared, err
@@ -65,7 +60,7 @@ func (m *Model) summed(ks *State, x learners.Vector, p learners.Prediction) (lab
 	if shared, err = ps.learner.Predict(x); err != nil {
 		return 0, 0, shared, fmt.Errorf("shared part: %w", err)
 	}
-	sum = p.Score + a*shared.Score
+	sum = p.Score + share(ks, ps)*shared.Score
 	if math.IsNaN(sum) || math.IsInf(sum, 0) {
 		return 0, 0, shared, fmt.Errorf("the sum of the shared and the key's margins is %g", sum)
 	}

@@ -81,6 +81,7 @@ func TestAdditiveModelIsTheSumOfItsParts(t *testing.T) {
 			shared := mk(keyed.PopulationKey)
 			own := map[string]learners.Summand{}
 			takes := map[string]float64{} // the key's share of the shared part: 1 or 0
+			born := map[string]float64{}  // its share at its first event
 			events := map[string]int{}
 			prior := keyed.MixtureStart
 			waiting := map[string]learners.Vector{}
@@ -135,7 +136,7 @@ func TestAdditiveModelIsTheSumOfItsParts(t *testing.T) {
 				a, _ := shared.Predict(x)
 				choose(key)
 				if own[key] == nil {
-					own[key] = mk(key)
+					own[key], born[key] = mk(key), takes[key]
 					if got, want := scores[key+"/"+ev.ID], takes[key]*a.Score; got != want {
 						t.Fatalf("key %s's first score %g, want %g (share %g)", key, got, want, takes[key])
 					}
@@ -161,10 +162,16 @@ func TestAdditiveModelIsTheSumOfItsParts(t *testing.T) {
 					alone++
 				}
 			}
-			if c.apart != (alone > 0) {
-				t.Fatalf("%d of %d keys do not take the shared part (keys apart: %v)", alone, len(takes), c.apart)
+			turned := 0 // keys born taking the shared part that left it while young
+			for key, a := range takes {
+				if born[key] == 1 && a == 0 {
+					turned++
+				}
 			}
-			t.Logf("%d of %d keys learn alone; prior %.3f", alone, len(takes), prior)
+			if c.apart != (alone > 0) || c.apart != (turned > 0) {
+				t.Fatalf("%d of %d keys do not take the shared part, %d of them born taking it (keys apart: %v)", alone, len(takes), turned, c.apart)
+			}
+			t.Logf("%d of %d keys learn alone (%d turned to it while young); prior %.3f", alone, len(takes), turned, prior)
 			if w.Totals().FollowedPopulation != 0 {
 				t.Fatalf("%d predictions followed the population", w.Totals().FollowedPopulation)
 			}
