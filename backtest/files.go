@@ -130,7 +130,7 @@ func (in *fileInput) Open(ctx context.Context, p int, from [2]int64) (pipeline.S
 func (in *fileInput) read(ctx context.Context, open func() (streams.Source, error), topic, p int, from int64, ch chan<- []pipeline.Fetched) error {
 	src, err := open()
 	if err != nil {
-		return fmt.Errorf("%s file: %w", fileKind[topic == pipeline.LabelsTopic], err)
+		return fmt.Errorf("%s file: %w", fileKind(topic == pipeline.LabelsTopic), err)
 	}
 	if c, ok := src.(io.Closer); ok {
 		defer c.Close()
@@ -166,8 +166,13 @@ func (in *fileInput) read(ctx context.Context, open func() (streams.Source, erro
 	return err
 }
 
-// fileKind names a file of TwoFiles: the labels one (true) or the events.
-var fileKind = map[bool]string{false: "events", true: "labels"}
+// fileKind names a file of TwoFiles: the labels one, or the events.
+func fileKind(labels bool) string {
+	if labels {
+		return "labels"
+	}
+	return "events"
+}
 
 // FileRecords reads one file of a keyed history kept as two (TwoFiles: the
 // events, or with labels the label records) and calls emit for each of its
@@ -177,7 +182,7 @@ var fileKind = map[bool]string{false: "events", true: "labels"}
 // a time, or a record of the other file's kind, is an error naming the file
 // and the record. It returns the number of records.
 func FileRecords(ctx context.Context, src streams.Source, labels bool, opts MessageOptions, emit func(Message) error) (int, error) {
-	what := fileKind[labels]
+	what := fileKind(labels)
 	for n := 1; ; n++ {
 		ex, err := src.Next(ctx)
 		if errors.Is(err, io.EOF) {

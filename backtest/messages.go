@@ -98,12 +98,11 @@ func Messages(ctx context.Context, src streams.Source, opts MessageOptions, emit
 	var lates []late
 	keyOf := map[string]string{} // spread events' keys, for their label records
 	clock := stamper{now: opts.Clock}
-	emit = func(emitted func(Message) error) func(Message) error {
-		return func(m Message) error {
-			clock.stamp(&m)
-			return emitted(m)
-		}
-	}(emit)
+	send := func(labels bool, key []byte, ev topics.Event) error { // every message goes out here, stamped
+		m := opts.message(labels, key, ev)
+		clock.stamp(&m)
+		return emit(m)
+	}
 	n := 0
 	for {
 		ex, err := src.Next(ctx)
@@ -123,7 +122,7 @@ func Messages(ctx context.Context, src streams.Source, opts MessageOptions, emit
 			if !ok {
 				continue // a label for an event never seen: no key to send it under
 			}
-			if err := emit(opts.message(true, []byte(key), labelOf(ex.ID, ex.Label))); err != nil {
+			if err := send(true, []byte(key), labelOf(ex.ID, ex.Label)); err != nil {
 				return n, err
 			}
 			continue
@@ -139,14 +138,14 @@ func Messages(ctx context.Context, src streams.Source, opts MessageOptions, emit
 			ex.ID = fmt.Sprint(n)
 		}
 		inline := opts.LabelsDelay == 0
-		if err := emit(opts.message(false, []byte(key), eventOf(ex, inline))); err != nil {
+		if err := send(false, []byte(key), eventOf(ex, inline)); err != nil {
 			return n, err
 		}
 		if !inline && ex.Label != 0 {
 			lates = append(lates, late{due: n + opts.LabelsDelay, key: []byte(key), label: labelOf(ex.ID, ex.Label)})
 		}
 		for len(lates) > 0 && lates[0].due <= n {
-			if err := emit(opts.message(true, lates[0].key, lates[0].label)); err != nil {
+			if err := send(true, lates[0].key, lates[0].label); err != nil {
 				return n, err
 			}
 			lates = lates[1:]
@@ -154,7 +153,7 @@ func Messages(ctx context.Context, src streams.Source, opts MessageOptions, emit
 		n++
 	}
 	for _, l := range lates { // the stream ended: deliver the labels still held back
-		if err := emit(opts.message(true, l.key, l.label)); err != nil {
+		if err := send(true, l.key, l.label); err != nil {
 			return n, err
 		}
 	}

@@ -135,13 +135,13 @@ func (f *follower) fetch(ctx context.Context) ([][]kafka.Message, int64, error) 
 		filter = newAbortFilter(aborted)
 	}
 	before := f.next
-	batches, stuck, err := f.records(part.RecordSet.Records, filter)
-	if err == nil && f.next == before && stuck >= 0 && before < end {
+	batches, last, err := f.records(part.RecordSet.Records, filter)
+	if err == nil && f.next == before && last >= 0 && before < end {
 		// The response held only a batch that compaction emptied from
 		// before on (its last records removed; the rest of the partition in
 		// the next segment, which a fetch does not reach into): kafka-go's
 		// protocol package drops a batch's last offset, so find it.
-		f.next, err = f.pastBatch(ctx, stuck, before, end)
+		f.next, err = f.pastBatch(ctx, last, before, end)
 	}
 	if len(batches) > 0 && f.next >= end {
 		// Everything after the last record handed over was skipped.
@@ -294,10 +294,10 @@ func drain(batches []protocol.RecordReader) {
 // allocated once at that size: a fetch of up to MaxBytes holds tens of
 // thousands of records, and one slice grown to hold them was a seventh of
 // the service's CPU with late labels (BenchmarkRealKafkaCPU's profile).
-// stuck is the base offset of the last batch when no record of the
-// response reached f.next (the batch a compaction emptied from f.next
-// on), else −1.
-func (f *follower) records(rr protocol.RecordReader, filter *abortFilter) (out [][]kafka.Message, stuck int64, err error) {
+// last is the base offset of the response's last batch (−1: none), which
+// fetch needs when no record reached f.next: the batch a compaction
+// emptied from f.next on.
+func (f *follower) records(rr protocol.RecordReader, filter *abortFilter) (out [][]kafka.Message, last int64, err error) {
 	batches := batchesOf(rr)
 	var cur []kafka.Message
 	add := func(m kafka.Message) {
@@ -314,16 +314,10 @@ func (f *follower) records(rr protocol.RecordReader, filter *abortFilter) (out [
 			out = append(out, cur)
 		}
 	}()
-	stuck = -1
+	last = -1
 	if len(batches) > 0 {
-		stuck = batchBase(batches[len(batches)-1])
+		last = batchBase(batches[len(batches)-1])
 	}
-	start := f.next
-	defer func() {
-		if f.next != start {
-			stuck = -1
-		}
-	}()
 	for _, b := range batches {
 		keep := true
 		switch b := b.(type) {
@@ -359,7 +353,7 @@ func (f *follower) records(rr protocol.RecordReader, filter *abortFilter) (out [
 			if f.cfg.End > 0 && r.Offset >= f.cfg.End { // past a gap (compaction) at the end of the range
 				closeRecord(r)
 				f.next = f.cfg.End
-				return out, stuck, nil
+				return out, last, nil
 			}
 			f.next = r.Offset + 1
 			if !keep {
@@ -368,12 +362,12 @@ func (f *follower) records(rr protocol.RecordReader, filter *abortFilter) (out [
 			}
 			m, err := message(f.cfg.Topic, f.cfg.Partition, r)
 			if err != nil {
-				return out, stuck, fmt.Errorf("read %s/%d at offset %d: %w", f.cfg.Topic, f.cfg.Partition, r.Offset, err)
+				return out, last, fmt.Errorf("read %s/%d at offset %d: %w", f.cfg.Topic, f.cfg.Partition, r.Offset, err)
 			}
 			add(m)
 		}
 	}
-	return out, stuck, nil
+	return out, last, nil
 }
 
 // message copies a record out of the response's buffers.
