@@ -93,13 +93,8 @@ func TestTwoFilesPredictWhatTheServiceDoes(t *testing.T) {
 	eventsPath, labelsPath, events, labels := twoFileHistory(t, n, keys)
 	c := kafkatest.Cluster(t, kfake.SeedTopics(partitions, "events", "labels"))
 	addr := c.ListenAddrs()[0]
-	for topic, msgs := range map[string][]kafka.Message{"events": events, "labels": labels} {
-		w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: topic, Balancer: kafka.Murmur2Balancer{}, BatchTimeout: time.Millisecond, BatchSize: 5000, RequiredAcks: kafka.RequireAll}
-		if err := w.WriteMessages(context.Background(), msgs...); err != nil {
-			t.Fatal(err)
-		}
-		w.Close()
-	}
+	kafkatest.Write(t, addr, "events", events)
+	kafkatest.Write(t, addr, "labels", labels)
 	pcfg := pipelineConfig(t, "perceptron", "")
 	files := TwoFiles{
 		Events: func() (streams.Source, error) {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/driftstream/driftstream/backtest"
+	"github.com/driftstream/driftstream/internal/kafkatest"
 	"github.com/driftstream/driftstream/pipeline"
 	"github.com/segmentio/kafka-go"
 )
@@ -46,13 +47,8 @@ func produceWithLabels(t *testing.T, addr string, keys, perKey int) int {
 		}
 	}
 	slices.SortStableFunc(labels, func(a, b kafka.Message) int { return a.Time.Compare(b.Time) })
-	for topic, msgs := range map[string][]kafka.Message{"events": events, "labels": labels} {
-		w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: topic, Balancer: kafka.Murmur2Balancer{}, BatchTimeout: time.Millisecond, RequiredAcks: kafka.RequireAll}
-		if err := w.WriteMessages(context.Background(), msgs...); err != nil {
-			t.Fatal(err)
-		}
-		w.Close()
-	}
+	kafkatest.Write(t, addr, "events", events)
+	kafkatest.Write(t, addr, "labels", labels)
 	return len(events)
 }
 

@@ -40,13 +40,8 @@ func writeWithLabels(t *testing.T, addr, events, labels string, keys, n int) []s
 		lbs = append(lbs, kafka.Message{Key: key, Time: at.Add(time.Duration(30+r.IntN(51)) * time.Millisecond), Value: fmt.Appendf(nil, `{"id":%q,"label":%d}`, id, y)})
 	}
 	slices.SortStableFunc(lbs, func(a, b kafka.Message) int { return a.Time.Compare(b.Time) })
-	for topic, msgs := range map[string][]kafka.Message{events: evs, labels: lbs} {
-		w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: topic, Balancer: kafka.Murmur2Balancer{}, BatchTimeout: time.Millisecond, BatchSize: 1000, RequiredAcks: kafka.RequireAll}
-		if err := writeRetrying(w, msgs); err != nil { // a real broker briefly refuses a topic it has just created
-			t.Fatal(err)
-		}
-		w.Close()
-	}
+	kafkatest.Write(t, addr, events, evs)
+	kafkatest.Write(t, addr, labels, lbs)
 	return ids
 }
 

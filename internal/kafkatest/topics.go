@@ -1,6 +1,7 @@
 package kafkatest
 
 import (
+	"context"
 	"net"
 	"strconv"
 	"testing"
@@ -62,5 +63,26 @@ func withController(t testing.TB, addr string, fn func(*kafka.Conn) error) {
 	defer cc.Close()
 	if err := fn(cc); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Write writes msgs to topic in order, as a keyed producer does: murmur2
+// over the record key (the service's and the Java clients' partitioner),
+// every replica acknowledging, each message's Time as its record
+// timestamp. A refused write is tried again for up to 30 s: a real broker
+// refuses a topic it has just created for a moment.
+func Write(t testing.TB, addr, topic string, msgs []kafka.Message) {
+	t.Helper()
+	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: topic, Balancer: kafka.Murmur2Balancer{}, BatchTimeout: time.Millisecond, BatchSize: 5000,
+		RequiredAcks: kafka.RequireAll}
+	defer w.Close()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		err := w.WriteMessages(context.Background(), msgs...)
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("write %d records to %s: %v", len(msgs), topic, err)
+		}
 	}
 }
