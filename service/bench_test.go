@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"runtime/metrics"
 	"slices"
+	"sort"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -95,8 +96,9 @@ func writeBenchEventsLabeled(b *testing.B, addr, topic string, n, dim int, late 
 			msgs = append(msgs, kafka.Message{Key: key, Value: fmt.Appendf(nil, `{"id":"e%d","x":%s}`, i, xs)})
 		}
 		if u == 2 {
-			dues = append(dues, due{i + 30 + lr.IntN(51), kafka.Message{Key: key, Value: fmt.Appendf(nil, `{"id":"e%d","label":%d}`, i, y)}})
-			slices.SortStableFunc(dues, func(a, b due) int { return a.at - b.at })
+			d := due{i + 30 + lr.IntN(51), kafka.Message{Key: key, Value: fmt.Appendf(nil, `{"id":"e%d","label":%d}`, i, y)}}
+			at := sort.Search(len(dues), func(j int) bool { return dues[j].at > d.at }) // after those due as early: kept in order
+			dues = slices.Insert(dues, at, d)
 		}
 		for len(dues) > 0 && (dues[0].at <= i || i == n-1) {
 			msgs, dues = append(msgs, dues[0].msg), dues[1:]
