@@ -21,6 +21,10 @@ type ARFFOptions struct {
 	Label string
 	// Labels maps the class values to −1/+1.
 	Labels LabelMap
+	// NominalAsNumber keeps a nominal attribute whose values are all finite
+	// numbers ({1,2,...,7}) as one feature holding the value, as a paper's
+	// table counts it, instead of one-hot encoding it.
+	NominalAsNumber bool
 }
 
 // arffAttr is one attribute: numeric, or nominal with its values.
@@ -28,7 +32,10 @@ type arffAttr struct {
 	name   string
 	values []string // nil for numeric
 	binary bool     // nominal {0,1}: kept as one 0/1 feature
-	offset int      // first feature index
+	// nums: the values as numbers when the nominal is kept as one feature
+	// holding its value (ARFFOptions.NominalAsNumber); nil otherwise.
+	nums   []float64
+	offset int // first feature index
 }
 
 // arffSource streams the @data section of an ARFF file. Numeric attributes
@@ -167,8 +174,11 @@ func (s *arffSource) layout() error {
 		if i == s.labelCol {
 			continue
 		}
+		if s.opts.NominalAsNumber {
+			s.attrs[i].nums = numbers(s.attrs[i].values)
+		}
 		s.attrs[i].offset = s.dim
-		if s.attrs[i].values == nil || s.attrs[i].binary {
+		if s.attrs[i].values == nil || s.attrs[i].binary || s.attrs[i].nums != nil {
 			s.dim++
 		} else {
 			s.dim += len(s.attrs[i].values)
@@ -178,6 +188,23 @@ func (s *arffSource) layout() error {
 		return fmt.Errorf("%s: no feature attributes: %w", s.path, ErrFormat)
 	}
 	return nil
+}
+
+// numbers returns a nominal attribute's values as numbers, or nil if one of
+// them is not a finite number (or the attribute is numeric).
+func numbers(values []string) []float64 {
+	if values == nil {
+		return nil
+	}
+	nums := make([]float64, len(values))
+	for i, v := range values {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+			return nil
+		}
+		nums[i] = f
+	}
+	return nums
 }
 
 func (s *arffSource) Dim() int { return s.dim }
@@ -247,6 +274,8 @@ func (s *arffSource) parseRow(line string) (Example, error) {
 			switch {
 			case k < 0:
 				return Example{}, posError(s.path, s.line, col, "%s = %q is not one of {%s}", a.name, v, strings.Join(a.values, ","))
+			case a.nums != nil:
+				x[a.offset] = a.nums[k]
 			case a.binary:
 				x[a.offset] = float64(k)
 			default:

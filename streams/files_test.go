@@ -176,6 +176,31 @@ func TestARFFReader(t *testing.T) {
 	}
 }
 
+// NominalAsNumber keeps a nominal of numbers as one feature holding the
+// value; a nominal with a word among its values is still one-hot encoded.
+func TestARFFNominalAsNumber(t *testing.T) {
+	content := `@relation r
+@attribute day {1,2,7}
+@attribute half {0.5,-1e1}
+@attribute sky {1,rainy}
+@attribute class {UP,DOWN}
+@data
+7,-1e1,rainy,UP
+1,0.5,1,DOWN
+`
+	src, err := OpenARFF(writeFile(t, "n.arff", content, false), ARFFOptions{Label: "class", Labels: LabelMap{Positive: "UP"}, NominalAsNumber: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exs := drainAny(t, src)
+	if src.Dim() != 1+1+2 || len(exs) != 2 {
+		t.Fatalf("dim %d, rows %d", src.Dim(), len(exs))
+	}
+	if !slices.Equal(exs[0].X.Dense(), []float64{7, -10, 0, 1}) || !slices.Equal(exs[1].X.Dense(), []float64{1, 0.5, 1, 0}) {
+		t.Fatalf("encoding: %v %v", exs[0].X.Dense(), exs[1].X.Dense())
+	}
+}
+
 // The shared data sets read with the documented rules and the sizes and class
 // shares of ../shared/data/README.md.
 func TestSharedDataSets(t *testing.T) {
@@ -189,6 +214,9 @@ func TestSharedDataSets(t *testing.T) {
 		{"elec2", func(t *testing.T) (Source, error) {
 			return OpenARFF(sharedData(t, "elec2/elecNorm.arff.gz"), ARFFOptions{Label: "class", Labels: LabelMap{Positive: "UP"}})
 		}, 45312, 7 + 7, 0.425},
+		{"elec2, day as a number (Table 1's 8 inputs)", func(t *testing.T) (Source, error) {
+			return OpenARFF(sharedData(t, "elec2/elecNorm.arff.gz"), ARFFOptions{Label: "class", Labels: LabelMap{Positive: "UP"}, NominalAsNumber: true})
+		}, 45312, 8, 0.425},
 		{"sea", func(t *testing.T) (Source, error) {
 			return OpenCSV(sharedData(t, "sea/SEA_training_data.csv.gz"), CSVOptions{LabelFile: sharedData(t, "sea/SEA_training_class.csv"), Labels: LabelMap{Positive: "1", Negative: "0"}})
 		}, 50000, 3, 0.381},
