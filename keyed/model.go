@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/driftstream/driftstream/drift"
 	"github.com/driftstream/driftstream/learners"
 )
 
@@ -36,15 +37,18 @@ type Shared interface {
 // holds no key: its caller looks keys up and keeps them. Like the Worker
 // that holds it, it is not safe for concurrent use.
 type Model struct {
-	s        Settings
-	maker    *learners.Maker // the keys' learners, parameters decoded once
-	sampling bool            // the learner has its own query rule
-	populate bool            // a population model (Settings.Population)
-	additive bool            // the additive one (PopulationAdditive)
-	learnAll bool            // every label teaches (Settings.LearnFrom)
-	shared   Shared
-	stats    *Totals
-	step     Step // the step being made, reused (its alerts' backing array too)
+	s     Settings
+	maker *learners.Maker // the keys' learners, parameters decoded once
+	// detectors make the keys' drift detectors, one per Settings.Detectors,
+	// parameters decoded once.
+	detectors []*drift.Maker
+	sampling  bool // the learner has its own query rule
+	populate  bool // a population model (Settings.Population)
+	additive  bool // the additive one (PopulationAdditive)
+	learnAll  bool // every label teaches (Settings.LearnFrom)
+	shared    Shared
+	stats     *Totals
+	step      Step // the step being made, reused (its alerts' backing array too)
 }
 
 // New returns the model of a partition with settings s (validated, then
@@ -66,7 +70,13 @@ func New(s Settings, shared Shared, stats *Totals) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Model{s: s, maker: maker, sampling: info.Sampling, populate: s.Population != PopulationOff,
+	detectors := make([]*drift.Maker, len(s.Detectors))
+	for i, d := range s.Detectors {
+		if detectors[i], err = drift.NewMaker(d.Detector, d.Params); err != nil {
+			return nil, fmt.Errorf("drift detector %d: %w", i, err)
+		}
+	}
+	return &Model{s: s, maker: maker, detectors: detectors, sampling: info.Sampling, populate: s.Population != PopulationOff,
 		additive: s.Population == PopulationAdditive, learnAll: s.LearnFrom == LearnAll, shared: shared, stats: stats}, nil
 }
 

@@ -110,11 +110,7 @@ func (m *Model) blank(lcfg learners.Config) (*State, error) {
 	if err != nil {
 		return nil, err
 	}
-	wt, err := m.newWatch()
-	if err != nil {
-		return nil, err
-	}
-	ks := &State{learner: l, watch: wt, Applied: [2]int64{checkpoint.NoOffset, checkpoint.NoOffset}}
+	ks := &State{learner: l, watch: m.newWatch(), Applied: [2]int64{checkpoint.NoOffset, checkpoint.NoOffset}}
 	if m.s.Standardize {
 		if ks.std, err = learners.NewStandardizer(m.s.Vector.Dim); err != nil {
 			return nil, err

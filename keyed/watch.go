@@ -146,20 +146,17 @@ type watch struct {
 	incidents []incident
 }
 
-// newWatch builds a key's detectors; nil when none are configured (one
-// allocation less per key: every use checks).
-func (m *Model) newWatch() (*watch, error) {
+// newWatch builds a key's detectors with the Model's makers; nil when none
+// are configured (one allocation less per key: every use checks).
+func (m *Model) newWatch() *watch {
 	if len(m.s.Detectors) == 0 {
-		return nil, nil
+		return nil
 	}
 	wt := &watch{}
 	wt.win[sigMistakes] = new(windows)
-	for _, s := range m.s.Detectors {
-		d, err := drift.New(s.Detector, s.Params)
-		if err != nil {
-			return nil, err
-		}
-		wt.detectors = append(wt.detectors, d)
+	wt.detectors = make([]drift.Detector, len(m.detectors))
+	for i, s := range m.s.Detectors {
+		wt.detectors[i] = m.detectors[i].New()
 		si := signalIndex(s.Signal)
 		wt.signal = append(wt.signal, si)
 		if wt.win[si] == nil {
@@ -172,7 +169,7 @@ func (m *Model) newWatch() (*watch, error) {
 	if m.s.IncidentPerDetector {
 		wt.incidents = make([]incident, n)
 	}
-	return wt, nil
+	return wt
 }
 
 // incidentOf is detector i's incident.

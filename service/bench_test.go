@@ -368,7 +368,12 @@ func BenchmarkThroughput(b *testing.B) {
 // BenchmarkRestore restores one partition of DRIFTSTREAM_BENCH_KEYS keys
 // (default 100,000; the issue's goal is 1M keys of perceptron d=10 in 10 s,
 // and ≥ 100 MB/s of changelog at any size) from the Kafka changelog of an
-// in-process broker, and from memory for comparison.
+// in-process broker, and from memory for comparison. The keys are
+// perceptrons d=10 with one labeled event each; with
+// DRIFTSTREAM_BENCH_RESTORE_CONFIG=shipped they have the service's shipped
+// configuration (logreg, the additive population model, the intercept, the
+// default drift detectors), and DRIFTSTREAM_BENCH_EVENTS_PER_KEY=N gives
+// each key N labeled events, so that its detectors hold state.
 //
 //	DRIFTSTREAM_BENCH_KEYS=1000000 go test -run '^$' -bench Restore -benchtime 1x ./service
 func BenchmarkRestore(b *testing.B) {
@@ -379,19 +384,30 @@ func BenchmarkRestore(b *testing.B) {
 	ctx := context.Background()
 	vec, _ := topics.NewVectorizer(10, 0)
 	cfg := pipeline.Config{Settings: keyed.Settings{Learner: "perceptron", Seed: 1, Vector: vec}}
-	fill := func(st checkpoint.Store) (stateBytes int) { // one labeled event per key, then a checkpoint
+	if os.Getenv("DRIFTSTREAM_BENCH_RESTORE_CONFIG") == "shipped" { // what a deployment restores
+		sc, err := benchConfig("", "restore", "shipped", 10)
+		if err != nil {
+			b.Fatal(err)
+		}
+		cfg = sc.Pipeline
+	}
+	perKey := 1 // DRIFTSTREAM_BENCH_EVENTS_PER_KEY: labeled events per key, so detectors hold state
+	if n, err := strconv.Atoi(os.Getenv("DRIFTSTREAM_BENCH_EVENTS_PER_KEY")); err == nil && n > 0 {
+		perKey = n
+	}
+	fill := func(st checkpoint.Store) (stateBytes int) { // perKey labeled events per key, then a checkpoint
 		w, err := pipeline.NewWorker(cfg, 0)
 		if err != nil {
 			b.Fatal(err)
 		}
 		r := rand.New(rand.NewPCG(1, 2))
-		for i := range nkeys {
+		for i := range nkeys * perKey {
 			x := make([]float64, 10)
 			for d := range x {
 				x[d] = float64(int(r.NormFloat64()*1e4)) / 1e4
 			}
 			xs, _ := json.Marshal(x)
-			if err := w.Process(ctx, pipeline.Record{Offset: int64(i), Key: fmt.Appendf(nil, "customer-%07d", i),
+			if err := w.Process(ctx, pipeline.Record{Offset: int64(i), Key: fmt.Appendf(nil, "customer-%07d", i%nkeys),
 				Value: fmt.Appendf(nil, `{"id":"e%d","x":%s,"label":%d}`, i, xs, 1-2*r.IntN(2))}); err != nil {
 				b.Fatal(err)
 			}
@@ -421,7 +437,11 @@ func BenchmarkRestore(b *testing.B) {
 	for _, e := range log {
 		changelog += len(e.Key) + len(e.Value)
 	}
-	b.Logf("%d keys, %d bytes of learner state, %d bytes of changelog values and keys", nkeys, bytes, changelog)
+	stored := nkeys // keys in the changelog: a population model is one more
+	if cfg.Settings.Population != "" && cfg.Settings.Population != keyed.PopulationOff {
+		stored++
+	}
+	b.Logf("%d keys, %d events each, %d bytes of learner state, %d bytes of changelog values and keys", nkeys, perKey, bytes, changelog)
 	// The changelog read alone (records decoded and fenced, no key state
 	// built), to tell the broker and the client from the state decoding.
 	// Each restore starts on a collected heap, as a starting pod's does, and
@@ -437,8 +457,8 @@ func BenchmarkRestore(b *testing.B) {
 				b.Fatal(err)
 			}
 			took = append(took, time.Since(start).Seconds())
-			if len(snap.Keys) != nkeys {
-				b.Fatalf("read %d keys of %d", len(snap.Keys), nkeys)
+			if len(snap.Keys) != stored {
+				b.Fatalf("read %d keys of %d", len(snap.Keys), stored)
 			}
 		}
 		med := median(took)
@@ -479,8 +499,8 @@ func BenchmarkRestore(b *testing.B) {
 				took = append(took, time.Since(start).Seconds())
 				peaks = append(peaks, peak())
 				held = append(held, float64(liveHeap()-before))
-				if fresh.Keys() != nkeys || tc.keyStore && fresh.Resident() != max(1, nkeys/10) {
-					b.Fatalf("restored %d keys of %d, %d in memory", fresh.Keys(), nkeys, fresh.Resident())
+				if fresh.Keys() != stored || tc.keyStore && fresh.Resident() != max(1, nkeys/10) {
+					b.Fatalf("restored %d keys of %d, %d in memory", fresh.Keys(), stored, fresh.Resident())
 				}
 				if err := fresh.Close(); err != nil {
 					b.Fatal(err)
