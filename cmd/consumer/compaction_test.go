@@ -48,7 +48,7 @@ func (p *proc) restores(t *testing.T) []restoreLine {
 
 // endOffsets sums the end offsets of topic's partitions: every record ever
 // written to it, compacted or not.
-func endOffsets(t *testing.T, addr, topic string, partitions int) int64 {
+func endOffsets(t testing.TB, addr, topic string, partitions int) int64 {
 	t.Helper()
 	var sum int64
 	for p := range partitions {
