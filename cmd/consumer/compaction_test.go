@@ -25,7 +25,13 @@ type restoreLine struct {
 // restores are p's "partition restored" lines.
 func (p *proc) restores(t *testing.T) []restoreLine {
 	t.Helper()
-	f, err := os.Open(p.log)
+	return restoresIn(t, p.log)
+}
+
+// restoresIn are the "partition restored" lines of a consumer's JSON log.
+func restoresIn(t testing.TB, log string) []restoreLine {
+	t.Helper()
+	f, err := os.Open(log)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -12,7 +11,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -163,21 +161,7 @@ func isReady(addr string) bool {
 // restoredFigures reads a process log's "partition restored" lines: the
 // slowest restore in ms and the changelog records read in all.
 func restoredFigures(b *testing.B, log string) (slowestMS, records float64) {
-	f, err := os.Open(log)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		if !strings.Contains(sc.Text(), `"partition restored"`) {
-			continue
-		}
-		var r restoreLine
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			b.Fatalf("%s: %v", sc.Text(), err)
-		}
+	for _, r := range restoresIn(b, log) {
 		slowestMS, records = max(slowestMS, float64(r.RestoreMS)), records+float64(r.ChangelogRecords)
 	}
 	return slowestMS, records
