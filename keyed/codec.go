@@ -100,7 +100,10 @@ func (ks *State) MarshalBinary() ([]byte, error) {
 	// and the usual rest, so that the buffer grows at most once.
 	size := len(snap) + len(rng) + 256
 	for _, p := range ks.pending() {
-		size += 9*p.x.Dim() + len(p.id) + 48
+		// Per stored value 8 bytes and a sparse index's varint: the
+		// values, not the dimension, which a sparse input's hashed space
+		// makes millions.
+		size += 13*p.x.NNZ() + len(p.id) + 64
 	}
 	b := make([]byte, 0, size)
 	b = append(b, 0, stateVersion)

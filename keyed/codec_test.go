@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"reflect"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/driftstream/driftstream/checkpoint"
+	"github.com/driftstream/driftstream/learners"
 	"github.com/driftstream/driftstream/topics"
 )
 
@@ -146,6 +148,31 @@ func sameSections(t *testing.T, key string, a, b *State) {
 	if !slices.Equal(a.watch.since, b.watch.since) || !slices.Equal(a.watch.alerted, b.watch.alerted) || !reflect.DeepEqual(a.watch.win, b.watch.win) ||
 		!slices.Equal(a.watch.incidents, b.watch.incidents) {
 		t.Errorf("key %s: watch differs", key)
+	}
+}
+
+// A key's encoding is sized by what its pending events hold, not by their
+// dimension: a sparse input in a wide hashed space must not make a
+// buffer of megabytes (it did when the size was 9 bytes per dimension).
+func TestKeyStateBufferFitsSparsePendingEvents(t *testing.T) {
+	m := testModel(t, testSettings(t, "lasec-ss", `{"a":5}`))
+	ks, err := m.NewState("k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := learners.NewSparse(1<<22, []int32{3, 70000, 4000000}, []float64{1, -2, 0.5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		ks.waiting().await(pending{id: fmt.Sprint("e", i), offset: int64(i), x: x, decided: 1, queried: true}, 10)
+	}
+	b, err := ks.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cap(b) > 1<<12 {
+		t.Fatalf("a key with 3 sparse pending events of 3 values each was encoded into a buffer of %d bytes (%d used)", cap(b), len(b))
 	}
 }
 
