@@ -33,6 +33,7 @@ import (
 // ready within 10 s.
 //
 //	scripts/kafka-broker.sh start 4.4.0 19392 /tmp/k44
+//
 // Run it with -benchtime 1x: each run of the function fills a topic and a
 // changelog of its own, which the restarts then share.
 //
