@@ -32,11 +32,10 @@ import (
 // and the changelog records the restore read. Issue 48's goal: 1M keys
 // ready within 10 s.
 //
-//	scripts/kafka-broker.sh start 4.4.0 19392 /tmp/k44
-//
 // Run it with -benchtime 1x: each run of the function fills a topic and a
 // changelog of its own, which the restarts then share.
 //
+//	scripts/kafka-broker.sh start 4.4.0 19392 /tmp/k44
 //	DRIFTSTREAM_KAFKA_ADDR=127.0.0.1:19392 DRIFTSTREAM_BENCH_KEYS=1000000 \
 //	  go test -run '^$' -bench Kill9ToReady -benchtime 1x -timeout 60m ./cmd/consumer
 func BenchmarkKill9ToReady(b *testing.B) {
