@@ -13,6 +13,7 @@ import (
 
 	"github.com/driftstream/driftstream/pipeline"
 	"github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go/protocol"
 )
 
 // Output batching. The Runner hands the sink a flush interval's outputs in
@@ -224,6 +225,11 @@ func (p *OutputProducer) send(ctx context.Context, partition int, batch []kafka.
 	res, err := p.client.Produce(rctx, &kafka.ProduceRequest{Topic: p.topic, Partition: partition,
 		RequiredAcks: kafka.RequireAll, Records: &messageRecords{msgs: batch}})
 	switch {
+	case errors.Is(err, protocol.ErrNoLeader):
+		// kafka-go's metadata cache names no leader for the partition (an
+		// election, a broker restarting): it refreshes within its metadata
+		// TTL, so this is retried like the broker's LEADER_NOT_AVAILABLE.
+		return pipeline.Retriable(err)
 	case err != nil:
 		return err
 	case res.Error != nil:

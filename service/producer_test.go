@@ -5,10 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,6 +18,7 @@ import (
 	"github.com/driftstream/driftstream/pipeline"
 	"github.com/driftstream/driftstream/topics"
 	"github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go/protocol"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -321,4 +324,83 @@ func TestOutputProducerReportsRefusedPartitions(t *testing.T) {
 		t.Fatalf("%d missing, %d repeated (want %d: the records of the partitions that were written), %d requests (want %d)",
 			missing, repeated, len(msgs)-inRefused, n, 2*partitions)
 	}
+}
+
+// A partition whose leader kafka-go's metadata cache does not know (leader
+// -1: a broker restarting, an election) fails kafka-go's Produce on the
+// client side with protocol.ErrNoLeader, before any request is sent. The
+// call fails with a retriable error naming the partition, not a permanent
+// one that ends the partition (the broker-outage run on Apache Kafka 4.4.0
+// ended three partitions on exactly this); the other partitions are written,
+// and once the metadata names a leader again the retry writes the rest,
+// every record once.
+func TestOutputProducerRetriesALeaderlessPartition(t *testing.T) {
+	c := kafkatest.Cluster(t, kfake.SeedTopics(partitions, "a"))
+	addr := c.ListenAddrs()[0]
+	host, portText, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	port, _ := strconv.Atoi(portText)
+	var leaderless atomic.Bool
+	var answered atomic.Int32
+	leaderless.Store(true)
+	c.ControlKey(kmsg.Metadata.Int16(), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		if !leaderless.Load() {
+			return nil, nil, false
+		}
+		answered.Add(1)
+		resp := req.(*kmsg.MetadataRequest).ResponseKind().(*kmsg.MetadataResponse)
+		node := c.CurrentNode()
+		b := kmsg.NewMetadataResponseBroker()
+		b.NodeID, b.Host, b.Port = node, host, int32(port)
+		resp.Brokers, resp.ControllerID = append(resp.Brokers, b), node
+		rt := kmsg.NewMetadataResponseTopic()
+		rt.Topic = kmsg.StringPtr("a")
+		for p := range int32(partitions) {
+			rp := kmsg.NewMetadataResponseTopicPartition()
+			rp.Partition, rp.Leader, rp.Replicas, rp.ISR = p, node, []int32{node}, []int32{node}
+			if p == 1 {
+				rp.Leader, rp.ErrorCode = -1, kerr.LeaderNotAvailable.Code
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+		return resp, nil, true
+	})
+	msgs := outputs(300, 20)
+	prod := NewOutputProducer([]string{addr}, "a", &kafka.Transport{MetadataTTL: 50 * time.Millisecond}, 0)
+	err = prod.Write(context.Background(), msgs)
+	if err == nil || !errors.Is(err, protocol.ErrNoLeader) || !pipeline.IsRetriable(err) ||
+		!strings.Contains(err.Error(), "1 of 3 partitions of a failed, first: partition 1: ") {
+		t.Fatalf("error %v, want partition 1 leaderless, retriable", err)
+	}
+	if answered.Load() == 0 {
+		t.Fatal("no metadata request was answered leaderless: the test injected nothing")
+	}
+	leaderless.Store(false)
+	written := len(readAll(t, addr, "a"))
+	deadline, calls := time.Now().Add(10*time.Second), 1
+	for err = prod.Write(context.Background(), msgs); err != nil; err = prod.Write(context.Background(), msgs) {
+		if !pipeline.IsRetriable(err) || time.Now().After(deadline) {
+			t.Fatalf("after the leader is back: %v", err)
+		}
+		calls++ // until kafka-go's cache refreshes, a call writes the other partitions again
+		time.Sleep(20 * time.Millisecond)
+	}
+	seen := map[string]int{}
+	inLeaderless := 0
+	for _, m := range readAll(t, addr, "a") {
+		seen[string(m.Value)]++
+		if m.Partition == 1 {
+			inLeaderless++
+		}
+	}
+	missing, repeated := deliveries(values(msgs), seen)
+	if missing != 0 || written != len(msgs)-inLeaderless || repeated != calls*written {
+		t.Fatalf("%d missing, %d repeated (want %d: the other partitions' records once per retry, %d retries), %d written by the first call (want %d)",
+			missing, repeated, calls*written, calls, written, len(msgs)-inLeaderless)
+	}
+	t.Logf("%d retries until kafka-go's metadata named the leader; %d records repeated, 0 missing", calls, repeated)
 }
