@@ -13,7 +13,6 @@ import (
 
 	"github.com/driftstream/driftstream/pipeline"
 	"github.com/segmentio/kafka-go"
-	"github.com/segmentio/kafka-go/protocol"
 )
 
 // Output batching. The Runner hands the sink a flush interval's outputs in
@@ -225,15 +224,10 @@ func (p *OutputProducer) send(ctx context.Context, partition int, batch []kafka.
 	res, err := p.client.Produce(rctx, &kafka.ProduceRequest{Topic: p.topic, Partition: partition,
 		RequiredAcks: kafka.RequireAll, Records: &messageRecords{msgs: batch}})
 	switch {
-	case errors.Is(err, protocol.ErrNoLeader):
-		// kafka-go's metadata cache names no leader for the partition (an
-		// election, a broker restarting): it refreshes within its metadata
-		// TTL, so this is retried like the broker's LEADER_NOT_AVAILABLE.
-		return pipeline.Retriable(err)
 	case err != nil:
-		return err
+		return transientBroker(err)
 	case res.Error != nil:
-		return res.Error
+		return transientBroker(res.Error)
 	case len(res.RecordErrors) > 0:
 		i := slices.Min(slices.Collect(maps.Keys(res.RecordErrors)))
 		return fmt.Errorf("%d records refused, first record %d: %w", len(res.RecordErrors), i, res.RecordErrors[i])
@@ -246,7 +240,7 @@ func (p *OutputProducer) send(ctx context.Context, partition int, batch []kafka.
 func (p *OutputProducer) partitions(ctx context.Context) ([]int, error) {
 	meta, err := p.client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{p.topic}})
 	if err != nil {
-		return nil, fmt.Errorf("metadata of %s: %w", p.topic, err)
+		return nil, fmt.Errorf("metadata of %s: %w", p.topic, transientBroker(err))
 	}
 	n := -1
 	for _, t := range meta.Topics {

@@ -220,7 +220,8 @@ var ErrChangelogGone = errors.New("the changelog topic is gone or changed")
 // deletes records: retention would drop the state of keys that have been
 // quiet for a while, and a restore would silently start them from scratch.
 // It runs at start and before every connection the changelog store makes
-// (checkpoint.KafkaStore.Verify); its errors are permanent.
+// (checkpoint.KafkaStore.Verify); its errors are permanent but for a broker's
+// transient ones (transientBroker).
 func (s *Service) checkChangelog(ctx context.Context) error {
 	topic := s.cfg.Topics.Changelog
 	client := &kafka.Client{Addr: kafka.TCP(s.cfg.Brokers...), Timeout: s.cfg.Dialer.Timeout}
@@ -230,7 +231,7 @@ func (s *Service) checkChangelog(ctx context.Context) error {
 	resp, err := client.DescribeConfigs(ctx, &kafka.DescribeConfigsRequest{Resources: []kafka.DescribeConfigRequestResource{{
 		ResourceType: kafka.ResourceTypeTopic, ResourceName: topic, ConfigNames: []string{"cleanup.policy"}}}})
 	if err != nil {
-		return fmt.Errorf("describe changelog topic %s: %w", topic, err) // the broker: retried
+		return fmt.Errorf("describe changelog topic %s: %w", topic, transientBroker(err)) // the broker: retried when transient
 	}
 	policy := "delete" // the broker default when the topic does not set it
 	for _, r := range resp.Resources {
@@ -239,7 +240,7 @@ func (s *Service) checkChangelog(ctx context.Context) error {
 				topic, ErrChangelogGone)
 		}
 		if r.Error != nil {
-			return fmt.Errorf("describe changelog topic %s: %w", topic, r.Error)
+			return fmt.Errorf("describe changelog topic %s: %w", topic, transientBroker(r.Error))
 		}
 		for _, e := range r.ConfigEntries {
 			if e.ConfigName == "cleanup.policy" {
