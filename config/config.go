@@ -85,6 +85,7 @@ type Config struct {
 	FailExitAfter      time.Duration `split_words:"true" default:"30s" desc:"after a partition fails: report it (/readyz 503, metrics) this long, then exit 1"`
 	TopicCheckInterval time.Duration `split_words:"true" default:"30s" desc:"how often the input topics' partition counts are read while running: partitions added meanwhile are reported (unready, driftstream_unread_input_partitions), never silently unread"`
 	SessionTimeout     time.Duration `split_words:"true" default:"10s" desc:"consumer-group session timeout: a member silent this long loses its partitions"`
+	InstanceID         string        `split_words:"true" desc:"this member's identity across restarts, unique in the group (the Helm chart sets the pod's name): at start, the group membership a former process with the same one left (killed without leaving) is removed, so its partitions move at once instead of after the session timeout; empty: off"`
 	TLS                bool          `default:"false" desc:"connect to Kafka with TLS"`
 	TLSCAFile          string        `envconfig:"TLS_CA_FILE" flag:"tls-ca-file" desc:"PEM CA bundle to verify the brokers (default: system roots)"`
 	TLSCertFile        string        `envconfig:"TLS_CERT_FILE" desc:"PEM client certificate (mutual TLS)"`

@@ -208,7 +208,7 @@ func TestHelmChartRendersValidManifests(t *testing.T) {
 				if cm.Data["DRIFTSTREAM_SASL_PASSWORD_FILE"] == "" || cm.Data["DRIFTSTREAM_TLS_CERT_FILE"] == "" {
 					t.Errorf("security settings missing from the ConfigMap: %v", cm.Data)
 				}
-				if len(c.Env) != 2 || c.Env[0].Name != "DRIFTSTREAM_ADMIN_TOKEN" || c.Env[0].ValueFrom.SecretKeyRef.Name != "driftstream-admin" {
+				if len(c.Env) != 3 || c.Env[0].Name != "DRIFTSTREAM_ADMIN_TOKEN" || c.Env[0].ValueFrom.SecretKeyRef.Name != "driftstream-admin" {
 					t.Errorf("the admin token is not taken from its Secret: %+v", c.Env)
 				}
 				vols := fmt.Sprint(d.Spec.Template.Spec.Volumes)
@@ -282,6 +282,46 @@ func TestHelmChartSetsGoMemLimit(t *testing.T) {
 		"--set", strings.Join(dataValues, ","))
 	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), `resources.limits.memory "1.5Gi": write a whole number with a unit`) {
 		t.Fatalf("a memory limit the chart cannot read was accepted: %s", out)
+	}
+}
+
+// The consumer's DRIFTSTREAM_INSTANCE_ID is the pod's name (the downward
+// API) unless instanceIdFromPodName is off, in the Deployment and the
+// StatefulSet alike.
+func TestHelmChartSetsTheInstanceID(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		sets []string
+		kind string
+		want string // the field path; "" absent
+	}{
+		{"default", nil, "Deployment", "metadata.name"},
+		{"stateful", []string{"keyStore.enabled=true", "keyStore.persistent.enabled=true"}, "StatefulSet", "metadata.name"},
+		{"off", []string{"instanceIdFromPodName=false"}, "Deployment", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var pod corev1.PodSpec
+			switch w := decodeStrict(t, render(t, tc.sets...))[tc.kind].(type) {
+			case *appsv1.Deployment:
+				pod = w.Spec.Template.Spec
+			case *appsv1.StatefulSet:
+				pod = w.Spec.Template.Spec
+			default:
+				t.Fatalf("no %s rendered", tc.kind)
+			}
+			got, n := "", 0
+			for _, e := range pod.Containers[0].Env {
+				if e.Name == "DRIFTSTREAM_INSTANCE_ID" {
+					n++
+					if e.ValueFrom != nil && e.ValueFrom.FieldRef != nil {
+						got = e.ValueFrom.FieldRef.FieldPath
+					}
+				}
+			}
+			if got != tc.want || n > 1 {
+				t.Fatalf("DRIFTSTREAM_INSTANCE_ID from %q (%d entries), want %q", got, n, tc.want)
+			}
+		})
 	}
 }
 

@@ -121,6 +121,13 @@ type Config struct {
 	// SessionTimeout is the consumer-group session timeout (default 10 s):
 	// a member silent for longer loses its partitions.
 	SessionTimeout time.Duration
+	// InstanceID, when set, is this member's identity across its restarts
+	// (a pod's name; unique in the group): its group member joins with it
+	// as client ID, and at start the service removes from the group the
+	// memberships a former process with the same InstanceID left (killed
+	// without leaving), so that their partitions move at once rather than
+	// after SessionTimeout (membership.go). Empty: off.
+	InstanceID string
 	// StateDir, when set, keeps each partition's keys beyond CacheKeys on
 	// local disk, in a Pebble key store under this directory (package
 	// keystore), instead of all in memory. The stores are caches of the
@@ -403,7 +410,17 @@ func (s *Service) Run(ctx context.Context) error {
 	if s.cfg.Topics.Labels != "" {
 		topicsList = append(topicsList, s.cfg.Topics.Labels)
 	}
-	group, err := kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{ID: s.cfg.Group, Brokers: s.cfg.Brokers, Dialer: s.cfg.Dialer,
+	if s.cfg.InstanceID != "" {
+		switch n, err := s.evictFormerSelf(ctx); {
+		case err != nil:
+			s.log.Warn("a former process's group membership could not be removed: its partitions move when its session times out",
+				"instance_id", s.cfg.InstanceID, "session_timeout", s.cfg.SessionTimeout.String(), "error", err)
+		case n > 0:
+			s.log.Info("removed the group membership of a former process: its partitions move now, not after its session timeout",
+				"instance_id", s.cfg.InstanceID, "memberships", n)
+		}
+	}
+	group, err := kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{ID: s.cfg.Group, Brokers: s.cfg.Brokers, Dialer: s.groupDialer(),
 		Topics: topicsList, StartOffset: kafka.FirstOffset, HeartbeatInterval: min(time.Second, s.cfg.SessionTimeout/3),
 		SessionTimeout: s.cfg.SessionTimeout, RebalanceTimeout: 10 * time.Second, JoinGroupBackoff: 200 * time.Millisecond})
 	if err != nil {

@@ -224,10 +224,7 @@ var ErrChangelogGone = errors.New("the changelog topic is gone or changed")
 // transient ones (transientBroker).
 func (s *Service) checkChangelog(ctx context.Context) error {
 	topic := s.cfg.Topics.Changelog
-	client := &kafka.Client{Addr: kafka.TCP(s.cfg.Brokers...), Timeout: s.cfg.Dialer.Timeout}
-	if s.cfg.Transport != nil {
-		client.Transport = s.cfg.Transport
-	}
+	client := s.adminClient()
 	resp, err := client.DescribeConfigs(ctx, &kafka.DescribeConfigsRequest{Resources: []kafka.DescribeConfigRequestResource{{
 		ResourceType: kafka.ResourceTypeTopic, ResourceName: topic, ConfigNames: []string{"cleanup.policy"}}}})
 	if err != nil {
@@ -296,10 +293,7 @@ func (s *Service) sizeOutputs(ctx context.Context) error {
 const configSourceTopic = 1
 
 func (s *Service) messageLimits(ctx context.Context, topics []string) (map[string]int, error) {
-	client := &kafka.Client{Addr: kafka.TCP(s.cfg.Brokers...), Timeout: s.cfg.Dialer.Timeout}
-	if s.cfg.Transport != nil {
-		client.Transport = s.cfg.Transport
-	}
+	client := s.adminClient()
 	req := &kafka.DescribeConfigsRequest{}
 	for _, name := range topics {
 		req.Resources = append(req.Resources, kafka.DescribeConfigRequestResource{ResourceType: kafka.ResourceTypeTopic, ResourceName: name,
@@ -381,10 +375,7 @@ func changelogConfig() []kafka.ConfigEntry {
 // naming the command that sets the service's values.
 func (s *Service) checkChangelogCompaction(ctx context.Context) {
 	topic := s.cfg.Topics.Changelog
-	client := &kafka.Client{Addr: kafka.TCP(s.cfg.Brokers...), Timeout: s.cfg.Dialer.Timeout}
-	if s.cfg.Transport != nil {
-		client.Transport = s.cfg.Transport
-	}
+	client := s.adminClient()
 	resp, err := client.DescribeConfigs(ctx, &kafka.DescribeConfigsRequest{Resources: []kafka.DescribeConfigRequestResource{{
 		ResourceType: kafka.ResourceTypeTopic, ResourceName: topic, ConfigNames: []string{"segment.bytes", "segment.ms"}}}})
 	if err != nil || len(resp.Resources) == 0 || resp.Resources[0].Error != nil {
@@ -452,4 +443,15 @@ func (s *Service) watchTopics(ctx context.Context) {
 		s.grown.Store(&reason)
 		s.log.Error("input partitions not served", "reason", reason, "unread_partitions", unread)
 	}
+}
+
+// adminClient is a client of the cluster for requests outside the
+// partitions' reads and writes (topic configurations, the group), over the
+// configured transport (nil: kafka-go's default).
+func (s *Service) adminClient() *kafka.Client {
+	client := &kafka.Client{Addr: kafka.TCP(s.cfg.Brokers...), Timeout: s.cfg.Dialer.Timeout}
+	if s.cfg.Transport != nil {
+		client.Transport = s.cfg.Transport
+	}
+	return client
 }

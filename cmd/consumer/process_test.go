@@ -772,3 +772,32 @@ func TestExitedReportsTheCause(t *testing.T) {
 		t.Fatalf("exited() = %q", got)
 	}
 }
+
+// Consumers killed with SIGKILL and restarted with the same -instance-id
+// (what the Helm chart's pod name gives a restarted container) remove the
+// group membership their former process left, on a real broker's group
+// coordinator: each restarted process logs one membership of one removed,
+// and the run ends with exactly-once state. With a 30 s session timeout a
+// restart that did not remove it would wait for kafka-go's 10 s rebalance
+// timeout before the killed member left the group.
+func TestBlackBoxKill9RestartRemovesItsFormerMembership(t *testing.T) {
+	b := newBlackBox(t)
+	b.args = append(b.args, "-instance-id", b.prefix+"pod-0", "-session-timeout", "30s")
+	prod := startProducer(t, b.addr, b.topic("events"), 300, 8000, 2000)
+	for i := range 2 {
+		p := b.start()
+		waitFor(t, 60*time.Second, "partitions restored", func() bool { return p.count(`"partition restored"`) >= blackBoxPartitions })
+		removed := p.count(`"removed the group membership of a former process`)
+		if want := min(i, 1); removed != want || p.count(`"memberships":1`) != want || p.count("could not be removed") != 0 {
+			t.Fatalf("process %d logged %d removals (want %d, of one membership each):\n%s", i+1, removed, want, tail(p.logText(), 4000))
+		}
+		time.Sleep(500 * time.Millisecond)
+		p.kill(t)
+	}
+	ids := prod.finish(t)
+	b.finishWith(ids)
+	if last := b.finishers[len(b.finishers)-1]; last.count(`"removed the group membership of a former process`) != 1 {
+		t.Fatalf("the last process removed no membership of the killed one:\n%s", tail(last.logText(), 4000))
+	}
+	b.verify(ids)
+}

@@ -188,7 +188,7 @@ func serviceConfig(cfg config.Config, reg *prometheus.Registry, log *slog.Logger
 		Pipeline:        pcfg,
 		CheckpointEvery: cfg.CheckpointEvery, CheckpointPeriod: cfg.CheckpointPeriod, FlushInterval: cfg.FlushInterval, Logger: log, Metrics: metrics,
 		Retry:         pipeline.Backoff{Initial: pipeline.DefaultBackoff.Initial, Max: pipeline.DefaultBackoff.Max, Timeout: cfg.RetryTimeout},
-		FailExitAfter: cfg.FailExitAfter, FinalTimeout: cfg.ShutdownTimeout, SessionTimeout: cfg.SessionTimeout, TopicCheckInterval: cfg.TopicCheckInterval,
+		FailExitAfter: cfg.FailExitAfter, FinalTimeout: cfg.ShutdownTimeout, SessionTimeout: cfg.SessionTimeout, InstanceID: cfg.InstanceID, TopicCheckInterval: cfg.TopicCheckInterval,
 		StateDir: cfg.StateDir, CacheKeys: cfg.CacheKeys, ParkState: cfg.ParkState, OnOutputError: cfg.OnOutputError}
 	scfg.Isolation, _ = kafkaread.ParseIsolation(cfg.Isolation) // checked by cfg.Validate
 	scfg.MergeWait = cfg.MergeWait
