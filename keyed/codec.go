@@ -89,7 +89,9 @@ const stateVersion = 3
 var errState = errors.New("bad key state")
 
 // MarshalBinary writes the key's state in the current format
-// (stateVersion): a checkpoint record's State.
+// (stateVersion): a checkpoint record's State. It keeps the encoding of
+// each awaited event's input for the next call (the bytes written are the
+// same): like every method of State, it is not for concurrent use.
 func (ks *State) MarshalBinary() ([]byte, error) {
 	snap, err := ks.learner.MarshalBinary()
 	if err != nil {
@@ -103,7 +105,7 @@ func (ks *State) MarshalBinary() ([]byte, error) {
 		// Per stored value 8 bytes and a sparse index's varint: the
 		// values, not the dimension, which a sparse input's hashed space
 		// makes millions.
-		size += 13*p.x.NNZ() + len(p.id) + 64
+		size += 13*int(p.nnz) + len(p.id) + 64
 	}
 	b := make([]byte, 0, size)
 	b = append(b, 0, stateVersion)
@@ -111,10 +113,11 @@ func (ks *State) MarshalBinary() ([]byte, error) {
 	b = wire.AppendBytes(b, rng)
 	pend, earl := ks.pending(), ks.early()
 	b = binary.AppendUvarint(b, uint64(len(pend)))
-	for _, p := range pend {
+	for i := range pend {
+		p := &pend[i]
 		b = wire.AppendString(b, p.id)
 		b = binary.AppendVarint(b, p.offset)
-		b, _ = wire.AppendSized(b, p.x.AppendBinary) // a Vector's encoding cannot fail
+		b = p.appendInput(b)
 	}
 	b = binary.AppendUvarint(b, uint64(len(earl)))
 	for _, e := range earl {
@@ -202,7 +205,9 @@ func (m *Model) Decode(rec *checkpoint.KeyRecord) (*State, error) {
 		if err := x.UnmarshalBinary(r.View()); err != nil && r.Err == nil {
 			return nil, fmt.Errorf("pending %q: %v: %w", id, err, errState)
 		}
-		ks.waiting().await(pending{id: id, offset: off, x: x}, math.MaxInt) // as checkpointed: within the bounds then
+		q := pending{id: id, offset: off}
+		q.keep(x)
+		ks.waiting().await(q, math.MaxInt) // as checkpointed: within the bounds then
 	}
 	n = r.Uvarint()
 	for i := uint64(0); i < n && r.Err == nil; i++ {

@@ -134,6 +134,8 @@ func sameSections(t *testing.T, key string, a, b *State) {
 	if snap(a.learner) != snap(b.learner) {
 		t.Errorf("key %s: learner differs", key)
 	}
+	snap(a) // both keep their awaited inputs encoded, as a checkpoint leaves them (pending.appendInput)
+	snap(b)
 	if !reflect.DeepEqual(a.wait, b.wait) || !reflect.DeepEqual(a.stats, b.stats) || !reflect.DeepEqual(a.mix, b.mix) {
 		t.Errorf("key %s: label wait, counters or mixture differ", key)
 	}
@@ -236,4 +238,58 @@ func TestKeyStateWithoutDecidedPredictions(t *testing.T) {
 			t.Errorf("%s decoded", cut.name)
 		}
 	}
+}
+
+// An awaited event's input is encoded once, at its key's first checkpoint
+// after the event: the key's later checkpoints copy those bytes and write
+// what encoding it again writes, and its label, when it comes, teaches
+// exactly what it teaches a key that was never checkpointed meanwhile.
+func TestAwaitedInputEncodedOnce(t *testing.T) {
+	m := testModel(t, testSettings(t, "logreg", `{}`))
+	cached, fresh := newTestState(t, m, "k"), newTestState(t, m, "k")
+	step := func(ks *State, i int, ev topics.Event) {
+		t.Helper()
+		m.Step(Input{Key: "k", Offset: int64(i), Event: &ev}, ks)
+		ks.Applied[EventsTopic] = int64(i)
+	}
+	for i := range 6 {
+		ev := topics.Event{Kind: topics.Input, ID: fmt.Sprint("u", i), X: []float64{float64(i), 1, -0.5, 0.25 * float64(i)}}
+		step(cached, i, ev)
+		step(fresh, i, ev)
+	}
+	first, _ := cached.MarshalBinary()
+	for _, p := range cached.pending() {
+		if p.xb == nil || p.x.Dim() != 0 || !p.hasX || p.nnz != dim {
+			t.Fatalf("after a checkpoint, awaited event %s holds x of dimension %d and %d encoded bytes (input kept %v, %d values)", p.id, p.x.Dim(), len(p.xb), p.hasX, p.nnz)
+		}
+	}
+	second, _ := cached.MarshalBinary()
+	unencoded, _ := fresh.MarshalBinary()
+	if !bytes.Equal(first, second) || !bytes.Equal(first, unencoded) {
+		t.Fatal("a key state written from encoded inputs differs from one written from the inputs")
+	}
+	fresh = newTestState(t, m, "k") // and again, never checkpointed: the labels join inputs in memory
+	for i := range 6 {
+		step(fresh, i, topics.Event{Kind: topics.Input, ID: fmt.Sprint("u", i), X: []float64{float64(i), 1, -0.5, 0.25 * float64(i)}})
+	}
+	for i := range 6 {
+		ev := topics.Event{Kind: topics.LabelRecord, ID: fmt.Sprint("u", i), Label: 1 - 2*(i%2)}
+		step(cached, 6+i, ev)
+		step(fresh, 6+i, ev)
+	}
+	a, _ := cached.MarshalBinary()
+	b, _ := fresh.MarshalBinary()
+	if cached.Awaiting() != 0 || m.stats.LabelsJoined != 12 || !bytes.Equal(a, b) {
+		t.Fatalf("after the labels: %d still awaited, %d joined (want 12); states equal: %v", cached.Awaiting(), m.stats.LabelsJoined, bytes.Equal(a, b))
+	}
+}
+
+// newTestState is a new state of key under m.
+func newTestState(t *testing.T, m *Model, key string) *State {
+	t.Helper()
+	ks, err := m.NewState(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ks
 }

@@ -1,9 +1,12 @@
 package keyed
 
 import (
+	"bytes"
+	"fmt"
 	"slices"
 	"time"
 
+	"github.com/driftstream/driftstream/internal/wire"
 	"github.com/driftstream/driftstream/learners"
 )
 
@@ -14,7 +17,16 @@ import (
 type pending struct {
 	id     string
 	offset int64
-	x      learners.Vector
+	// x is the event's input, until the key's first checkpoint after the
+	// event: then its encoding (sized, as the key state holds it) replaces
+	// it in xb, so that the key's later checkpoints copy the bytes rather
+	// than encode the input again (an event whose label is late or never
+	// comes is written at every checkpoint of its key while it waits);
+	// input() reads it back when the label comes. hasX and nnz outlive x.
+	x    learners.Vector
+	xb   []byte
+	hasX bool
+	nnz  int32
 	// decided is the label predicted for the event, 0 when unknown (a key
 	// state written before predictions were kept); score is its margin.
 	decided int
@@ -34,7 +46,39 @@ type pending struct {
 }
 
 // learnable reports whether the awaited label will be learned by the key.
-func (p pending) learnable() bool { return p.x.Dim() > 0 && !p.populationOnly }
+func (p pending) learnable() bool { return p.hasX && !p.populationOnly }
+
+// keep sets the event's input, kept until its label comes.
+func (p *pending) keep(x learners.Vector) {
+	p.x, p.hasX, p.nnz = x, x.Dim() > 0, int32(x.NNZ())
+}
+
+// appendInput appends the input's sized encoding to b, as the key state
+// holds it (wire.AppendSized of Vector.AppendBinary). The first call keeps
+// a copy of those bytes and drops x; later calls copy them.
+func (p *pending) appendInput(b []byte) []byte {
+	if p.xb != nil {
+		return append(b, p.xb...)
+	}
+	start := len(b)
+	b, _ = wire.AppendSized(b, p.x.AppendBinary) // a Vector's encoding cannot fail
+	p.xb, p.x = bytes.Clone(b[start:]), learners.Vector{}
+	return b
+}
+
+// input is the event's input: x, or what xb encodes.
+func (p *pending) input() (learners.Vector, error) {
+	if p.xb == nil || !p.hasX {
+		return p.x, nil
+	}
+	var x learners.Vector
+	r := wire.NewReader(p.xb, errState)
+	err := x.UnmarshalBinary(r.View())
+	if err == nil {
+		err = r.Done()
+	}
+	return x, err
+}
 
 // early is a label from the labels topic that arrived before its event: the
 // two topics are read concurrently, so their interleaving is arbitrary.
@@ -56,7 +100,7 @@ type labelWait struct {
 }
 
 // Sizes of pending entries, as counted against MaxPendingBytes.
-func (p pending) size() int { return len(p.id) + 48 + p.x.NNZ()*12 }
+func (p pending) size() int { return len(p.id) + 48 + int(p.nnz)*12 }
 
 func (e early) size() int { return len(e.id) + 24 }
 
@@ -157,9 +201,13 @@ func (m *Model) label(in Input, ks *State) error {
 		return nil
 	}
 	q := ks.wait.pending[i]
+	x, err := q.input()
+	if err != nil { // bytes this process encoded: memory gone bad
+		return fmt.Errorf("the input of awaited event %q: %w", q.id, err)
+	}
 	ks.wait.unawait(i)
 	m.stats.LabelsJoined++
-	l := labeled{x: q.x, label: ev.Label, ts: q.ts, made: q.decided, keyLearns: q.learnable()}
+	l := labeled{x: x, label: ev.Label, ts: q.ts, made: q.decided, keyLearns: q.learnable()}
 	if q.population != 0 {
 		l.own, l.population = int(q.own), int(q.population)
 	}

@@ -352,9 +352,10 @@ func (m *Model) await(in Input, ks *State, rd *round) {
 	}
 	switch {
 	case m.learns(rd.query):
-		q.x = rd.x
+		q.keep(rd.x)
 	case m.populated(): // the population learns every label; the key only those it asked for
-		q.x, q.populationOnly = rd.x, true
+		q.keep(rd.x)
+		q.populationOnly = true
 	}
 	lw := ks.waiting()
 	m.stats.LabelsExpired += lw.await(q, m.s.MaxPending)

@@ -295,6 +295,15 @@ func benchConfig(addr, run, learner string, dim int) (Config, error) {
 	if d, err := time.ParseDuration(os.Getenv("DRIFTSTREAM_BENCH_FLUSH")); err == nil {
 		cfg.FlushInterval = d
 	}
+	// DRIFTSTREAM_BENCH_STATE_DIR=DIR keeps the keys beyond
+	// DRIFTSTREAM_BENCH_CACHE_KEYS a partition (default the service's) in a
+	// Pebble key store under DIR, as DRIFTSTREAM_STATE_DIR does (default 100,000).
+	if dir := os.Getenv("DRIFTSTREAM_BENCH_STATE_DIR"); dir != "" {
+		cfg.StateDir, cfg.CacheKeys = filepath.Join(dir, run), 100_000 // DRIFTSTREAM_CACHE_KEYS's default
+		if n, err := strconv.Atoi(os.Getenv("DRIFTSTREAM_BENCH_CACHE_KEYS")); err == nil && n > 0 {
+			cfg.CacheKeys = n
+		}
+	}
 	if cfg.Metrics, err = NewMetrics(prometheus.NewRegistry()); err != nil {
 		return Config{}, err
 	}
