@@ -7,6 +7,9 @@ import (
 	"io"
 	"net"
 	"syscall"
+
+	"github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go/protocol"
 )
 
 // ErrLost is returned (wrapped) by a Source, Sink, Committer or Store when the
@@ -30,8 +33,17 @@ func Retriable(err error) error {
 }
 
 // IsRetriable reports whether err is worth retrying in place: marked with
-// Retriable, a timeout, a refused or reset connection, an unexpected EOF, or
-// an error that says it is temporary (as Kafka protocol errors do).
+// Retriable, a timeout, a refused or reset connection, an unexpected EOF,
+// an error that says it is temporary (as kafka-go's broker error codes do),
+// or one of the two answers of a broker coming back that kafka-go does not
+// call temporary:
+//   - protocol.ErrNoLeader: kafka-go's metadata cache names no leader for a
+//     partition (leader -1 while a broker restarts), a client-side error
+//     without a Temporary method; the cache refreshes within its TTL.
+//   - kafka.BrokerNotAvailable: what a broker answers (DescribeConfigs, on
+//     Apache Kafka 4.4.0) while it comes back from a stop.
+//
+// Both ended partitions in a 12 s broker stop before they were listed here.
 func IsRetriable(err error) bool {
 	var r retriable
 	var tmp interface{ Temporary() bool }
@@ -52,6 +64,8 @@ func IsRetriable(err error) bool {
 		// partition cures them (Kafka moves a partition's leadership in
 		// seconds), so they are retried for the retry timeout like a refused
 		// connection.
+		return true
+	case errors.Is(err, protocol.ErrNoLeader), errors.Is(err, kafka.BrokerNotAvailable):
 		return true
 	case errors.As(err, &tmp):
 		return tmp.Temporary()

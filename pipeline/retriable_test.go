@@ -12,10 +12,13 @@ import (
 	"time"
 
 	"github.com/driftstream/driftstream/topics"
+	"github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go/protocol"
 )
 
-// Network errors that a failover or a healed network cures are retried;
-// errors about the data or the configuration are not. Each network error is
+// Network errors that a failover or a healed network cures are retried, and
+// a broker's answers while it comes back; errors about the data or the
+// configuration are not. Each network error is
 // wrapped as a dial or read failure wraps it (net.OpError, os.SyscallError).
 func TestIsRetriable(t *testing.T) {
 	dial := func(errno syscall.Errno) error {
@@ -43,6 +46,11 @@ func TestIsRetriable(t *testing.T) {
 		{"lost", fmt.Errorf("commit: %w", ErrLost), false},
 		{"invalid event", topics.ErrInvalid, false},
 		{"plain", errors.New("boom"), false},
+		{"no leader in kafka-go's metadata", fmt.Errorf("partition 1: kafka.(*Client).Produce: %w", protocol.NewErrNoLeader("out", 1)), true},
+		{"broker not available", fmt.Errorf("describe changelog: %w", kafka.BrokerNotAvailable), true},
+		{"leader not available", kafka.LeaderNotAvailable, true},
+		{"topic authorization failed", kafka.TopicAuthorizationFailed, false},
+		{"no such topic in kafka-go's metadata", protocol.NewErrNoTopic("out"), false},
 	} {
 		if got := IsRetriable(tc.err); got != tc.want {
 			t.Errorf("%s: IsRetriable(%v) = %v, want %v", tc.name, tc.err, got, tc.want)

@@ -225,9 +225,9 @@ func (p *OutputProducer) send(ctx context.Context, partition int, batch []kafka.
 		RequiredAcks: kafka.RequireAll, Records: &messageRecords{msgs: batch}})
 	switch {
 	case err != nil:
-		return transientBroker(err)
+		return err
 	case res.Error != nil:
-		return transientBroker(res.Error)
+		return res.Error
 	case len(res.RecordErrors) > 0:
 		i := slices.Min(slices.Collect(maps.Keys(res.RecordErrors)))
 		return fmt.Errorf("%d records refused, first record %d: %w", len(res.RecordErrors), i, res.RecordErrors[i])
@@ -240,7 +240,7 @@ func (p *OutputProducer) send(ctx context.Context, partition int, batch []kafka.
 func (p *OutputProducer) partitions(ctx context.Context) ([]int, error) {
 	meta, err := p.client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{p.topic}})
 	if err != nil {
-		return nil, fmt.Errorf("metadata of %s: %w", p.topic, transientBroker(err))
+		return nil, fmt.Errorf("metadata of %s: %w", p.topic, err)
 	}
 	n := -1
 	for _, t := range meta.Topics {

@@ -221,14 +221,14 @@ var ErrChangelogGone = errors.New("the changelog topic is gone or changed")
 // quiet for a while, and a restore would silently start them from scratch.
 // It runs at start and before every connection the changelog store makes
 // (checkpoint.KafkaStore.Verify); its errors are permanent but for a broker's
-// transient ones (transientBroker).
+// transient ones (pipeline.IsRetriable).
 func (s *Service) checkChangelog(ctx context.Context) error {
 	topic := s.cfg.Topics.Changelog
 	client := s.adminClient()
 	resp, err := client.DescribeConfigs(ctx, &kafka.DescribeConfigsRequest{Resources: []kafka.DescribeConfigRequestResource{{
 		ResourceType: kafka.ResourceTypeTopic, ResourceName: topic, ConfigNames: []string{"cleanup.policy"}}}})
 	if err != nil {
-		return fmt.Errorf("describe changelog topic %s: %w", topic, transientBroker(err)) // the broker: retried when transient
+		return fmt.Errorf("describe changelog topic %s: %w", topic, err) // the broker: retried when transient (pipeline.IsRetriable)
 	}
 	policy := "delete" // the broker default when the topic does not set it
 	for _, r := range resp.Resources {
@@ -237,7 +237,7 @@ func (s *Service) checkChangelog(ctx context.Context) error {
 				topic, ErrChangelogGone)
 		}
 		if r.Error != nil {
-			return fmt.Errorf("describe changelog topic %s: %w", topic, transientBroker(r.Error))
+			return fmt.Errorf("describe changelog topic %s: %w", topic, r.Error)
 		}
 		for _, e := range r.ConfigEntries {
 			if e.ConfigName == "cleanup.policy" {
