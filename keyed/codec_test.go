@@ -167,7 +167,9 @@ func TestKeyStateBufferFitsSparsePendingEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 3 {
-		ks.waiting().await(pending{id: fmt.Sprint("e", i), offset: int64(i), x: x, decided: 1, queried: true}, 10)
+		q := pending{id: fmt.Sprint("e", i), offset: int64(i), decided: 1, queried: true}
+		q.keep(x) // as Model.await keeps it
+		ks.waiting().await(q, 10)
 	}
 	b, err := ks.MarshalBinary()
 	if err != nil {

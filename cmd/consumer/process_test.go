@@ -777,9 +777,8 @@ func TestExitedReportsTheCause(t *testing.T) {
 // (what the Helm chart's pod name gives a restarted container) remove the
 // group membership their former process left, on a real broker's group
 // coordinator: each restarted process logs one membership of one removed,
-// and the run ends with exactly-once state. With a 30 s session timeout a
-// restart that did not remove it would wait for kafka-go's 10 s rebalance
-// timeout before the killed member left the group.
+// and the run ends with exactly-once state (the 30 s session timeout keeps
+// a killed member in the group for the whole test unless it is removed).
 func TestBlackBoxKill9RestartRemovesItsFormerMembership(t *testing.T) {
 	b := newBlackBox(t)
 	b.args = append(b.args, "-instance-id", b.prefix+"pod-0", "-session-timeout", "30s")
