@@ -41,10 +41,7 @@ import (
 //	DRIFTSTREAM_KAFKA_ADDR=127.0.0.1:29092 DRIFTSTREAM_BENCH_EVENTS=300000 \
 //	  go test -run '^$' -bench RealKafkaCPU -benchtime 1x ./service
 func BenchmarkRealKafkaCPU(b *testing.B) {
-	addr := os.Getenv("DRIFTSTREAM_KAFKA_ADDR")
-	if addr == "" {
-		b.Skip("needs a real broker: set DRIFTSTREAM_KAFKA_ADDR (scripts/kafka-broker.sh starts one)")
-	}
+	addr := kafkatest.RealBroker(b, "a real broker")
 	n := benchEvents()
 	run := strconv.FormatInt(time.Now().UnixNano(), 36)
 	late := os.Getenv("DRIFTSTREAM_BENCH_LATE") != ""

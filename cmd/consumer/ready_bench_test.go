@@ -42,10 +42,7 @@ import (
 //	DRIFTSTREAM_KAFKA_ADDR=127.0.0.1:19392 DRIFTSTREAM_BENCH_KEYS=1000000 \
 //	  go test -run '^$' -bench Kill9ToReady -benchtime 1x -timeout 60m ./cmd/consumer
 func BenchmarkKill9ToReady(b *testing.B) {
-	addr := os.Getenv("DRIFTSTREAM_KAFKA_ADDR")
-	if addr == "" {
-		b.Skip("needs a real broker: set DRIFTSTREAM_KAFKA_ADDR (scripts/kafka-broker.sh starts one)")
-	}
+	addr := kafkatest.RealBroker(b, "a real broker")
 	keys, perKey := envInt("DRIFTSTREAM_BENCH_KEYS", 100_000), envInt("DRIFTSTREAM_BENCH_EVENTS_PER_KEY", 3)
 	const partitions, dim = 4, 10
 	dir := b.TempDir()

@@ -63,9 +63,7 @@ func TestBlackBoxRollingRestartRepeatsNothing(t *testing.T) {
 // broker (DRIFTSTREAM_KAFKA_ADDR): the in-process one has no log cleaner of
 // this kind.
 func TestRealKafkaCompactedChangelogRestores(t *testing.T) {
-	if os.Getenv("DRIFTSTREAM_KAFKA_ADDR") == "" {
-		t.Skip("needs a real broker's log cleaner: set DRIFTSTREAM_KAFKA_ADDR (scripts/kafka-broker.sh start 4.0.0 19092 DIR)")
-	}
+	kafkatest.RealBroker(t, "a real broker's log cleaner")
 	b := newBlackBox(t)
 	kafkatest.CreateTopic(t, b.addr, kafka.TopicConfig{Topic: b.topic("changelog"), NumPartitions: blackBoxPartitions, ReplicationFactor: 1,
 		ConfigEntries: []kafka.ConfigEntry{{ConfigName: "cleanup.policy", ConfigValue: "compact"}, {ConfigName: "segment.ms", ConfigValue: "200"},

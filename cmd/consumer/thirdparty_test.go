@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/driftstream/driftstream/internal/kafkatest"
 	"github.com/driftstream/driftstream/topics"
 	"github.com/segmentio/kafka-go"
 )
@@ -83,9 +84,7 @@ if left:
 // Runs in the integration suite (scripts/integration.sh), which has kcat
 // and confluent-kafka installed by .ci/run.
 func TestRealKafkaThirdPartyProducers(t *testing.T) {
-	if os.Getenv("DRIFTSTREAM_KAFKA_ADDR") == "" {
-		t.Skip("third-party producers run against a real broker: set DRIFTSTREAM_KAFKA_ADDR (scripts/integration.sh does)")
-	}
+	kafkatest.RealBroker(t, "a real broker for the third-party producers")
 	if _, err := exec.LookPath("kcat"); err != nil {
 		t.Fatalf("kcat is needed (apt-get install kcat; .ci/run installs it): %v", err)
 	}

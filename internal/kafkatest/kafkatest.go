@@ -5,6 +5,7 @@ package kafkatest
 import (
 	"context"
 	"fmt"
+	"os"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -135,4 +136,16 @@ func Slow(t testing.TB) {
 	if testing.Short() {
 		t.Skip("slow: runs in the full suite (go test ./...), not in the -short inner loop")
 	}
+}
+
+// RealBroker is the address of the real broker in DRIFTSTREAM_KAFKA_ADDR
+// (scripts/kafka-broker.sh starts one; scripts/integration.sh sets it), or
+// skips t, saying what of a real broker it needs.
+func RealBroker(t testing.TB, needs string) string {
+	t.Helper()
+	addr := os.Getenv("DRIFTSTREAM_KAFKA_ADDR")
+	if addr == "" {
+		t.Skipf("needs %s: set DRIFTSTREAM_KAFKA_ADDR (scripts/kafka-broker.sh starts a broker; scripts/integration.sh sets it)", needs)
+	}
+	return addr
 }
