@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -63,7 +64,7 @@ func TestRecordBytesAreStable(t *testing.T) {
 		{"key", EncodeKey(KeyRecord{Partition: 2, Key: "device-7", Epoch: NextEpoch(0, 3), AppliedThrough: [2]int64{41, NoOffset}, State: []byte{1, 2, 3}}),
 			"024b575c5759028380808010086465766963652d37520103010203"},
 		{"empty key", EncodeKey(KeyRecord{Key: "empty"}), "024b8da72d22000005656d707479000000"},
-		{"marker", EncodeMarker(Marker{Partition: 1, Epoch: 5, Through: [2]int64{100, 7}}), "024d10cd6cdd0105c8010e"},
+		{"marker", EncodeMarker(Marker{Partition: 1, Epoch: 5, Through: [2]int64{100, 7}, Reread: 40}), "034d94f2e5540105c8010e28"},
 		{"ownership", EncodeOwnership(Ownership{Partition: 0, Epoch: NextEpoch(1<<32, 9), Owner: "host-1/pid-42"}),
 			"024f48e4ad2c0089808080200d686f73742d312f7069642d3432"},
 	} {
@@ -432,5 +433,44 @@ func TestPositionsTellWhetherAnythingCameBetween(t *testing.T) {
 				t.Fatalf("claim at %d although two records came after the checkpoint that ended there", next)
 			}
 		})
+	}
+}
+
+// A version 2 marker (written before markers carried Reread) still reads,
+// with Reread 0; a marker whose Reread goes back before offset 0 is
+// corrupt; and a restore replays the events topic from Reread records
+// before the marker's Through + 1.
+func TestMarkerReread(t *testing.T) {
+	old, err := hex.DecodeString("024d10cd6cdd0105c8010e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := Decode(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (Marker{Partition: 1, Epoch: 5, Through: [2]int64{100, 7}}); rec.Marker == nil || *rec.Marker != want {
+		t.Fatalf("version 2 marker read as %+v, want %+v", rec.Marker, want)
+	}
+	for _, tc := range []struct {
+		reread  int64
+		from    int64
+		corrupt bool
+	}{{0, 101, false}, {1, 100, false}, {40, 61, false}, {101, 0, false}, {102, 0, true}} {
+		m := Marker{Partition: 1, Epoch: 5, Through: [2]int64{100, 7}, Reread: tc.reread}
+		rec, err := Decode(EncodeMarker(m))
+		if tc.corrupt {
+			if !errors.Is(err, ErrCorrupt) {
+				t.Errorf("reread %d: %v, want corrupt", tc.reread, err)
+			}
+			continue
+		}
+		if err != nil || *rec.Marker != m {
+			t.Fatalf("reread %d: %+v, %v", tc.reread, rec.Marker, err)
+		}
+		snap := Snapshot{Marker: rec.Marker}
+		if got := snap.ReplayFrom(); got != [2]int64{tc.from, 8} {
+			t.Errorf("reread %d: replay from %v, want [%d 8]", tc.reread, got, tc.from)
+		}
 	}
 }

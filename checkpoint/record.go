@@ -49,9 +49,16 @@ import (
 	"github.com/driftstream/driftstream/internal/wire"
 )
 
-// RecordVersion is the format version written into every record. Version 1
-// records (no epoch) are still read, with epoch 0.
-const RecordVersion = 2
+// RecordVersion is the format version of markers, which end with Reread
+// since version 3; version 2 markers are read with Reread 0 (their key
+// states held every awaited input). Key and ownership records are written
+// as version 2 (keyRecordVersion), which version 3 did not change, and a
+// version 3 one is refused. Version 1 records (no epoch) are read with
+// epoch 0.
+const RecordVersion = 3
+
+// keyRecordVersion is the format version of key and ownership records.
+const keyRecordVersion = 2
 
 // ErrCorrupt reports a record whose checksum, version or layout is wrong.
 var ErrCorrupt = errors.New("corrupt checkpoint record")
@@ -99,6 +106,11 @@ type Marker struct {
 	Partition int
 	Epoch     Epoch
 	Through   [2]int64
+	// Reread counts the events-topic records before Through[0] + 1 that a
+	// restore reads again: from the oldest event awaiting its label whose
+	// input the key records leave out (the events topic gives it back), so
+	// that the keys re-read those inputs as they skip their events. 0: none.
+	Reread int64
 }
 
 // Ownership is written by a member when it takes a partition, before its
@@ -129,7 +141,13 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // body is written in place after a 6-byte header that frame fills in.
 
 // header appends a record's header, its CRC left for frame.
-func header(b []byte, kind byte) []byte { return append(b, RecordVersion, kind, 0, 0, 0, 0) }
+func header(b []byte, kind byte) []byte {
+	v := byte(keyRecordVersion)
+	if kind == kindMarker {
+		v = RecordVersion
+	}
+	return append(b, v, kind, 0, 0, 0, 0)
+}
 
 // frame fills in the CRC of the record that starts at b[start:].
 func frame(b []byte, start int) []byte {
@@ -165,6 +183,7 @@ func EncodeMarker(m Marker) []byte {
 	for _, o := range m.Through {
 		b = binary.AppendVarint(b, o)
 	}
+	b = binary.AppendUvarint(b, uint64(m.Reread))
 	return frame(b, 0)
 }
 
@@ -193,8 +212,9 @@ func decode(data []byte, owned bool) (Record, error) {
 		return Record{}, fmt.Errorf("%d bytes: %w", len(data), ErrCorrupt)
 	}
 	version := data[0]
-	if version != 1 && version != RecordVersion {
-		return Record{}, fmt.Errorf("version %d, this build reads 1 and %d: %w", version, RecordVersion, ErrCorrupt)
+	if version < 1 || version > RecordVersion || version > keyRecordVersion && data[1] != kindMarker {
+		return Record{}, fmt.Errorf("version %d of a record of kind %q, this build reads 1 to %d (markers) and 1 to %d (the others): %w",
+			version, data[1], RecordVersion, keyRecordVersion, ErrCorrupt)
 	}
 	body := data[6:]
 	if got, want := crc32.Checksum(body, castagnoli), binary.BigEndian.Uint32(data[2:6]); got != want {
@@ -226,6 +246,13 @@ func decode(data []byte, owned bool) (Record, error) {
 		m.Epoch = epoch()
 		for i := range m.Through {
 			m.Through[i] = r.Varint()
+		}
+		if version >= 3 {
+			if re := r.Uvarint(); re > uint64(max(m.Through[0]+1, 0)) {
+				r.Fail("reread count")
+			} else {
+				m.Reread = int64(re)
+			}
 		}
 		return Record{Marker: &m}, r.Done()
 	case kindOwner:

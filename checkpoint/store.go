@@ -310,6 +310,17 @@ func (s Snapshot) ReplayFrom() [2]int64 {
 // ReplayFromKeys is ReplayFrom for a snapshot loaded into a KeySink: applied
 // returns the AppliedThrough of the record a key fell back to, if it has one.
 func (s Snapshot) ReplayFromKeys(applied func(key string) ([2]int64, bool)) [2]int64 {
+	from := s.AbsorbFromKeys(applied)
+	if s.Marker != nil && s.Marker.Reread > 0 { // the awaited inputs the key records leave out
+		from[0] = min(from[0], s.Marker.Through[0]+1-s.Marker.Reread)
+	}
+	return from
+}
+
+// AbsorbFromKeys is the input offset, per input topic, from which the keys
+// must absorb records again: ReplayFromKeys without the records re-read
+// for awaited inputs (Marker.Reread), which every key absorbed before.
+func (s Snapshot) AbsorbFromKeys(applied func(key string) ([2]int64, bool)) [2]int64 {
 	from := [2]int64{0, 0}
 	if s.Marker != nil {
 		from = [2]int64{s.Marker.Through[0] + 1, s.Marker.Through[1] + 1}

@@ -5,15 +5,18 @@ package keyed
 // counts and lengths, zig-zag varint for signed values); "bytes" is a uvarint
 // length then that many bytes; floats are 8 bytes, IEEE 754 little endian.
 //
-// Version 3 (written since 28 November 2026):
+// Version 4 (written since 29 November 2026):
 //
-//	0x00 0x03                 header: a zero byte (no version-1 state starts
+//	0x00 0x04                 header: a zero byte (no version-1 state starts
 //	                          with one: its first field, a snapshot's length,
 //	                          is never 0), then the version
 //	bytes                     the learner's snapshot (learners, versioned)
 //	bytes                     the margin rule's RNG (math/rand/v2 PCG)
 //	uvarint P, P × pending    events awaiting their label, oldest first:
-//	                          bytes id, varint offset, bytes vector
+//	                          bytes id, varint offset, bytes vector; an
+//	                          empty vector (a sourced input the state does
+//	                          not hold, flag bit 5 below) is followed by
+//	                          uvarint the input's stored values
 //	uvarint E, E × early      labels-topic labels ahead of their event:
 //	                          bytes id, varint label (±1), varint offset
 //	P × decided               per pending event, in order: varint decided
@@ -21,7 +24,10 @@ package keyed
 //	                          queried, bit 1 its input is kept for the
 //	                          population model alone, bit 2 the experts'
 //	                          labels follow in bit 3, the key's learner's,
-//	                          and bit 4, the population's: 1 for +1),
+//	                          and bit 4, the population's: 1 for +1; bit
+//	                          5 the input is sourced: the events topic
+//	                          gives it back at the offset, and a
+//	                          changelog record leaves it out),
 //	                          varint event time (Unix ns; 0: none)
 //	watch                     the drift detectors: uvarint D, D × bytes
 //	                          detector snapshot (drift, versioned); D ×
@@ -56,6 +62,13 @@ package keyed
 // AppendBinary): uvarint dimension, byte sparse (0/1), uvarint entries,
 // then per entry (sparse: uvarint index) and float value.
 //
+// A key's changelog record (State.MarshalChangelog) leaves every sourced
+// input out: a restore re-reads them from the events topic (sourced.go);
+// the key store's record (State.MarshalBinary) holds those it has.
+//
+// Version 3 (written from 28 to 29 November 2026) is version 4 where every
+// pending event's vector is written, and no flag has bit 5.
+//
 // Version 2 (written from November 2026 to 28 November 2026) is version 3
 // with a watch of D × (varint events since its alert, byte flags: bit 0
 // alerted, bit 1 a drift awaits its alert), then varint labeled, varint
@@ -83,16 +96,37 @@ import (
 )
 
 // stateVersion is the key-state format MarshalBinary writes.
-const stateVersion = 3
+const stateVersion = 4
 
 // errState reports a key state that cannot be decoded.
 var errState = errors.New("bad key state")
 
-// MarshalBinary writes the key's state in the current format
-// (stateVersion): a checkpoint record's State. It keeps the encoding of
-// each awaited event's input for the next call (the bytes written are the
-// same): like every method of State, it is not for concurrent use.
-func (ks *State) MarshalBinary() ([]byte, error) {
+// MarshalBinary writes the key's whole state in the current format
+// (stateVersion), every awaited event's input it holds included: the key
+// store's record. It keeps the encoding of each awaited event's input for
+// the next call (the bytes written are the same): like every method of
+// State, it is not for concurrent use.
+func (ks *State) MarshalBinary() ([]byte, error) { return ks.marshal(false) }
+
+// MarshalChangelog writes the key's state as its changelog record holds
+// it: MarshalBinary's, less the sourced inputs of the events awaiting
+// their label, which a restore re-reads from the events topic.
+func (ks *State) MarshalChangelog() ([]byte, error) { return ks.marshal(true) }
+
+// HoldsSourced reports whether the key holds an awaited event's sourced
+// input: then its changelog record (MarshalChangelog) is not its key-store
+// record (MarshalBinary).
+func (ks *State) HoldsSourced() bool {
+	for i := range ks.pending() {
+		if p := &ks.wait.pending[i]; p.sourced && !p.missing {
+			return true
+		}
+	}
+	return false
+}
+
+// marshal is MarshalBinary, or with omit MarshalChangelog.
+func (ks *State) marshal(omit bool) ([]byte, error) {
 	snap, err := ks.learner.MarshalBinary()
 	if err != nil {
 		return nil, err
@@ -105,7 +139,10 @@ func (ks *State) MarshalBinary() ([]byte, error) {
 		// Per stored value 8 bytes and a sparse index's varint: the
 		// values, not the dimension, which a sparse input's hashed space
 		// makes millions.
-		size += 13*int(p.nnz) + len(p.id) + 64
+		size += len(p.id) + 64
+		if !p.sourced || !omit {
+			size += 13 * int(p.nnz)
+		}
 	}
 	b := make([]byte, 0, size)
 	b = append(b, 0, stateVersion)
@@ -117,7 +154,7 @@ func (ks *State) MarshalBinary() ([]byte, error) {
 		p := &pend[i]
 		b = wire.AppendString(b, p.id)
 		b = binary.AppendVarint(b, p.offset)
-		b = p.appendInput(b)
+		b = p.appendHeld(b, omit)
 	}
 	b = binary.AppendUvarint(b, uint64(len(earl)))
 	for _, e := range earl {
@@ -130,7 +167,7 @@ func (ks *State) MarshalBinary() ([]byte, error) {
 	for _, p := range pend {
 		b = binary.AppendVarint(b, int64(p.decided))
 		b = wire.AppendFloat64(b, p.score)
-		flags := boolByte(p.queried) | boolByte(p.populationOnly)<<1
+		flags := boolByte(p.queried) | boolByte(p.populationOnly)<<1 | boolByte(p.sourced)<<5
 		if p.population != 0 { // the experts' labels: bit 2 present, bits 3 and 4 +1
 			flags |= 1<<2 | boolByte(p.own > 0)<<3 | boolByte(p.population > 0)<<4
 		}
@@ -201,13 +238,20 @@ func (m *Model) Decode(rec *checkpoint.KeyRecord) (*State, error) {
 	for i := uint64(0); i < n && r.Err == nil; i++ {
 		id := string(r.View())
 		off := r.Varint()
-		var x learners.Vector
-		if err := x.UnmarshalBinary(r.View()); err != nil && r.Err == nil {
-			return nil, fmt.Errorf("pending %q: %v: %w", id, err, errState)
-		}
 		q := pending{id: id, offset: off}
-		q.keep(x)
-		ks.waiting().await(q, math.MaxInt) // as checkpointed: within the bounds then
+		if xb := r.View(); len(xb) == 0 && version >= 4 && r.Err == nil { // a sourced input not held
+			q.hasX, q.missing, q.nnz = true, true, int32(min(r.Uvarint(), math.MaxInt32))
+			if m.collect {
+				m.missing.add(off)
+			}
+		} else {
+			var x learners.Vector
+			if err := x.UnmarshalBinary(xb); err != nil && r.Err == nil {
+				return nil, fmt.Errorf("pending %q: %v: %w", id, err, errState)
+			}
+			q.keep(x)
+		}
+		ks.waiting().await(q, math.MaxInt, nil) // as checkpointed: within the bounds then; a replay tracks sourced inputs
 	}
 	n = r.Uvarint()
 	for i := uint64(0); i < n && r.Err == nil; i++ {
@@ -241,12 +285,13 @@ func (m *Model) decodeSections(r *wire.Reader, ks *State, version int) error {
 	if !legacy || len(r.B) > 0 && r.Err == nil { // the pending queries' decided predictions
 		for i := range pend {
 			d, score, flags := int(r.Varint()), r.Float64(), r.Byte()
-			if r.Err != nil || d != 1 && d != -1 || flags > 31 || legacy && flags > 1 {
+			if r.Err != nil || d != 1 && d != -1 || flags > 63 || version < 4 && flags > 31 || legacy && flags > 1 ||
+				pend[i].missing && flags&32 == 0 || flags&32 == 32 && !pend[i].hasX { // an input left out is a sourced one
 				r.Fail("pending prediction")
 				break
 			}
 			pend[i].decided, pend[i].score = d, score
-			pend[i].queried, pend[i].populationOnly = flags&1 == 1, flags&2 == 2
+			pend[i].queried, pend[i].populationOnly, pend[i].sourced = flags&1 == 1, flags&2 == 2, flags&32 == 32
 			if flags&4 == 4 {
 				pend[i].own, pend[i].population = sign8(flags&8 == 8), sign8(flags&16 == 16)
 			}

@@ -27,7 +27,7 @@ func TestOlderKeyStatesDecode(t *testing.T) {
 	for _, tc := range []struct {
 		file    string
 		version byte
-	}{{"testdata/keystate-v1.golden", 1}, {"testdata/keystate-v2.golden", 2}} {
+	}{{"testdata/keystate-v1.golden", 1}, {"testdata/keystate-v2.golden", 2}, {"testdata/keystate-v3.golden", 3}} {
 		keys, pending, withStats, alerted := 0, 0, 0, 0
 		for key, old := range goldenFile(t, tc.file) {
 			if (old[0] == 0) != (tc.version > 1) || tc.version > 1 && old[1] != tc.version {
@@ -65,19 +65,29 @@ func TestOlderKeyStatesDecode(t *testing.T) {
 	}
 }
 
-// The current version's encoding of the scripted keys of goldenStates is
-// testdata/keystate-v3.golden, byte for byte: a change of the format is a
+// The current version's encodings of the scripted keys of goldenStates
+// (the key store's and the changelog's) are testdata/keystate-v4.golden,
+// byte for byte: a change of the format is a
 // new version, made on purpose (DRIFTSTREAM_UPDATE_GOLDEN=1 rewrites the
 // file). The learner's and the detectors' snapshots inside carry versions
 // of their own (packages learners and drift), which read their older ones:
 // the file was rewritten when drift's version 2 made ADWIN's compact.
 func TestKeyStateGolden(t *testing.T) {
 	m := testModel(t, goldenConfig(t))
+	// Unstandardized, the awaited events' inputs are sourced: the changelog
+	// encoding leaves them out.
+	unscaled := goldenConfig(t)
+	unscaled.Standardize = false
 	var b strings.Builder
-	for _, kv := range goldenStates(t, m) {
-		b.WriteString(kv[0] + " " + kv[1] + "\n")
+	for _, set := range []struct {
+		prefix string
+		m      *Model
+	}{{"", m}, {"unscaled-", testModel(t, unscaled)}} {
+		for _, kv := range goldenStates(t, set.m) {
+			b.WriteString(set.prefix + kv[0] + " " + kv[1] + "\n")
+		}
 	}
-	const file = "testdata/keystate-v3.golden"
+	const file = "testdata/keystate-v4.golden"
 	if os.Getenv("DRIFTSTREAM_UPDATE_GOLDEN") == "1" {
 		if err := os.WriteFile(file, []byte(b.String()), 0o644); err != nil {
 			t.Fatal(err)
@@ -169,7 +179,7 @@ func TestKeyStateBufferFitsSparsePendingEvents(t *testing.T) {
 	for i := range 3 {
 		q := pending{id: fmt.Sprint("e", i), offset: int64(i), decided: 1, queried: true}
 		q.keep(x) // as Model.await keeps it
-		ks.waiting().await(q, 10)
+		ks.waiting().await(q, 10, nil)
 	}
 	b, err := ks.MarshalBinary()
 	if err != nil {
@@ -230,11 +240,11 @@ func TestKeyStateWithoutDecidedPredictions(t *testing.T) {
 	}{
 		{"a cut extension", v1[:len(v1)-4]},
 		{"version 2 without its mixture", v2[:len(v2)-1]},
-		{"version 3 without its mixture", b[:len(b)-1]},
-		{"version 3 without its key counters", b[:len(b)-1-statsLen]},
-		{"version 3 cut anywhere", b[:len(b)-3]},
-		{"version 3 with a byte more", append(slices.Clone(b), 0)},
-		{"version 4", append([]byte{0, 4}, b[2:]...)},
+		{"the current version without its mixture", b[:len(b)-1]},
+		{"the current version without its key counters", b[:len(b)-1-statsLen]},
+		{"the current version cut anywhere", b[:len(b)-3]},
+		{"the current version with a byte more", append(slices.Clone(b), 0)},
+		{"version 5", append([]byte{0, 5}, b[2:]...)},
 	} {
 		if _, err := m.Decode(&checkpoint.KeyRecord{Key: "k", State: cut.state}); err == nil {
 			t.Errorf("%s decoded", cut.name)

@@ -9,12 +9,16 @@ import (
 	"github.com/driftstream/driftstream/topics"
 )
 
+// changelogSuffix names a golden key's changelog encoding.
+const changelogSuffix = "#changelog"
+
 // goldenStates runs a scripted stream of five keys through a model of
 // goldenConfig and returns each key's state, encoded: concepts that flip
 // halfway on even keys, label noise that rises from 5% to 45% halfway on
 // odd ones (so that detectors alert and learners reset), every third event
 // unlabeled with its label five events later as a label record, the last
-// ones still awaiting their labels, times on some events.
+// ones still awaiting their labels, times on some events. Each key comes
+// twice: its key-store encoding, then its changelog one (changelogSuffix).
 func goldenStates(t *testing.T, m *Model) [][2]string {
 	t.Helper()
 	r := rand.New(rand.NewPCG(11, 12))
@@ -80,7 +84,11 @@ func goldenStates(t *testing.T, m *Model) [][2]string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, [2]string{key, fmt.Sprintf("%x", b)})
+		c, err := ks.MarshalChangelog()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, [2]string{key, fmt.Sprintf("%x", b)}, [2]string{key + changelogSuffix, fmt.Sprintf("%x", c)})
 	}
 	return out
 }

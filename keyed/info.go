@@ -121,7 +121,7 @@ func (m *Model) Info(key string, partition int, ks *State) KeyInfo {
 		a := 1 - float64(s.mistakes)/float64(s.labeled)
 		info.Accuracy = &a
 	}
-	if b, err := ks.MarshalBinary(); err == nil {
+	if b, err := ks.MarshalChangelog(); err == nil {
 		info.StateBytes = len(b)
 	}
 	if m.mixing() && key != PopulationKey {

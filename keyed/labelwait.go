@@ -2,6 +2,8 @@ package keyed
 
 import (
 	"bytes"
+	"cmp"
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"time"
@@ -27,6 +29,12 @@ type pending struct {
 	xb   []byte
 	hasX bool
 	nnz  int32
+	// sourced is set when the input is the event's as decoded, which the
+	// events topic gives back (sourced.go): the changelog's record of the
+	// key leaves it out. missing is set while such an input is not held (a
+	// key restored from its changelog record, until the replay revisits
+	// the event).
+	sourced, missing bool
 	// decided is the label predicted for the event, 0 when unknown (a key
 	// state written before predictions were kept); score is its margin.
 	decided int
@@ -66,6 +74,18 @@ func (p *pending) appendInput(b []byte) []byte {
 	return b
 }
 
+// appendHeld appends the input as the key store holds it: its sized
+// encoding, or, for a sourced input not held (missing) or left out of a
+// changelog record (omit), an empty encoding and the input's count of
+// stored values.
+func (p *pending) appendHeld(b []byte, omit bool) []byte {
+	if p.sourced && (omit || p.missing) {
+		b = append(b, 0)
+		return binary.AppendUvarint(b, uint64(p.nnz))
+	}
+	return p.appendInput(b)
+}
+
 // input is the event's input: x, or what xb encodes.
 func (p *pending) input() (learners.Vector, error) {
 	if p.xb == nil || !p.hasX {
@@ -91,12 +111,35 @@ type early struct {
 // labelWait is what a key holds between an event and its label.
 type labelWait struct {
 	pending []pending // in offset order; add and drop through await, dropAwaited, unawait
-	// awaited counts the ids in pending, so that a new event's duplicate id
+	// awaited holds the ids in pending, so that a new event's duplicate id
 	// and a label's event are found without a scan.
-	awaited map[string]int32
+	awaited map[string]awaitedID
 	early   []early // labels-topic labels waiting for their event, in arrival order
 	// held is the bytes of pending and early, bounded by MaxPendingBytes.
 	held int
+}
+
+// awaitedID is where an awaited id is: the offset of its event, when n,
+// the events awaiting with that id, is 1 (a duplicate id is refused, but a
+// state an older build wrote may hold one).
+type awaitedID struct {
+	offset int64
+	n      int32
+}
+
+// find is the index in pending of the event awaiting with id, −1 when
+// none does.
+func (lw *labelWait) find(id string) int {
+	a, ok := lw.awaited[id]
+	if !ok {
+		return -1
+	}
+	if a.n == 1 { // pending is in offset order
+		if i, ok := slices.BinarySearchFunc(lw.pending, a.offset, func(p pending, o int64) int { return cmp.Compare(p.offset, o) }); ok && lw.pending[i].id == id {
+			return i
+		}
+	}
+	return slices.IndexFunc(lw.pending, func(p pending) bool { return p.id == id })
 }
 
 // Sizes of pending entries, as counted against MaxPendingBytes.
@@ -105,45 +148,69 @@ func (p pending) size() int { return len(p.id) + 48 + int(p.nnz)*12 }
 func (e early) size() int { return len(e.id) + 24 }
 
 // await adds q to the key's events awaiting their label, the oldest dropped
-// past max entries; it returns how many it dropped.
-func (lw *labelWait) await(q pending, max int) int64 {
+// past max entries; it returns how many it dropped. sourced, the
+// partition's offsets of sourced inputs, gains q's (nil: a key being
+// decoded, whose offsets a replay adds).
+func (lw *labelWait) await(q pending, max int, sourced *offsetSet) int64 {
 	lw.pending = append(lw.pending, q)
 	lw.held += q.size()
-	lw.awaited[q.id]++
+	a := lw.awaited[q.id]
+	a.n++
+	a.offset = q.offset
+	lw.awaited[q.id] = a
+	if q.sourced && sourced != nil {
+		sourced.add(q.offset)
+	}
 	if len(lw.pending) > max {
-		lw.dropAwaited(1)
+		lw.dropAwaited(1, sourced)
 		return 1
 	}
 	return 0
 }
 
-// dropAwaited drops the n oldest awaited events.
-func (lw *labelWait) dropAwaited(n int) {
+// dropAwaited drops the n oldest awaited events, and their offsets from
+// sourced.
+func (lw *labelWait) dropAwaited(n int, sourced *offsetSet) {
 	for _, p := range lw.pending[:n] {
 		lw.held -= p.size()
 		lw.forget(p.id)
+		p.untrack(sourced)
 	}
 	lw.pending = lw.pending[n:]
 }
 
-// unawait removes awaited event i (its label came).
-func (lw *labelWait) unawait(i int) {
+// unawait removes awaited event i (its label came), and its offset from
+// sourced.
+func (lw *labelWait) unawait(i int, sourced *offsetSet) {
 	lw.held -= lw.pending[i].size()
 	lw.forget(lw.pending[i].id)
+	lw.pending[i].untrack(sourced)
 	lw.pending = slices.Delete(lw.pending, i, i+1)
 }
 
+// untrack takes a sourced input's offset out of sourced: the event no
+// longer awaits its label.
+func (p *pending) untrack(sourced *offsetSet) {
+	if p.sourced && sourced != nil {
+		sourced.remove(p.offset)
+	}
+}
+
 func (lw *labelWait) forget(id string) {
-	if lw.awaited[id]--; lw.awaited[id] <= 0 {
+	if a := lw.awaited[id]; a.n > 1 {
+		a.n--
+		lw.awaited[id] = a
+	} else {
 		delete(lw.awaited, id)
 	}
 }
 
-// bound drops the oldest pending queries, then the oldest early labels,
-// until the key holds at most max bytes of them.
-func (lw *labelWait) bound(max int, stats *Totals) {
+// bound drops the oldest pending queries (their offsets from sourced),
+// then the oldest early labels, until the key holds at most max bytes of
+// them.
+func (lw *labelWait) bound(max int, stats *Totals, sourced *offsetSet) {
 	for lw.held > max && len(lw.pending) > 0 {
-		lw.dropAwaited(1)
+		lw.dropAwaited(1, sourced)
 		stats.LabelsExpired++
 	}
 	for lw.held > max && len(lw.early) > 0 {
@@ -176,7 +243,7 @@ func (m *Model) expire(in Input, ks *State) {
 		n++
 	}
 	if n > 0 {
-		ks.wait.dropAwaited(n)
+		ks.wait.dropAwaited(n, &m.sourced)
 		m.stats.LabelsExpired += int64(n)
 	}
 }
@@ -189,8 +256,8 @@ func (m *Model) label(in Input, ks *State) error {
 	ev := in.Event
 	m.expire(in, ks)
 	i := -1
-	if ks.awaiting(ev.ID) {
-		i = slices.IndexFunc(ks.wait.pending, func(p pending) bool { return p.id == ev.ID })
+	if ks.wait != nil {
+		i = ks.wait.find(ev.ID)
 	}
 	if i < 0 && in.Topic == LabelsTopic {
 		m.early(in, ks)
@@ -205,9 +272,14 @@ func (m *Model) label(in Input, ks *State) error {
 	if err != nil { // bytes this process encoded: memory gone bad
 		return fmt.Errorf("the input of awaited event %q: %w", q.id, err)
 	}
-	ks.wait.unawait(i)
+	ks.wait.unawait(i, &m.sourced)
 	m.stats.LabelsJoined++
-	l := labeled{x: x, label: ev.Label, ts: q.ts, made: q.decided, keyLearns: q.learnable()}
+	keyLearns := q.learnable()
+	if q.missing { // not re-read after a restore: the label scores, and teaches nothing
+		m.stats.InputsLost++
+		keyLearns = false
+	}
+	l := labeled{x: x, label: ev.Label, ts: q.ts, made: q.decided, keyLearns: keyLearns}
 	if q.population != 0 {
 		l.own, l.population = int(q.own), int(q.population)
 	}
@@ -228,5 +300,5 @@ func (m *Model) early(in Input, ks *State) {
 	var dropped int64
 	lw.early, dropped = push(lw.early[n:], early{id: in.Event.ID, label: in.Event.Label, offset: in.Offset}, m.s.MaxPending, &lw.held)
 	m.stats.LabelsUnknown += dropped
-	lw.bound(m.s.MaxPendingBytes, m.stats)
+	lw.bound(m.s.MaxPendingBytes, m.stats, &m.sourced)
 }

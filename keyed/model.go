@@ -48,7 +48,16 @@ type Model struct {
 	learnAll  bool // every label teaches (Settings.LearnFrom)
 	shared    Shared
 	stats     *Totals
-	step      Step // the step being made, reused (its alerts' backing array too)
+	step      Step  // the step being made, reused (its alerts' backing array too)
+	round     round // the event being predicted (event), reused
+	// sourced holds the offsets of the keys' awaited events whose inputs
+	// their changelog records leave out (sourced.go).
+	sourced offsetSet
+	// missing holds, while collect is set (a restore) and until the re-read
+	// that follows is done, the offsets of the sourced inputs the decoded
+	// states lack (CollectMissing).
+	missing offsetSet
+	collect bool
 }
 
 // New returns the model of a partition with settings s (validated, then

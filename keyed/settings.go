@@ -77,7 +77,22 @@ type Settings struct {
 	// protocol, which their reproductions use). Learners that are not
 	// samplers ask for every label, so it changes only samplers.
 	LearnFrom string
+	// AwaitedInputs is where a key's checkpoint finds the inputs of its
+	// events awaiting their label: AwaitedFromEvents (the default; ""
+	// means it), the events topic, which a restore re-reads from the
+	// oldest of them (sourced.go), so that a key's changelog record holds
+	// none; or AwaitedInChangelog, the key's changelog record, written
+	// again at every checkpoint of the key while the event waits — for an
+	// events topic whose retention is shorter than the labels' delays.
+	// Standardized inputs are always in the changelog record.
+	AwaitedInputs string
 }
+
+// Where a key's checkpoint finds its awaited inputs (Settings.AwaitedInputs).
+const (
+	AwaitedFromEvents  = "events"
+	AwaitedInChangelog = "changelog"
+)
 
 // Which labels teach a key (Settings.LearnFrom).
 const (
@@ -120,6 +135,9 @@ func (s Settings) WithDefaults() Settings {
 	if s.LearnFrom == "" {
 		s.LearnFrom = LearnAll
 	}
+	if s.AwaitedInputs == "" {
+		s.AwaitedInputs = AwaitedFromEvents
+	}
 	return s
 }
 
@@ -140,6 +158,9 @@ func (s *Settings) check() error {
 	}
 	if s.LearnFrom != LearnAll && s.LearnFrom != LearnQueried {
 		return fmt.Errorf("learn from %q: %s (every label that reaches a key) or %s (only the labels its learner asked for)", s.LearnFrom, LearnAll, LearnQueried)
+	}
+	if s.AwaitedInputs != AwaitedFromEvents && s.AwaitedInputs != AwaitedInChangelog {
+		return fmt.Errorf("awaited inputs %q: %s (re-read from the events topic after a restore) or %s (written with the key at each of its checkpoints)", s.AwaitedInputs, AwaitedFromEvents, AwaitedInChangelog)
 	}
 	if err := s.validateDetectors(); err != nil {
 		return err

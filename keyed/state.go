@@ -48,7 +48,7 @@ type Mark struct {
 // waiting returns the key's label wait, made on first use.
 func (ks *State) waiting() *labelWait {
 	if ks.wait == nil {
-		ks.wait = &labelWait{awaited: map[string]int32{}}
+		ks.wait = &labelWait{awaited: map[string]awaitedID{}}
 	}
 	return ks.wait
 }
@@ -70,7 +70,13 @@ func (ks *State) early() []early {
 }
 
 // awaiting reports whether an event with id awaits its label.
-func (ks *State) awaiting(id string) bool { return ks.wait != nil && ks.wait.awaited[id] > 0 }
+func (ks *State) awaiting(id string) bool {
+	if ks.wait == nil {
+		return false
+	}
+	_, ok := ks.wait.awaited[id]
+	return ok
+}
 
 // Awaiting is the number of the key's events awaiting their label.
 func (ks *State) Awaiting() int { return len(ks.pending()) }

@@ -152,12 +152,13 @@ type round struct {
 // event predicts an event whose label is label (0: none yet), then scores
 // and learns it, or asks for and awaits its label.
 func (m *Model) event(in Input, ks *State, label int) error {
-	rd, err := m.predict(in, ks)
-	if err != nil {
+	rd := &m.round // reused: a round of its own per event escapes to the heap
+	var err error
+	if *rd, err = m.predict(in, ks); err != nil {
 		return err
 	}
 	rd.query, rd.qprob = m.asks(ks, rd.p, rd.score, label == 0)
-	m.predicted(in, ks, &rd)
+	m.predicted(in, ks, rd)
 	// The label-free signals, once the event is handled: a sampler's own
 	// query decision, or the margin rule's probability for the others.
 	if len(m.s.Detectors) > 0 {
@@ -169,9 +170,9 @@ func (m *Model) event(in Input, ks *State, label int) error {
 		defer m.eventSignals(in, ks, signal, rd.score, in.Event.TS)
 	}
 	if label != 0 {
-		return m.inline(in, ks, &rd, label)
+		return m.inline(in, ks, rd, label)
 	}
-	m.await(in, ks, &rd)
+	m.await(in, ks, rd)
 	return nil
 }
 
@@ -357,9 +358,11 @@ func (m *Model) await(in Input, ks *State, rd *round) {
 		q.keep(rd.x)
 		q.populationOnly = true
 	}
+	// The event's input as decoded: the events topic gives it back.
+	q.sourced = q.hasX && ks.std == nil && m.s.AwaitedInputs == AwaitedFromEvents
 	lw := ks.waiting()
-	m.stats.LabelsExpired += lw.await(q, m.s.MaxPending)
-	lw.bound(m.s.MaxPendingBytes, m.stats)
+	m.stats.LabelsExpired += lw.await(q, m.s.MaxPending, &m.sourced)
+	lw.bound(m.s.MaxPendingBytes, m.stats, &m.sourced)
 }
 
 // score counts a prediction of ks scored against its label, wrong or not,

@@ -17,6 +17,11 @@ type Totals struct {
 	// partition has never seen — the mark of events and labels partitioned
 	// differently.
 	LabelsNoKey int64
+	// InputsLost counts the labels joined to an awaited event (in
+	// LabelsJoined) whose input was not re-read after a restore — the
+	// events topic no longer held the event: the label scored the
+	// prediction and taught nothing.
+	InputsLost int64
 	// Alerts counts drift alerts (incidents opened), AlertsBy per
 	// Settings.Detectors index (the opening detector), and Resets the
 	// learners restarted on a drift. KeysInWarning is a level: the keys
@@ -102,6 +107,7 @@ func Counters() []Counter {
 		{"labels_unknown", "Label records for unknown or already expired ids (dropped).", func(t *Totals) int64 { return t.LabelsUnknown }},
 		{"labels_expired", "Unlabeled events whose awaited label was given up (TTL or the per-key bounds).", func(t *Totals) int64 { return t.LabelsExpired }},
 		{"labels_without_key", "Label records for a key the partition has never seen (in labels_unknown_total): events and labels partitioned differently, or a label for an event that never came.", func(t *Totals) int64 { return t.LabelsNoKey }},
+		{"label_inputs_lost", "Labels joined to an awaited event whose input the events topic no longer held when a restore re-read it (in labels_joined): scored, not learned. Keep the events topic's retention above the longest label delay.", func(t *Totals) int64 { return t.InputsLost }},
 		{"learner_resets", "Keys' learners restarted on a confirmed drift (DRIFTSTREAM_ON_DRIFT=reset).", func(t *Totals) int64 { return t.Resets }},
 		{"drift_detections_absorbed", "Drift detections on a key whose incident was open: joined to it, no alert.", func(t *Totals) int64 { return t.DetectionsAbsorbed }},
 		{"drift_detections_below_rise", "Drift detections whose signal rose less than DRIFTSTREAM_ALERT_MIN_RISE from its reference window to its recent one (or on a key too young to measure it): no alert.", func(t *Totals) int64 { return t.DetectionsBelowRise }},

@@ -92,7 +92,7 @@ func TestDriftAlertsReplayAfterRestore(t *testing.T) {
 	want := run(t, whole, recs)
 	first, _ := NewWorker(cfg, 0)
 	got := run(t, first, recs[:1700])
-	got = append(got, run(t, restarted(t, first), recs[1700:])...)
+	got = append(got, run(t, restarted(t, first, recs[:1700]), recs[1700:])...)
 	wa, ga := alertsOf(want), alertsOf(got)
 	if len(wa) == 0 || len(wa) != len(ga) {
 		t.Fatalf("%d alerts uninterrupted, %d across a restore", len(wa), len(ga))

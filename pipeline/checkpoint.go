@@ -63,7 +63,7 @@ func (w *Worker) TakeCheckpoint() (CheckpointBatch, error) {
 	slices.Sort(w.dirty) // deterministic record order
 	w.dirty = slices.Compact(w.dirty)
 	keys := w.dirty
-	c := CheckpointBatch{Keys: make([]checkpoint.KeyRecord, 0, len(keys)), Marker: checkpoint.Marker{Partition: w.partition, Epoch: w.epoch, Through: w.through}}
+	c := CheckpointBatch{Keys: make([]checkpoint.KeyRecord, 0, len(keys)), Marker: checkpoint.Marker{Partition: w.partition, Epoch: w.epoch, Through: w.through, Reread: w.rereadCount()}}
 	fail := func(err error) (CheckpointBatch, error) { // every key stays dirty
 		return CheckpointBatch{}, fmt.Errorf("checkpoint partition %d: %w", w.partition, err)
 	}
@@ -74,7 +74,7 @@ func (w *Worker) TakeCheckpoint() (CheckpointBatch, error) {
 			return fail(err)
 		}
 		if ok {
-			b, err := ks.MarshalBinary()
+			b, err := ks.MarshalChangelog() // awaited inputs the events topic gives back left out (reread.go)
 			if err != nil {
 				return fail(fmt.Errorf("key %q: %w", k, err))
 			}

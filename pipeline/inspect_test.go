@@ -25,7 +25,8 @@ func TestKeyInfoAddsUpAndSurvivesRestore(t *testing.T) {
 	for i := range flip {
 		flip[i].Offset = int64(len(recs) + i)
 	}
-	outs := run(t, w, append(recs, flip...))
+	all := append(recs, flip...)
+	outs := run(t, w, all)
 	var sum KeyInfo
 	for key := range w.keys {
 		in, ok, _ := w.Inspect(key)
@@ -58,7 +59,7 @@ func TestKeyInfoAddsUpAndSurvivesRestore(t *testing.T) {
 		t.Fatal("Inspect of an unknown key found it")
 	}
 
-	r := restarted(t, w)
+	r := restarted(t, w, all)
 	for key := range w.keys {
 		want, _, _ := w.Inspect(key)
 		got, _, _ := r.Inspect(key)

@@ -171,7 +171,7 @@ func (w *Worker) spill(c *CheckpointBatch) error {
 			continue
 		}
 		var rec checkpoint.KeyRecord
-		if i, ok := written(key); ok {
+		if i, ok := written(key); ok && !ks.HoldsSourced() { // the changelog's record is the store's
 			rec = c.Keys[i]
 		} else {
 			state, err := ks.MarshalBinary()

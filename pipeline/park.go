@@ -31,7 +31,7 @@ var ErrNotParked = errors.New("no usable parked state")
 // parkMagic opens every manifest; parkVersion is its format.
 const (
 	parkMagic   = "driftstream-parked\x00"
-	parkVersion = 1
+	parkVersion = 2
 )
 
 // Park leaves the kept state on disk for the partition's next owner in a
@@ -80,7 +80,7 @@ func (k *Kept) Park(dir, scope string) error {
 		w.Close()
 		return fmt.Errorf("park partition %d: %w", w.partition, err)
 	}
-	m := parkManifest{partition: w.partition, end: k.end, epoch: k.epoch, through: w.through, keys: w.cache.count, fingerprint: fp, scope: scope}
+	m := parkManifest{partition: w.partition, end: k.end, epoch: k.epoch, through: w.through, reread: w.rereadCount(), keys: w.cache.count, fingerprint: fp, scope: scope}
 	if err := ps.Park(dir, m.encode()); err != nil {
 		return fmt.Errorf("park partition %d: %w", w.partition, err)
 	}
@@ -131,6 +131,9 @@ func unpark(cfg Config, partition int, store KeyStore, cacheKeys int, manifest [
 	w.cache.count = m.keys
 	w.through = m.through
 	w.epoch = m.epoch
+	if m.reread > 0 { // the awaited inputs' offsets are tracked again as the events topic is re-read
+		w.startReread(m.through[EventsTopic]+1-m.reread, m.through[EventsTopic]+1, m.through[EventsTopic]+1)
+	}
 	return &Kept{w: w, end: m.end, epoch: m.epoch, parked: true}, nil
 }
 
@@ -144,6 +147,7 @@ type parkManifest struct {
 	end         int64 // the changelog position after the state's last checkpoint
 	epoch       checkpoint.Epoch
 	through     [2]int64
+	reread      int64 // the marker's Reread, were the state checkpointed now (version 2)
 	keys        int
 	fingerprint [32]byte
 	scope       string
@@ -157,6 +161,7 @@ func (m *parkManifest) encode() []byte {
 	b = binary.AppendUvarint(b, uint64(m.epoch))
 	b = binary.AppendVarint(b, m.through[0])
 	b = binary.AppendVarint(b, m.through[1])
+	b = binary.AppendUvarint(b, uint64(m.reread))
 	b = binary.AppendUvarint(b, uint64(m.keys))
 	b = append(b, m.fingerprint[:]...)
 	b = wire.AppendString(b, m.scope)
@@ -179,6 +184,10 @@ func decodeManifest(b []byte) (parkManifest, error) {
 	m.end = r.Varint()
 	m.epoch = checkpoint.Epoch(r.Uvarint())
 	m.through = [2]int64{r.Varint(), r.Varint()}
+	m.reread = int64(r.Uvarint())
+	if r.Err == nil && (m.reread < 0 || m.reread > m.through[EventsTopic]+1) {
+		r.Fail("reread count")
+	}
 	m.keys = int(r.Uvarint())
 	if r.Err == nil && len(r.B) < len(m.fingerprint) {
 		r.Fail("fingerprint")

@@ -113,11 +113,21 @@ func (w *Worker) restore(ctx context.Context, store checkpoint.Store) (Restored,
 		}
 		sink.held = map[string]struct{}{}
 	}
+	// Every state comes from its changelog record, so every awaited input
+	// to re-read is one a state lacks: the re-read decodes only those.
+	w.model.CollectMissing(true)
 	snap, err := store.Load(ctx, w.partition, sink)
+	w.model.CollectMissing(false)
 	if err != nil {
+		w.model.ForgetMissing()
 		return Restored{}, err
 	}
-	return w.restored(&snap, sink)
+	res, err := w.restored(&snap, sink)
+	w.reread.selective = err == nil && w.reread.floor >= 0
+	if !w.reread.selective {
+		w.model.ForgetMissing()
+	}
+	return res, err
 }
 
 // ErrChangelogIncomplete reports a changelog that cannot hold every key's
@@ -209,7 +219,7 @@ func (w *Worker) restored(snap *checkpoint.Snapshot, sink *restoring) (Restored,
 			w.markDirty(c.Key, w.keys[c.Key])
 		}
 	}
-	res.From = snap.ReplayFromKeys(func(key string) ([2]int64, bool) {
+	absorb := snap.AbsorbFromKeys(func(key string) ([2]int64, bool) {
 		if ks, ok := w.keys[key]; ok {
 			return ks.Applied, true
 		}
@@ -230,7 +240,15 @@ func (w *Worker) restored(snap *checkpoint.Snapshot, sink *restoring) (Restored,
 	}
 	// The next marker may only claim what this worker has processed: a key
 	// rebuilt from further back is written at its actual progress.
-	w.through = [2]int64{res.From[0] - 1, res.From[1] - 1}
+	w.through = [2]int64{absorb[0] - 1, absorb[1] - 1}
+	// The events topic is read from further back when the keys' awaited
+	// inputs are there (reread.go).
+	until := absorb[EventsTopic]
+	if snap.Marker != nil {
+		until = max(until, snap.Marker.Through[EventsTopic]+1)
+	}
+	w.startReread(rereadFrom(snap.Marker), absorb[EventsTopic], until)
+	res.From = w.Next()
 	return res, nil
 }
 

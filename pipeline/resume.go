@@ -71,6 +71,5 @@ func (r *Runner) resume(ctx context.Context) (res Restored, ok bool, err error) 
 	}
 	r.w = k.w
 	r.w.SetEpoch(epoch)
-	t := r.w.Through()
-	return Restored{From: [2]int64{t[0] + 1, t[1] + 1}, MaxEpoch: epoch, Origin: k.origin()}, true, nil
+	return Restored{From: r.w.Next(), MaxEpoch: epoch, Origin: k.origin()}, true, nil
 }

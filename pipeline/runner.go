@@ -397,10 +397,9 @@ type loop struct {
 	attempt      int
 }
 
-// open opens the source after the worker's last record of each topic.
+// open opens the source at the worker's next record of each topic.
 func (l *loop) open(ctx context.Context) error {
-	t := l.r.w.Through()
-	src, err := l.r.cfg.Open(ctx, [2]int64{t[0] + 1, t[1] + 1})
+	src, err := l.r.cfg.Open(ctx, l.r.w.Next())
 	if err == nil {
 		l.src = src // a failed open keeps the last one, closed, for the deferred Close
 	}

@@ -63,7 +63,7 @@ func TestStandardizedKeysLearnAtAnyScale(t *testing.T) {
 
 	a, _ := NewWorker(cfg, 0)
 	got := run(t, a, recs[:777])
-	b := restarted(t, a)
+	b := restarted(t, a, recs[:777])
 	got = append(got, run(t, b, recs[777:])...)
 	differing := 0
 	for i := range want {

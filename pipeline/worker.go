@@ -28,8 +28,11 @@ type Worker struct {
 	// dirty lists the keys changed since the last checkpoint (each held
 	// key once: keyed.Mark.Dirty), in any order, and keys not held whose
 	// records must be superseded.
-	dirty    []string
-	through  [2]int64 // last offset processed per topic
+	dirty   []string
+	through [2]int64 // last offset processed per topic
+	// reread is where the worker stands in re-reading the events topic for
+	// the awaited inputs its keys' changelog records left out (reread.go).
+	reread   reread
 	suppress [2]int64 // outputs for offsets below these are not emitted (replay)
 	out      []Output
 	outBytes []byte       // the chunk outputs' values are appended to (emit)
@@ -58,7 +61,7 @@ func NewWorker(cfg Config, partition int) (*Worker, error) {
 		return nil, err
 	}
 	cfg = cfg.WithDefaults()
-	w := &Worker{cfg: cfg, partition: partition, keys: map[string]*keyed.State{}, through: [2]int64{-1, -1}}
+	w := &Worker{cfg: cfg, partition: partition, keys: map[string]*keyed.State{}, through: [2]int64{-1, -1}, reread: noReread}
 	var shared keyed.Shared
 	if cfg.Population != keyed.PopulationOff {
 		shared = population{w}
@@ -178,6 +181,14 @@ func (w *Worker) Process(ctx context.Context, r Record) error {
 	if r.Topic != EventsTopic && r.Topic != LabelsTopic {
 		return fmt.Errorf("unknown input topic index %d", r.Topic)
 	}
+	if r.Topic == EventsTopic && r.Offset >= w.reread.until {
+		if w.reread.until != noReread.until {
+			w.reread = noReread // every restored key's awaited inputs were re-read
+			w.model.ForgetMissing()
+		}
+	} else if r.Topic == EventsTopic && r.Offset < w.reread.keysFrom {
+		return w.revisit(r) // absorbed by every key: only awaited inputs are read from it
+	}
 	w.through[r.Topic] = max(w.through[r.Topic], r.Offset)
 	key, ok := w.keyOf(r)
 	if !ok {
@@ -212,6 +223,8 @@ func (w *Worker) Process(ctx context.Context, r Record) error {
 	}
 	if r.Offset <= ks.Applied[r.Topic] {
 		w.stats.Skipped++ // absorbed before the checkpoint: replay must not apply it twice
+		w.ev = ev         // a field, as for Step: a local would escape
+		w.refill(r, ks, &w.ev)
 		return nil
 	}
 	w.ev = ev // the input points at a field: a local would escape (the Step's alerts keep strings of the input)

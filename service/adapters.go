@@ -83,7 +83,7 @@ const mergeBatch = 512
 // leaves a reader blocked.
 func (s *Service) follow(ctx context.Context, ch chan<- []pipeline.Fetched, topicIdx int, topic string, p int, from int64, idle bool) error {
 	deleted := func(from, first int64) {
-		s.log.Warn("records were deleted by retention before they were processed; reading from the first one kept",
+		s.log.Warn("records were deleted by retention before this read; reading from the first one kept: those not processed yet are lost, and those re-read for the inputs of events awaiting their label take those inputs with them (driftstream_label_inputs_lost_total)",
 			"topic", topic, "partition", p, "from", from, "first", first, "lost", first-from)
 	}
 	cfg := kafkaread.FollowConfig{Topic: topic, Partition: p, From: from, Isolation: s.cfg.Isolation, Deleted: deleted}

@@ -54,7 +54,8 @@ func BenchmarkRealKafkaCPU(b *testing.B) {
 			events := fmt.Sprintf("cpu-%s-%s-events", run, name)
 			kafkatest.CreateTopic(b, addr, kafka.TopicConfig{Topic: events, NumPartitions: 4, ReplicationFactor: 1})
 			writeBenchEventsLabeled(b, addr, events, n, tc.dim, late)
-			var passCPU, decodeCPU, serviceCPU, ratio, decodeRatio []float64
+			input := topicBytes(b, addr, events)
+			var passCPU, decodeCPU, serviceCPU, ratio, decodeRatio, changelog []float64
 			for i := range benchRounds() {
 				id := fmt.Sprintf("cpu-%s-%s-%d", run, name, i)
 				// Both output topics exist before their polling starts: a real
@@ -68,7 +69,10 @@ func BenchmarkRealKafkaCPU(b *testing.B) {
 				sc := childCPUPerEvent(b, addr, "predictions-"+id, n, "service", addr, events, id, tc.learner, strconv.Itoa(tc.dim))
 				passCPU, decodeCPU, serviceCPU = append(passCPU, pc), append(decodeCPU, dc), append(serviceCPU, sc)
 				ratio, decodeRatio = append(ratio, sc/pc), append(decodeRatio, sc/dc)
-				b.Logf("round %d: pass-through %.2f µs/event, decoding pass-through %.2f, service %.2f: %.2f× and %.2f×", i, pc, dc, sc, sc/pc, sc/dc)
+				cl := topicBytes(b, addr, "changelog-"+id)
+				changelog = append(changelog, float64(cl)/float64(input))
+				b.Logf("round %d: pass-through %.2f µs/event, decoding pass-through %.2f, service %.2f: %.2f× and %.2f×; changelog %d bytes for %d of input (%.2f×)",
+					i, pc, dc, sc, sc/pc, sc/dc, cl, input, float64(cl)/float64(input))
 			}
 			b.ReportMetric(median(passCPU), "passthrough-cpu-µs/event")
 			b.ReportMetric(median(decodeCPU), "decoding-passthrough-cpu-µs/event")
@@ -76,8 +80,44 @@ func BenchmarkRealKafkaCPU(b *testing.B) {
 			b.ReportMetric(median(serviceCPU), "service-cpu-µs/event")
 			b.ReportMetric(median(ratio), "cpu-ratio")
 			b.ReportMetric(slices.Max(ratio), "max-cpu-ratio")
+			b.ReportMetric(median(changelog), "changelog-bytes/input-byte")
 		})
 	}
+}
+
+// topicBytes is the bytes of keys and values in the four partitions of
+// topic, read from a real broker at addr.
+func topicBytes(b *testing.B, addr, topic string) int64 {
+	b.Helper()
+	var sum int64
+	for p := range 4 {
+		conn, err := kafka.DialLeader(context.Background(), "tcp", addr, topic, p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		first, end, err := conn.ReadOffsets()
+		if err == nil {
+			_, err = conn.Seek(first, kafka.SeekAbsolute)
+		}
+		for off := first; err == nil && off < end; {
+			conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+			batch := conn.ReadBatch(1, 16<<20)
+			for {
+				m, merr := batch.ReadMessage()
+				if merr != nil {
+					break
+				}
+				sum += int64(len(m.Key) + len(m.Value))
+				off = m.Offset + 1
+			}
+			err = batch.Close()
+		}
+		conn.Close()
+		if err != nil {
+			b.Fatalf("read %s/%d: %v", topic, p, err)
+		}
+	}
+	return sum
 }
 
 // childCPUPerEvent runs this test binary again as a process of kind "pass"
