@@ -20,6 +20,8 @@
 //     event with its label.
 //   - labelwait.go: events awaiting their label, early labels, a delayed
 //     label's scoring and learning.
+//   - sourced.go: awaited inputs the events topic gives back, which the
+//     changelog records leave out: their offsets, and taking them back.
 //   - state.go: a key's State in memory; codec.go: its versioned binary
 //     format in the changelog.
 //   - population.go, additive.go: the population models.

@@ -18,7 +18,9 @@
 //   - keycache.go: keys beyond memory (key store).
 //   - deadletter.go: dead letters and output size limits (the outputs' JSON
 //     is package topics's).
-//   - checkpoint.go: taking a checkpoint; restore.go: restoring from one.
+//   - checkpoint.go: taking a checkpoint; restore.go: restoring from one;
+//     reread.go: re-reading the events topic for the awaited inputs the
+//     checkpoint left out.
 //   - runner.go: the partition loop (Runner); phase.go: where a Runner is in
 //     its life, one value (Phase); ports.go: what it reads from and writes
 //     to (Source, Sink, Committer); hooks.go: who hears of its events;
