@@ -242,7 +242,7 @@ func (m *Model) Decode(rec *checkpoint.KeyRecord) (*State, error) {
 		if xb := r.View(); len(xb) == 0 && version >= 4 && r.Err == nil { // a sourced input not held
 			q.hasX, q.missing, q.nnz = true, true, int32(min(r.Uvarint(), math.MaxInt32))
 			if m.collect {
-				m.missing.add(off)
+				m.missing.offsets = append(m.missing.offsets, off)
 			}
 		} else {
 			var x learners.Vector

@@ -148,9 +148,8 @@ func (p pending) size() int { return len(p.id) + 48 + int(p.nnz)*12 }
 func (e early) size() int { return len(e.id) + 24 }
 
 // await adds q to the key's events awaiting their label, the oldest dropped
-// past max entries; it returns how many it dropped. sourced, the
-// partition's offsets of sourced inputs, gains q's (nil: a key being
-// decoded, whose offsets a replay adds).
+// past max entries (their offsets taken out of sourced, the partition's
+// offsets of sourced inputs, unless nil); it returns how many it dropped.
 func (lw *labelWait) await(q pending, max int, sourced *offsetSet) int64 {
 	lw.pending = append(lw.pending, q)
 	lw.held += q.size()
@@ -158,9 +157,6 @@ func (lw *labelWait) await(q pending, max int, sourced *offsetSet) int64 {
 	a.n++
 	a.offset = q.offset
 	lw.awaited[q.id] = a
-	if q.sourced && sourced != nil {
-		sourced.add(q.offset)
-	}
 	if len(lw.pending) > max {
 		lw.dropAwaited(1, sourced)
 		return 1

@@ -56,7 +56,7 @@ type Model struct {
 	// missing holds, while collect is set (a restore) and until the re-read
 	// that follows is done, the offsets of the sourced inputs the decoded
 	// states lack (CollectMissing).
-	missing offsetSet
+	missing missingInputs
 	collect bool
 }
 

@@ -85,13 +85,29 @@ func (s *offsetSet) oldest() int64 {
 	return s.base + int64(bits.TrailingZeros64(s.words[0]))
 }
 
-// has reports whether o is in the set.
-func (s *offsetSet) has(o int64) bool {
-	if s.n == 0 || o < s.base {
-		return false
+// trimBelow takes every offset below t out of the set.
+func (s *offsetSet) trimBelow(t int64) {
+	if s.n == 0 || t <= s.base {
+		return
 	}
-	i := int((o - s.base) / 64)
-	return i < len(s.words) && s.words[i]&(1<<(o&63)) != 0
+	j := 0
+	for ; j < len(s.words) && s.base+int64(j+1)*64 <= t; j++ {
+		s.n -= bits.OnesCount64(s.words[j])
+	}
+	if j < len(s.words) {
+		below := uint64(1)<<(t-s.base-int64(j)*64) - 1
+		s.n -= bits.OnesCount64(s.words[j] & below)
+		s.words[j] &^= below
+	}
+	if s.n == 0 {
+		s.words = s.words[:0]
+		return
+	}
+	for s.words[j] == 0 {
+		j++
+	}
+	s.base += int64(j) * 64
+	s.words = s.words[j:]
 }
 
 // len is the number of offsets in the set.
@@ -118,7 +134,7 @@ func (m *Model) Revisit(in Input, ks *State) bool {
 		return false
 	}
 	p := &pend[i]
-	m.sourced.add(p.offset)
+	m.track(p.offset)
 	if !p.missing {
 		return false
 	}
@@ -130,24 +146,53 @@ func (m *Model) Revisit(in Input, ks *State) bool {
 	return true
 }
 
-// CollectMissing starts (on) or stops collecting the offsets of the
+// CollectMissing starts (on) or stops (off) collecting the offsets of the
 // sourced inputs that the key states decoded meanwhile do not hold (a
 // restore from the changelog): those a re-read of the events topic must
-// decode (Missing). Stopping keeps what was collected; starting clears it.
-func (m *Model) CollectMissing(on bool) {
-	if on {
-		m.missing.clear()
-	}
+// decode (Missing). Stopping sorts what was collected and keeps the
+// offsets from from on, the re-read's start; starting clears it.
+func (m *Model) CollectMissing(on bool, from int64) {
 	m.collect = on
+	if on {
+		m.missing.offsets, m.missing.next = m.missing.offsets[:0], 0
+		return
+	}
+	o := m.missing.offsets
+	slices.Sort(o)
+	o = slices.Compact(o)
+	i, _ := slices.BinarySearch(o, from)
+	m.missing.offsets = o[i:]
 }
 
 // Missing reports whether a key state decoded while CollectMissing was on
 // lacks the sourced input of the event at offset o: the records a re-read
-// passes over without decoding are those it does not report.
-func (m *Model) Missing(o int64) bool { return m.missing.has(o) }
+// passes over without decoding are those it does not report. It is asked
+// about offsets in increasing order.
+func (m *Model) Missing(o int64) bool {
+	ms := &m.missing
+	for ms.next < len(ms.offsets) && ms.offsets[ms.next] < o {
+		ms.next++
+	}
+	return ms.next < len(ms.offsets) && ms.offsets[ms.next] == o
+}
 
 // ForgetMissing drops the collected offsets (the re-read is done).
-func (m *Model) ForgetMissing() { m.missing.clear() }
+func (m *Model) ForgetMissing() { m.missing = missingInputs{} }
+
+// missingInputs are the offsets CollectMissing collected, in increasing
+// order once collected, and the first one not yet passed (Missing).
+type missingInputs struct {
+	offsets []int64
+	next    int
+}
+
+// track adds the offset of an awaited event's sourced input, and forgets
+// those more than PendingTTL before it: a label that comes later for one of
+// those finds it expired (Model.expire), so its input is never read again.
+func (m *Model) track(o int64) {
+	m.sourced.add(o)
+	m.sourced.trimBelow(o - m.s.PendingTTL)
+}
 
 // OldestSourced is the offset of the oldest awaited event whose input the
 // changelog records leave out, −1 when there is none: where a restore

@@ -1,6 +1,7 @@
 package keyed
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -10,7 +11,7 @@ import (
 )
 
 // The offset set answers as a plain set does, whatever the order of
-// additions and removals: its oldest is the set's minimum.
+// additions, removals and trims: its oldest is the set's minimum.
 func TestOffsetSetMatchesASet(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -32,6 +33,10 @@ func TestOffsetSetMatchesASet(t *testing.T) {
 					}
 				case r.IntN(10) == 0:
 					s.remove(next + 7) // never added
+				case r.IntN(20) == 0:
+					t := next - r.Int64N(tc.spread+200)
+					s.trimBelow(t)
+					members = slices.DeleteFunc(members, func(o int64) bool { return o < t })
 				default:
 					j := r.IntN(len(members))
 					s.remove(members[j])
@@ -110,5 +115,37 @@ func TestRevisitTakesBackWhatTheChangelogLeftOut(t *testing.T) {
 		if m.Revisit(Input{Key: "k", Topic: EventsTopic, Offset: 1, Event: &events[1]}, back) {
 			t.Fatal("a second revisit filled an input again")
 		}
+	}
+}
+
+// A dormant key's awaited input stops being tracked once it is more than
+// PendingTTL records older than the newest: its label would find it
+// expired, so a restore need not read back that far.
+func TestTrackingForgetsInputsPastTheTTL(t *testing.T) {
+	m := testModel(t, testSettings(t, "perceptron", "")) // PendingTTL 400, MaxPending 50
+	states := map[string]*State{}
+	step := func(key string, off int64) *State {
+		ks, ok := states[key]
+		if !ok {
+			var err error
+			if ks, err = m.NewState(key); err != nil {
+				t.Fatal(err)
+			}
+			states[key] = ks
+		}
+		ev := topics.Event{Kind: topics.Input, ID: fmt.Sprint(off), X: []float64{1, 0, -1, 0.5}}
+		if st := m.Step(Input{Key: key, Topic: EventsTopic, Offset: off, Event: &ev}, ks); st.Refused != nil || st.Failed != nil {
+			t.Fatal(st.Refused, st.Failed)
+		}
+		return ks
+	}
+	old := step("dormant", 0)
+	for off := int64(1); off <= 1000; off++ {
+		step("busy", off)
+	}
+	// busy keeps its last 50 (MaxPending), 951 to 1000; dormant's, at 0,
+	// is 1,000 records old: still in its state, no longer tracked.
+	if got := m.OldestSourced(); got != 951 || old.Awaiting() != 1 || m.sourced.len() != 50 {
+		t.Fatalf("oldest tracked %d of %d, dormant awaits %d: want 951 of 50, and 1", got, m.sourced.len(), old.Awaiting())
 	}
 }

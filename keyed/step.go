@@ -360,6 +360,9 @@ func (m *Model) await(in Input, ks *State, rd *round) {
 	}
 	// The event's input as decoded: the events topic gives it back.
 	q.sourced = q.hasX && ks.std == nil && m.s.AwaitedInputs == AwaitedFromEvents
+	if q.sourced {
+		m.track(q.offset)
+	}
 	lw := ks.waiting()
 	m.stats.LabelsExpired += lw.await(q, m.s.MaxPending, &m.sourced)
 	lw.bound(m.s.MaxPendingBytes, m.stats, &m.sourced)

@@ -115,9 +115,9 @@ func (w *Worker) restore(ctx context.Context, store checkpoint.Store) (Restored,
 	}
 	// Every state comes from its changelog record, so every awaited input
 	// to re-read is one a state lacks: the re-read decodes only those.
-	w.model.CollectMissing(true)
+	w.model.CollectMissing(true, 0)
 	snap, err := store.Load(ctx, w.partition, sink)
-	w.model.CollectMissing(false)
+	w.model.CollectMissing(false, rereadFrom(snap.Marker))
 	if err != nil {
 		w.model.ForgetMissing()
 		return Restored{}, err
