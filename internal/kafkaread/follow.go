@@ -10,6 +10,7 @@ import (
 	"github.com/segmentio/kafka-go"
 	"github.com/segmentio/kafka-go/protocol"
 	fetchapi "github.com/segmentio/kafka-go/protocol/fetch"
+	"github.com/segmentio/kafka-go/protocol/listoffsets"
 )
 
 // FollowConfig configures Follow.
@@ -113,14 +114,25 @@ func (f *follower) fetch(ctx context.Context) ([][]kafka.Message, int64, error) 
 	}
 	if part.ErrorCode != 0 {
 		kerr := kafka.Error(part.ErrorCode)
-		if errors.Is(kerr, kafka.OffsetOutOfRange) && part.LogStartOffset > f.next { // deleted (retention) before we read it
-			if f.cfg.Deleted != nil {
-				f.cfg.Deleted(f.next, part.LogStartOffset)
-			}
-			f.next = part.LogStartOffset
-			return nil, part.HighWatermark, nil
+		if !errors.Is(kerr, kafka.OffsetOutOfRange) {
+			return nil, 0, fmt.Errorf("read %s/%d at offset %d: %w", f.cfg.Topic, f.cfg.Partition, f.next, kerr)
 		}
-		return nil, 0, fmt.Errorf("read %s/%d at offset %d: %w", f.cfg.Topic, f.cfg.Partition, f.next, kerr)
+		// Apache Kafka answers an offset out of range with log start −1
+		// (the in-process broker gives it): ask for it.
+		start := part.LogStartOffset
+		if start <= f.next {
+			if start, err = f.logStart(ctx); err != nil {
+				return nil, 0, err
+			}
+		}
+		if start <= f.next { // past the end, not before the start
+			return nil, 0, fmt.Errorf("read %s/%d at offset %d (log start %d): %w", f.cfg.Topic, f.cfg.Partition, f.next, start, kerr)
+		}
+		if f.cfg.Deleted != nil { // deleted (retention) before we read it
+			f.cfg.Deleted(f.next, start)
+		}
+		f.next = start
+		return f.fetch(ctx) // from there
 	}
 	end := part.HighWatermark
 	var filter *abortFilter
@@ -184,6 +196,30 @@ func (f *follower) fetchAt(ctx context.Context, offset int64, maxBytes int) (*fe
 		}
 	}
 	return nil, transient(fmt.Errorf("fetch %s/%d: the response holds no such partition", f.cfg.Topic, f.cfg.Partition))
+}
+
+// logStart is the partition's first offset (ListOffsets, earliest).
+func (f *follower) logStart(ctx context.Context) (int64, error) {
+	rctx, cancel := context.WithTimeout(ctx, fetchTimeout)
+	defer cancel()
+	m, err := f.rt.RoundTrip(rctx, f.addr, &listoffsets.Request{ReplicaID: -1, IsolationLevel: f.cfg.Isolation.level(),
+		Topics: []listoffsets.RequestTopic{{Topic: f.cfg.Topic, Partitions: []listoffsets.RequestPartition{{
+			Partition: int32(f.cfg.Partition), CurrentLeaderEpoch: -1, Timestamp: -2}}}}}) // -2: the earliest offset
+	if err != nil {
+		return 0, transient(fmt.Errorf("list the first offset of %s/%d: %w", f.cfg.Topic, f.cfg.Partition, err))
+	}
+	for _, t := range m.(*listoffsets.Response).Topics {
+		for _, p := range t.Partitions {
+			if t.Topic != f.cfg.Topic || int(p.Partition) != f.cfg.Partition {
+				continue
+			}
+			if p.ErrorCode != 0 {
+				return 0, fmt.Errorf("list the first offset of %s/%d: %w", f.cfg.Topic, f.cfg.Partition, kafka.Error(p.ErrorCode))
+			}
+			return p.Offset, nil
+		}
+	}
+	return 0, transient(fmt.Errorf("list the first offset of %s/%d: the response holds no such partition", f.cfg.Topic, f.cfg.Partition))
 }
 
 // firstBatch is the base offset of the first batch a fetch at offset

@@ -9,7 +9,9 @@ import (
 
 	"github.com/driftstream/driftstream/internal/kafkatest"
 	"github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // topicOf returns a broker holding n records (values "v0", "v1", ...) in
@@ -186,4 +188,49 @@ func TestFollowStopsAtTheCallersError(t *testing.T) {
 	if !errors.Is(err, stop) || calls != 3 {
 		t.Fatalf("err = %v after %d calls, want %v after 3", err, calls, stop)
 	}
+}
+
+// Apache Kafka answers a fetch below the log start with OFFSET_OUT_OF_RANGE
+// and a log start of −1: the start is then asked for (ListOffsets), the
+// deleted records are reported, and reading goes on from the first kept.
+func TestFollowFindsTheLogStartApacheKafkaDoesNotGive(t *testing.T) {
+	c := kafkatest.Cluster(t, kfake.SeedTopics(1, "t"))
+	addr := c.ListenAddrs()[0]
+	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "t", BatchTimeout: time.Millisecond, BatchSize: 10_000, RequiredAcks: kafka.RequireAll}
+	msgs := make([]kafka.Message, 1000)
+	for i := range msgs {
+		msgs[i] = kafka.Message{Value: fmt.Appendf(nil, "v%d", i)}
+	}
+	if err := w.WriteMessages(context.Background(), msgs...); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	kafkatest.DeleteRecords(t, addr, "t", 0, 300)
+	answered := 0
+	c.ControlKey(int16(kmsg.Fetch), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		fr := req.(*kmsg.FetchRequest)
+		if len(fr.Topics) != 1 || len(fr.Topics[0].Partitions) != 1 || fr.Topics[0].Partitions[0].FetchOffset >= 300 {
+			return nil, nil, false
+		}
+		answered++
+		res := fr.ResponseKind().(*kmsg.FetchResponse)
+		rt := kmsg.NewFetchResponseTopic()
+		rt.Topic, rt.TopicID = fr.Topics[0].Topic, fr.Topics[0].TopicID
+		rp := kmsg.NewFetchResponseTopicPartition()
+		rp.ErrorCode, rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = kerr.OffsetOutOfRange.Code, -1, -1, -1
+		rt.Partitions = append(rt.Partitions, rp)
+		res.Topics = append(res.Topics, rt)
+		return res, nil, true
+	})
+	var deleted [][2]int64
+	got, err := follow(t, context.Background(), addr, FollowConfig{From: 100, End: 1000,
+		Deleted: func(from, first int64) { deleted = append(deleted, [2]int64{from, first}) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if answered != 1 || len(deleted) != 1 || deleted[0] != [2]int64{100, 300} {
+		t.Fatalf("%d fetches answered out of range; Deleted told %v, want once (100, 300)", answered, deleted)
+	}
+	contiguous(t, got, 300, 1000)
 }
