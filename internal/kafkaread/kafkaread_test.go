@@ -18,6 +18,13 @@ import (
 // partition 0 of topic t.
 func topicOf(t *testing.T, n int) string {
 	t.Helper()
+	_, addr := clusterOf(t, n)
+	return addr
+}
+
+// clusterOf is topicOf's broker, and its address.
+func clusterOf(t *testing.T, n int) (*kfake.Cluster, string) {
+	t.Helper()
 	c := kafkatest.Cluster(t, kfake.SeedTopics(1, "t"))
 	addr := c.ListenAddrs()[0]
 	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "t", BatchTimeout: time.Millisecond, BatchSize: 10_000, RequiredAcks: kafka.RequireAll}
@@ -29,7 +36,7 @@ func topicOf(t *testing.T, n int) string {
 	if err := w.WriteMessages(context.Background(), msgs...); err != nil {
 		t.Fatal(err)
 	}
-	return addr
+	return c, addr
 }
 
 // followT is Follow of topic t's partition 0 at addr, through a transport
@@ -194,17 +201,7 @@ func TestFollowStopsAtTheCallersError(t *testing.T) {
 // and a log start of −1: the start is then asked for (ListOffsets), the
 // deleted records are reported, and reading goes on from the first kept.
 func TestFollowFindsTheLogStartApacheKafkaDoesNotGive(t *testing.T) {
-	c := kafkatest.Cluster(t, kfake.SeedTopics(1, "t"))
-	addr := c.ListenAddrs()[0]
-	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "t", BatchTimeout: time.Millisecond, BatchSize: 10_000, RequiredAcks: kafka.RequireAll}
-	msgs := make([]kafka.Message, 1000)
-	for i := range msgs {
-		msgs[i] = kafka.Message{Value: fmt.Appendf(nil, "v%d", i)}
-	}
-	if err := w.WriteMessages(context.Background(), msgs...); err != nil {
-		t.Fatal(err)
-	}
-	w.Close()
+	c, addr := clusterOf(t, 1000)
 	kafkatest.DeleteRecords(t, addr, "t", 0, 300)
 	answered := 0
 	c.ControlKey(int16(kmsg.Fetch), func(req kmsg.Request) (kmsg.Response, error, bool) {
