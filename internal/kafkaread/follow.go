@@ -10,7 +10,6 @@ import (
 	"github.com/segmentio/kafka-go"
 	"github.com/segmentio/kafka-go/protocol"
 	fetchapi "github.com/segmentio/kafka-go/protocol/fetch"
-	"github.com/segmentio/kafka-go/protocol/listoffsets"
 )
 
 // FollowConfig configures Follow.
@@ -198,26 +197,24 @@ func (f *follower) fetchAt(ctx context.Context, offset int64, maxBytes int) (*fe
 	return nil, transient(fmt.Errorf("fetch %s/%d: the response holds no such partition", f.cfg.Topic, f.cfg.Partition))
 }
 
-// logStart is the partition's first offset (ListOffsets, earliest).
+// logStart is the partition's first offset (kafka-go's ListOffsets,
+// earliest).
 func (f *follower) logStart(ctx context.Context) (int64, error) {
 	rctx, cancel := context.WithTimeout(ctx, fetchTimeout)
 	defer cancel()
-	m, err := f.rt.RoundTrip(rctx, f.addr, &listoffsets.Request{ReplicaID: -1, IsolationLevel: f.cfg.Isolation.level(),
-		Topics: []listoffsets.RequestTopic{{Topic: f.cfg.Topic, Partitions: []listoffsets.RequestPartition{{
-			Partition: int32(f.cfg.Partition), CurrentLeaderEpoch: -1, Timestamp: -2}}}}}) // -2: the earliest offset
+	c := &kafka.Client{Addr: f.addr, Transport: f.rt}
+	res, err := c.ListOffsets(rctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{f.cfg.Topic: {kafka.FirstOffsetOf(f.cfg.Partition)}}})
 	if err != nil {
 		return 0, transient(fmt.Errorf("list the first offset of %s/%d: %w", f.cfg.Topic, f.cfg.Partition, err))
 	}
-	for _, t := range m.(*listoffsets.Response).Topics {
-		for _, p := range t.Partitions {
-			if t.Topic != f.cfg.Topic || int(p.Partition) != f.cfg.Partition {
-				continue
-			}
-			if p.ErrorCode != 0 {
-				return 0, fmt.Errorf("list the first offset of %s/%d: %w", f.cfg.Topic, f.cfg.Partition, kafka.Error(p.ErrorCode))
-			}
-			return p.Offset, nil
+	for _, p := range res.Topics[f.cfg.Topic] {
+		if p.Partition != f.cfg.Partition {
+			continue
 		}
+		if p.Error != nil {
+			return 0, fmt.Errorf("list the first offset of %s/%d: %w", f.cfg.Topic, f.cfg.Partition, p.Error)
+		}
+		return p.FirstOffset, nil
 	}
 	return 0, transient(fmt.Errorf("list the first offset of %s/%d: the response holds no such partition", f.cfg.Topic, f.cfg.Partition))
 }

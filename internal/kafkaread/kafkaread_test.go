@@ -211,13 +211,10 @@ func TestFollowFindsTheLogStartApacheKafkaDoesNotGive(t *testing.T) {
 			return nil, nil, false
 		}
 		answered++
-		res := fr.ResponseKind().(*kmsg.FetchResponse)
-		rt := kmsg.NewFetchResponseTopic()
-		rt.Topic, rt.TopicID = fr.Topics[0].Topic, fr.Topics[0].TopicID
-		rp := kmsg.NewFetchResponseTopicPartition()
-		rp.ErrorCode, rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = kerr.OffsetOutOfRange.Code, -1, -1, -1
-		rt.Partitions = append(rt.Partitions, rp)
-		res.Topics = append(res.Topics, rt)
+		res := kafkatest.FetchRefused(fr, kerr.OffsetOutOfRange.Code)
+		if start := res.Topics[0].Partitions[0].LogStartOffset; start != -1 { // as Apache Kafka answers
+			t.Errorf("the refused fetch says log start %d, want -1", start)
+		}
 		return res, nil, true
 	})
 	var deleted [][2]int64
