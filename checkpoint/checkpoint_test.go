@@ -472,5 +472,15 @@ func TestMarkerReread(t *testing.T) {
 		if got := snap.ReplayFrom(); got != [2]int64{tc.from, 8} {
 			t.Errorf("reread %d: replay from %v, want [%d 8]", tc.reread, got, tc.from)
 		}
+		want := tc.from
+		if tc.reread == 0 {
+			want = NoOffset
+		}
+		if got := rec.Marker.RereadFrom(); got != want {
+			t.Errorf("reread %d: re-read from %d, want %d", tc.reread, got, want)
+		}
+	}
+	if got := (*Marker)(nil).RereadFrom(); got != NoOffset {
+		t.Errorf("no marker: re-read from %d, want none", got)
 	}
 }

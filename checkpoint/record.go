@@ -113,6 +113,16 @@ type Marker struct {
 	Reread int64
 }
 
+// RereadFrom is the events-topic offset from which a restore from m reads
+// the events topic again for the awaited inputs the key records leave out
+// (Through[0] + 1 − Reread), NoOffset when there are none or m is nil.
+func (m *Marker) RereadFrom() int64 {
+	if m == nil || m.Reread == 0 {
+		return NoOffset
+	}
+	return m.Through[0] + 1 - m.Reread
+}
+
 // Ownership is written by a member when it takes a partition, before its
 // first checkpoint; records of older epochs written after it are fenced.
 type Ownership struct {

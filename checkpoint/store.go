@@ -311,8 +311,8 @@ func (s Snapshot) ReplayFrom() [2]int64 {
 // returns the AppliedThrough of the record a key fell back to, if it has one.
 func (s Snapshot) ReplayFromKeys(applied func(key string) ([2]int64, bool)) [2]int64 {
 	from := s.AbsorbFromKeys(applied)
-	if s.Marker != nil && s.Marker.Reread > 0 { // the awaited inputs the key records leave out
-		from[0] = min(from[0], s.Marker.Through[0]+1-s.Marker.Reread)
+	if r := s.Marker.RereadFrom(); r != NoOffset { // the awaited inputs the key records leave out
+		from[0] = min(from[0], r)
 	}
 	return from
 }

@@ -134,12 +134,17 @@ func (lw *labelWait) find(id string) int {
 	if !ok {
 		return -1
 	}
-	if a.n == 1 { // pending is in offset order
-		if i, ok := slices.BinarySearchFunc(lw.pending, a.offset, func(p pending, o int64) int { return cmp.Compare(p.offset, o) }); ok && lw.pending[i].id == id {
+	if a.n == 1 {
+		if i, ok := lw.at(a.offset); ok && lw.pending[i].id == id {
 			return i
 		}
 	}
 	return slices.IndexFunc(lw.pending, func(p pending) bool { return p.id == id })
+}
+
+// at is the index in pending of the event at offset, if it awaits.
+func (lw *labelWait) at(offset int64) (int, bool) {
+	return slices.BinarySearchFunc(lw.pending, offset, func(p pending, o int64) int { return cmp.Compare(p.offset, o) }) // in offset order
 }
 
 // Sizes of pending entries, as counted against MaxPendingBytes.

@@ -1,7 +1,6 @@
 package keyed
 
 import (
-	"cmp"
 	"math/bits"
 	"slices"
 )
@@ -125,15 +124,14 @@ func (s *offsetSet) clear() { s.n, s.words = 0, s.words[:0] }
 // that cannot be decoded again stays missing, and its label, when it
 // comes, is counted in Totals.InputsLost.
 func (m *Model) Revisit(in Input, ks *State) bool {
-	if in.Topic != EventsTopic || !ks.awaiting(in.Event.ID) {
+	if in.Topic != EventsTopic || ks.wait == nil {
 		return false
 	}
-	pend := ks.wait.pending // in offset order
-	i, ok := slices.BinarySearchFunc(pend, in.Offset, func(p pending, o int64) int { return cmp.Compare(p.offset, o) })
-	if !ok || pend[i].id != in.Event.ID || !pend[i].sourced {
+	i, ok := ks.wait.at(in.Offset)
+	if !ok || ks.wait.pending[i].id != in.Event.ID || !ks.wait.pending[i].sourced {
 		return false
 	}
-	p := &pend[i]
+	p := &ks.wait.pending[i]
 	m.track(p.offset)
 	if !p.missing {
 		return false
@@ -146,17 +144,18 @@ func (m *Model) Revisit(in Input, ks *State) bool {
 	return true
 }
 
-// CollectMissing starts (on) or stops (off) collecting the offsets of the
-// sourced inputs that the key states decoded meanwhile do not hold (a
-// restore from the changelog): those a re-read of the events topic must
-// decode (Missing). Stopping sorts what was collected and keeps the
-// offsets from from on, the re-read's start; starting clears it.
-func (m *Model) CollectMissing(on bool, from int64) {
-	m.collect = on
-	if on {
-		m.missing.offsets, m.missing.next = m.missing.offsets[:0], 0
-		return
-	}
+// CollectMissing starts collecting the offsets of the sourced inputs that
+// the key states decoded from now on do not hold (a restore from the
+// changelog): those a re-read of the events topic must decode (Missing).
+func (m *Model) CollectMissing() {
+	m.collect = true
+	m.missing.offsets, m.missing.next = m.missing.offsets[:0], 0
+}
+
+// KeepMissingFrom stops collecting, and keeps, sorted, the offsets
+// collected from from on: the re-read's start.
+func (m *Model) KeepMissingFrom(from int64) {
+	m.collect = false
 	o := m.missing.offsets
 	slices.Sort(o)
 	o = slices.Compact(o)

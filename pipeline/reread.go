@@ -1,9 +1,6 @@
 package pipeline
 
 import (
-	"math"
-
-	"github.com/driftstream/driftstream/checkpoint"
 	"github.com/driftstream/driftstream/keyed"
 	"github.com/driftstream/driftstream/topics"
 )
@@ -28,7 +25,7 @@ type reread struct {
 	// below keysFrom were absorbed by every key and are only revisited.
 	next, keysFrom int64
 	// floor is the oldest offset an awaited input not yet tracked may be
-	// at (−1: none); until is the first events offset past the restored
+	// at (−1: none, and the worker re-reads nothing); until is the first events offset past the restored
 	// marker: from there on the tracking is exact, and reread ends.
 	floor, until int64
 	// selective is set after a restore from the changelog, whose states
@@ -38,7 +35,7 @@ type reread struct {
 }
 
 // noReread is a worker's reread when it re-reads nothing.
-var noReread = reread{next: -1, keysFrom: -1, floor: -1, until: math.MinInt64}
+var noReread = reread{next: -1, keysFrom: -1, floor: -1, until: -1}
 
 // startReread makes the worker re-read the events topic from floor (−1:
 // nothing to re-read) for the awaited inputs of its keys, which absorbed
@@ -116,13 +113,4 @@ func (w *Worker) Next() [2]int64 {
 		next[EventsTopic] = min(next[EventsTopic], w.reread.next)
 	}
 	return next
-}
-
-// rereadFrom is where a restore from marker m re-reads the events topic
-// from (−1: nothing to re-read).
-func rereadFrom(m *checkpoint.Marker) int64 {
-	if m == nil || m.Reread == 0 {
-		return -1
-	}
-	return m.Through[EventsTopic] + 1 - m.Reread
 }

@@ -115,9 +115,9 @@ func (w *Worker) restore(ctx context.Context, store checkpoint.Store) (Restored,
 	}
 	// Every state comes from its changelog record, so every awaited input
 	// to re-read is one a state lacks: the re-read decodes only those.
-	w.model.CollectMissing(true, 0)
+	w.model.CollectMissing()
 	snap, err := store.Load(ctx, w.partition, sink)
-	w.model.CollectMissing(false, rereadFrom(snap.Marker))
+	w.model.KeepMissingFrom(snap.Marker.RereadFrom())
 	if err != nil {
 		w.model.ForgetMissing()
 		return Restored{}, err
@@ -247,7 +247,7 @@ func (w *Worker) restored(snap *checkpoint.Snapshot, sink *restoring) (Restored,
 	if snap.Marker != nil {
 		until = max(until, snap.Marker.Through[EventsTopic]+1)
 	}
-	w.startReread(rereadFrom(snap.Marker), absorb[EventsTopic], until)
+	w.startReread(snap.Marker.RereadFrom(), absorb[EventsTopic], until)
 	res.From = w.Next()
 	return res, nil
 }

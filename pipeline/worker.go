@@ -181,13 +181,14 @@ func (w *Worker) Process(ctx context.Context, r Record) error {
 	if r.Topic != EventsTopic && r.Topic != LabelsTopic {
 		return fmt.Errorf("unknown input topic index %d", r.Topic)
 	}
-	if r.Topic == EventsTopic && r.Offset >= w.reread.until {
-		if w.reread.until != noReread.until {
+	if w.reread.floor >= 0 && r.Topic == EventsTopic { // re-reading for awaited inputs (reread.go)
+		switch {
+		case r.Offset >= w.reread.until:
 			w.reread = noReread // every restored key's awaited inputs were re-read
 			w.model.ForgetMissing()
+		case r.Offset < w.reread.keysFrom:
+			return w.revisit(r) // absorbed by every key: only awaited inputs are read from it
 		}
-	} else if r.Topic == EventsTopic && r.Offset < w.reread.keysFrom {
-		return w.revisit(r) // absorbed by every key: only awaited inputs are read from it
 	}
 	w.through[r.Topic] = max(w.through[r.Topic], r.Offset)
 	key, ok := w.keyOf(r)
