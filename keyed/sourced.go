@@ -9,9 +9,9 @@ import (
 // topic can give it back: a key's checkpoint records the event's offset,
 // and a restore re-reads the events topic from the oldest such offset,
 // decoding each awaited event again as its key skips it (Model.Revisit).
-// An input is "sourced" so when it is the event's input as decoded: not
+// Such an input is "sourced": the event's input as decoded, not
 // standardized (a key's standardized input depends on the key's earlier
-// inputs). A partition's Model tracks the offsets of its keys' sourced
+// inputs, which the events topic alone does not give back). A partition's Model tracks the offsets of its keys' sourced
 // inputs (offsetSet), so that each checkpoint's marker says where such a
 // restore starts (Model.OldestSourced).
 
@@ -163,8 +163,8 @@ func (m *Model) KeepMissingFrom(from int64) {
 	m.missing.offsets = o[i:]
 }
 
-// Missing reports whether a key state decoded while CollectMissing was on
-// lacks the sourced input of the event at offset o: the records a re-read
+// Missing reports whether a key state decoded between CollectMissing and
+// KeepMissingFrom lacks the sourced input of the event at offset o: the records a re-read
 // passes over without decoding are those it does not report. It is asked
 // about offsets in increasing order.
 func (m *Model) Missing(o int64) bool {
@@ -195,7 +195,8 @@ func (m *Model) track(o int64) {
 
 // OldestSourced is the offset of the oldest awaited event whose input the
 // changelog records leave out, −1 when there is none: where a restore
-// re-reads the events topic from (checkpoint.Marker.Awaited).
+// re-reads the events topic from (checkpoint.Marker.Reread counts back to
+// it).
 func (m *Model) OldestSourced() int64 { return m.sourced.oldest() }
 
 // ForgetSourced empties the tracked offsets, for a holder whose keys are
