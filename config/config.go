@@ -76,7 +76,7 @@ type Config struct {
 	MaxEventBytes      int           `split_words:"true" default:"0" desc:"largest input record value in bytes (events and label records); a larger one is dead-lettered (too_large); 0: the input topic's max.message.bytes (the broker's message.max.bytes where the topic does not set it), the largest record it can hold"`
 	MaxKeyLength       int           `split_words:"true" default:"4096" desc:"longest record key in bytes; a longer one is dead-lettered (key_too_long) and gets no key state"`
 	Isolation          string        `default:"read_committed" desc:"what is read of transactional input records: read_committed (records of committed transactions and those written without one, up to the last stable offset; aborted ones never) or read_uncommitted (every record up to the high watermark, aborted ones too; an open transaction holds nothing back)"`
-	MergeWait          time.Duration `split_words:"true" default:"1s" desc:"with a labels topic: how long a partition's merge of the events and labels topics (by record timestamp) waits for a topic that has no record buffered and may have more, before it goes on without it (counted in driftstream_merge_went_on_total: the one case where the order depends on timing); -1ns waits for ever"`
+	MergeWait          time.Duration `split_words:"true" default:"0s" desc:"with a labels topic: how long a partition's merge of the events and labels topics (by record timestamp) waits for a topic that is caught up, for records still to reach the broker, before it goes on without it (counted in driftstream_merge_went_on_total); records already on the broker are always waited for, so the order is the logs' own; 0: no wait; -1ns waits for ever"`
 	OnOutputError      string        `split_words:"true" default:"dead-letter" desc:"an output the broker refuses for itself (too large, invalid): dead-letter (replace it with a dead letter and go on) or fail (fail the partition)"`
 	Population         string        `default:"additive" desc:"the population model, one per partition: additive (a shared part learned from every label, which each key's prediction adds to its own; logreg, perceptron and second-order learners), mixture or the keys' learner's name (a learner that seeds new keys, followed per key by a weighted majority), or off"`
 	LearnFrom          string        `split_words:"true" default:"all" desc:"which labels teach a key: all (every label that reaches it) or queried (only those its learner asked for: the selective-sampling papers' protocol; changes samplers only)"`
@@ -257,9 +257,6 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxKeyLength <= 0 {
 		bad("DRIFTSTREAM_MAX_KEY_LENGTH=%d: must be positive", c.MaxKeyLength)
-	}
-	if c.MergeWait == 0 {
-		bad("DRIFTSTREAM_MERGE_WAIT=0: give a positive duration, or a negative one to wait for ever")
 	}
 	if c.Isolation != "read_committed" && c.Isolation != "read_uncommitted" {
 		bad("DRIFTSTREAM_ISOLATION=%q: use read_committed or read_uncommitted", c.Isolation)

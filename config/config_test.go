@@ -205,6 +205,7 @@ func TestDefaultsAreThePipelines(t *testing.T) {
 		{"ShutdownTimeout", c.ShutdownTimeout, service.DefaultFinalTimeout},
 		{"SessionTimeout", c.SessionTimeout, service.DefaultSessionTimeout},
 		{"TopicCheckInterval", c.TopicCheckInterval, service.DefaultTopicCheckInterval},
+		{"MergeWait", c.MergeWait, service.DefaultMergeWait},
 		{"OnOutputError", c.OnOutputError, service.OnOutputErrorDeadLetter},
 	}
 	for _, k := range cases {

@@ -12,20 +12,28 @@ import (
 // and within an input the log's order is kept (a timestamp that goes back
 // is merged by the same rule, so the order stays a function of the logs).
 //
-// An input with no buffered record is waited for, up to wait (a negative
-// wait: for ever), unless it is known to hold nothing more: its last fetch
-// reached its end (an Idle report, or a record at its high watermark), or
-// its channel closed (a bounded input). When the wait runs out, the merge
-// goes on without that input until it delivers again, and wentOn is called
-// (the one place the order depends on timing: counted, never silent). When
-// both inputs have records, or the waits never run out, the merged order is
-// a pure function of the two logs from the positions the merge started at.
+// An input with no buffered record is waited for as Kafka Streams waits
+// (KIP-695): for as long as it takes while it may have records on the
+// broker that it has not delivered (no fetch has reported its end yet, or
+// its last fetch ended before its end): a fetch that cannot be served
+// comes back as a read error, which fails the partition for a retry rather
+// than changing the order. An input that is caught up (its last fetch, or
+// an Idle report, reached its end) is waited for up to wait, for records
+// still to reach the broker: 0 (the default) not at all, a negative wait for
+// ever. When that wait runs out, the merge goes on without the input until
+// it delivers a record, and wentOn is called with the input and its
+// position. A closed channel (a bounded input, read to its end) is never
+// waited for. So the merged order is a pure function of the two logs as
+// they stood when read, from the positions the merge started at: records
+// of one topic that reach the broker after the merge has passed their
+// timestamp on the other are merged after it (live operation), and a
+// replay of the logs may then order them otherwise.
 //
 // Merge reads the inputs until both are closed or ctx ends, and sends the
 // merged records to out in batches of at most maxBatch, never Idle ones; a
 // read error (Fetched.Err) is passed on at once, ending its batch. It
 // closes out when both inputs are closed and drained.
-func Merge(ctx context.Context, inputs [2]<-chan []Fetched, from [2]int64, wait time.Duration, maxBatch int, out chan<- []Fetched, wentOn func()) {
+func Merge(ctx context.Context, inputs [2]<-chan []Fetched, from [2]int64, wait time.Duration, maxBatch int, out chan<- []Fetched, wentOn func(input int, next, end int64)) {
 	m := merge{in: inputs, wait: wait, out: out, wentOn: wentOn, maxBatch: max(maxBatch, 1)}
 	for i := range m.st {
 		m.st[i].next = from[i]
@@ -40,14 +48,17 @@ func Merge(ctx context.Context, inputs [2]<-chan []Fetched, from [2]int64, wait 
 type mergeInput struct {
 	q    []Fetched
 	next int64 // the offset after the last record seen (or the start)
-	end  int64 // the input's end at its last fetch; 0: unknown
-	// closed: the channel closed (a bounded input, read to its end); goneOn:
-	// the merge went on without the input after a wait, until it delivers.
-	closed, goneOn bool
+	end  int64 // the input's end at its last fetch, once known
+	// known: a fetch has reported the input's end; closed: the channel
+	// closed (a bounded input, read to its end); goneOn: the merge went on
+	// without the caught-up input after the wait, until it delivers a
+	// record.
+	known, closed, goneOn bool
 }
 
-// done reports whether nothing more is to be waited for from the input now.
-func (in *mergeInput) done() bool { return in.closed || in.goneOn || in.end > 0 && in.next >= in.end }
+// caughtUp reports whether the input's last fetch reached its end: no
+// record it has not delivered was on the broker then.
+func (in *mergeInput) caughtUp() bool { return in.known && in.next >= in.end }
 
 type merge struct {
 	in       [2]<-chan []Fetched
@@ -55,7 +66,14 @@ type merge struct {
 	wait     time.Duration
 	maxBatch int
 	out      chan<- []Fetched
-	wentOn   func()
+	wentOn   func(input int, next, end int64)
+}
+
+// passable reports whether the merge may go on without input i when it
+// has no record buffered.
+func (m *merge) passable(i int) bool {
+	in := &m.st[i]
+	return in.closed || in.goneOn || in.caughtUp() && m.wait == 0
 }
 
 // run merges until both inputs are closed and drained (true) or ctx ends.
@@ -63,7 +81,8 @@ func (m *merge) run(ctx context.Context) bool {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
-	waitingFor, deadline := -1, time.Time{} // the input waited for, since when plus the wait
+	// The caught-up input waited for (−1: none), and when its wait ends.
+	waitingFor, deadline := -1, time.Time{}
 	for {
 		if batch := m.take(); len(batch) > 0 {
 			select {
@@ -82,16 +101,20 @@ func (m *merge) run(ctx context.Context) bool {
 		// neither has any.
 		waiting := -1
 		switch {
-		case len(a.q) > 0 && !b.done():
+		case len(a.q) > 0 && !m.passable(1):
 			waiting = 1
-		case len(b.q) > 0 && !a.done():
+		case len(b.q) > 0 && !m.passable(0):
 			waiting = 0
 		}
 		var expired <-chan time.Time
-		if waiting != waitingFor {
-			waitingFor, deadline = waiting, time.Now().Add(m.wait)
+		idle := -1 // the waited input when caught up: its wait is bounded
+		if waiting >= 0 && m.st[waiting].caughtUp() && m.wait > 0 {
+			idle = waiting
 		}
-		if waiting >= 0 && m.wait >= 0 {
+		if idle != waitingFor {
+			waitingFor, deadline = idle, time.Now().Add(m.wait)
+		}
+		if idle >= 0 {
 			timer.Reset(time.Until(deadline))
 			expired = timer.C
 		}
@@ -108,9 +131,10 @@ func (m *merge) run(ctx context.Context) bool {
 		case batch, ok := <-in1:
 			m.receive(1, batch, ok)
 		case <-expired:
-			m.st[waiting].goneOn = true
+			st := &m.st[idle]
+			st.goneOn, waitingFor = true, -1
 			if m.wentOn != nil {
-				m.wentOn()
+				m.wentOn(idle, st.next, st.end)
 			}
 		case <-ctx.Done():
 			return false
@@ -126,22 +150,23 @@ func (m *merge) receive(i int, batch []Fetched, ok bool) {
 		st.closed = true
 		return
 	}
-	st.goneOn = false
 	for _, f := range batch {
 		if f.Idle {
-			st.next, st.end = f.Offset, f.HighWatermark
+			st.next, st.end, st.known = f.Offset, f.HighWatermark, true
 			continue
 		}
 		if f.Err == nil {
-			st.next, st.end = f.Offset+1, f.HighWatermark
+			st.next, st.end, st.known = f.Offset+1, f.HighWatermark, true
 		}
+		st.goneOn = false
 		st.q = append(st.q, f)
 	}
 }
 
 // take is the next batch that can go out: records in merge order while
-// either both inputs have one or the other is done; a read error at the
-// head of an input goes out at once, alone at its batch's end.
+// either both inputs have one or the other may be gone on without
+// (passable); a read error at the head of an input goes out at once, alone
+// at its batch's end.
 func (m *merge) take() []Fetched {
 	a, b := &m.st[0], &m.st[1]
 	var batch []Fetched
@@ -157,9 +182,9 @@ func (m *merge) take() []Fetched {
 			if b.q[0].Time.Before(a.q[0].Time) {
 				pick = b
 			}
-		case len(a.q) > 0 && b.done():
+		case len(a.q) > 0 && m.passable(1):
 			pick = a
-		case len(b.q) > 0 && a.done():
+		case len(b.q) > 0 && m.passable(0):
 			pick = b
 		default:
 			return batch

@@ -104,7 +104,7 @@ func TestMergeIsAFunctionOfTheLogs(t *testing.T) {
 		}
 		out := make(chan []Fetched, 2)
 		went := 0
-		go Merge(context.Background(), [2]<-chan []Fetched{in[0], in[1]}, from, -1, 1+r.IntN(64), out, func() { went++ })
+		go Merge(context.Background(), [2]<-chan []Fetched{in[0], in[1]}, from, -1, 1+r.IntN(64), out, func(int, int64, int64) { went++ })
 		got := collect(out)
 		if !slices.Equal(offsets(got), offsets(want[cut:])) || went != 0 {
 			t.Fatalf("seed %d, from %v: the merge differs from the logs' greedy order (%d records, want %d; went on %d times)", seed, from, len(got), len(want)-cut, went)
@@ -112,22 +112,36 @@ func TestMergeIsAFunctionOfTheLogs(t *testing.T) {
 	}
 }
 
-// An input known to hold nothing more (its last fetch reached its end) is
-// not waited for; one that says nothing is waited for, for the merge wait,
-// and then the merge goes on without it, counting it once, until it
-// delivers.
-func TestMergeWaitsOnlyForAnInputThatMayHaveMore(t *testing.T) {
+// The merge waits as Kafka Streams does (KIP-695): for an input that may
+// have records on the broker it has not delivered (its end unknown, or past
+// its position) for as long as it takes, whatever the wait, and never goes
+// on without it; for a caught-up one, the wait: 0 not at all, positive that
+// long and then on, counted once, until it delivers a record (its Idle
+// reports meanwhile change nothing), negative for ever.
+func TestMergeWaitsForRecordsOnTheBroker(t *testing.T) {
 	rec := func(topic int, off int64, ms int) Fetched {
 		return Fetched{Record: Record{Topic: topic, Offset: off, Time: time.UnixMilli(int64(ms))}, HighWatermark: 100}
 	}
+	idle := func(end int64) []Fetched {
+		return []Fetched{{Record: Record{Topic: 1, Offset: 7}, HighWatermark: end, Idle: true}}
+	}
+	const wait = 200 * time.Millisecond
 	for _, tc := range []struct {
-		name     string
-		labels   []Fetched // sent on the labels input before the events
+		name   string
+		wait   time.Duration
+		labels []Fetched // sent on the labels input before the events
+		// goesOn: the events go out without the labels input, after at
+		// least minDelay; else they wait until it delivers.
+		goesOn   bool
+		minDelay time.Duration
 		wentOn   int64
-		maxDelay time.Duration
 	}{
-		{"caught up: no wait", []Fetched{{Record: Record{Topic: 1, Offset: 7}, HighWatermark: 7, Idle: true}}, 0, 150 * time.Millisecond},
-		{"silent: the wait, then on", nil, 1, 5 * time.Second},
+		{"caught up, wait 0: not waited", 0, idle(7), true, 0, 0},
+		{"caught up: the wait, then on", wait, idle(7), true, wait, 1},
+		{"caught up, negative wait: for ever", -1, idle(7), false, 0, 0},
+		{"records on the broker: until they come", wait, idle(9), false, 0, 0},
+		{"records on the broker, wait 0: until they come", 0, idle(9), false, 0, 0},
+		{"end unknown: until it is known", wait, nil, false, 0, 0},
 	} {
 		var in [2]chan []Fetched
 		in[0], in[1] = make(chan []Fetched, 4), make(chan []Fetched, 4)
@@ -138,21 +152,42 @@ func TestMergeWaitsOnlyForAnInputThatMayHaveMore(t *testing.T) {
 		out := make(chan []Fetched, 4)
 		ctx, cancel := context.WithCancel(context.Background())
 		start := time.Now()
-		go Merge(ctx, [2]<-chan []Fetched{in[0], in[1]}, [2]int64{0, 7}, 300*time.Millisecond, 64, out, func() { went.Add(1) })
+		go Merge(ctx, [2]<-chan []Fetched{in[0], in[1]}, [2]int64{0, 7}, tc.wait, 64, out, func(int, int64, int64) { went.Add(1) })
 		in[0] <- []Fetched{rec(0, 0, 10), rec(0, 1, 20)}
-		got := <-out
-		waited := time.Since(start)
-		if len(got) != 2 || went.Load() != tc.wentOn || waited > tc.maxDelay || tc.wentOn > 0 && waited < 300*time.Millisecond {
-			t.Errorf("%s: %d records after %s, went on %d times (want %d)", tc.name, len(got), waited, went.Load(), tc.wentOn)
-		}
-		// The labels input delivers: merged by time again, no further count.
-		in[1] <- []Fetched{rec(1, 7, 25)}
-		in[0] <- []Fetched{rec(0, 2, 30)}
-		if b := <-out; len(b) != 1 || b[0].Topic != 1 {
-			t.Errorf("%s: after the labels came back: %v", tc.name, offsets(b))
+		if tc.goesOn {
+			got := <-out
+			if waited := time.Since(start); len(got) != 2 || waited < tc.minDelay {
+				t.Errorf("%s: %d records after %s (want 2 after at least %s)", tc.name, len(got), waited, tc.minDelay)
+			}
+			in[1] <- idle(7) // an Idle report neither ends going on nor counts again
+			in[0] <- []Fetched{rec(0, 2, 22)}
+			if b := <-out; len(b) != 1 || b[0].Offset != 2 {
+				t.Errorf("%s: after an Idle report: %v", tc.name, offsets(b))
+			}
+			// The labels input delivers: merged by time again, no further count.
+			in[1] <- []Fetched{rec(1, 7, 25)}
+			in[0] <- []Fetched{rec(0, 3, 30)}
+			if b := <-out; len(b) != 1 || b[0].Topic != 1 {
+				t.Errorf("%s: after the labels came back: %v", tc.name, offsets(b))
+			}
+		} else {
+			select {
+			case b := <-out:
+				t.Errorf("%s: %v went out without the labels input", tc.name, offsets(b))
+			case <-time.After(3 * wait):
+			}
+			// The labels input delivers: everything in time order.
+			in[1] <- []Fetched{rec(1, 7, 15), rec(1, 8, 40)}
+			var got []Fetched
+			for len(got) < 3 {
+				got = append(got, <-out...)
+			}
+			if len(got) != 3 || got[0].Offset != 0 || got[1].Topic != 1 || got[2].Offset != 1 {
+				t.Errorf("%s: after the labels came: %v", tc.name, offsets(got))
+			}
 		}
 		if went.Load() != tc.wentOn {
-			t.Errorf("%s: went on %d times", tc.name, went.Load())
+			t.Errorf("%s: went on %d times, want %d", tc.name, went.Load(), tc.wentOn)
 		}
 		cancel()
 	}

@@ -26,7 +26,7 @@ type counters struct {
 	resumed, unparked, caughtUp, parkedRefused atomic.Int64
 
 	// merges counts, per partition, the times its merge of the events and
-	// labels topics went on without one of them after DRIFTSTREAM_MERGE_WAIT
+	// labels topics went on without a caught-up one after DRIFTSTREAM_MERGE_WAIT
 	// (pipeline.Merge).
 	merges map[int]int64
 }

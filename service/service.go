@@ -54,7 +54,7 @@ const (
 	DefaultFailExitAfter    = 30 * time.Second
 	DefaultFinalTimeout     = 30 * time.Second
 	DefaultSessionTimeout   = 10 * time.Second
-	DefaultMergeWait        = time.Second
+	DefaultMergeWait        = time.Duration(0)
 )
 
 // Config configures a service.
@@ -69,10 +69,11 @@ type Config struct {
 	// (default kafkaread.ReadCommitted: aborted records are never read).
 	Isolation kafkaread.Isolation
 	// MergeWait is how long a partition's merge of the events and labels
-	// topics waits for an input that has no record buffered and may have
-	// more, before it goes on without it (pipeline.Merge; counted in
-	// driftstream_merge_went_on_total); negative: for ever. Zero:
-	// DefaultMergeWait.
+	// topics waits for a caught-up input, for records still to reach the
+	// broker, before it goes on without it (pipeline.Merge; counted in
+	// driftstream_merge_went_on_total); negative: for ever; zero
+	// (DefaultMergeWait): not at all. Records already on the broker are
+	// always waited for.
 	MergeWait time.Duration
 	Group     string
 	Topics    Topics
@@ -274,9 +275,6 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	}
 	if cfg.FinalTimeout <= 0 {
 		cfg.FinalTimeout = DefaultFinalTimeout
-	}
-	if cfg.MergeWait == 0 {
-		cfg.MergeWait = DefaultMergeWait
 	}
 	if cfg.SessionTimeout <= 0 {
 		cfg.SessionTimeout = DefaultSessionTimeout

@@ -101,7 +101,9 @@ func TestBlackBoxKill9WithLabelsTopic(t *testing.T) {
 			}
 			got[p.ID] = true
 			if want[p.ID] != string(m.Value) {
-				differing++
+				if differing++; differing <= 5 {
+					t.Logf("partition %d offset %d: got %s, the backtest %s", m.Partition, m.Offset, m.Value, want[p.ID])
+				}
 			}
 		}
 	}
