@@ -81,10 +81,15 @@ func (m *merge) run(ctx context.Context) bool {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
-	// The caught-up input waited for (−1: none), and when its wait ends.
+	// The caught-up input waited for (−1: none), and when its wait ends: a
+	// wait starts when the merge first finds nothing to send for it, and
+	// ends when the merge sends a batch (a deadline left from an earlier
+	// wait would go on at once: the first design's bug, which made a 1 s
+	// wait on records still to be fetched run out in no time).
 	waitingFor, deadline := -1, time.Time{}
 	for {
 		if batch := m.take(); len(batch) > 0 {
+			waitingFor = -1
 			select {
 			case m.out <- batch:
 			case <-ctx.Done():

@@ -193,6 +193,46 @@ func TestMergeWaitsForRecordsOnTheBroker(t *testing.T) {
 	}
 }
 
+// Each wait for a caught-up input is the whole wait, also when it starts
+// as the last one ends: a deadline left from an earlier wait (the first
+// design kept it while the merge stayed busy) runs out early and reorders
+// records the input was about to deliver.
+func TestMergeWaitsAfreshEachTime(t *testing.T) {
+	const wait = 300 * time.Millisecond
+	rec := func(topic int, off int64, ms int, end int64) Fetched {
+		return Fetched{Record: Record{Topic: topic, Offset: off, Time: time.UnixMilli(int64(ms))}, HighWatermark: end}
+	}
+	var in [2]chan []Fetched
+	in[0], in[1] = make(chan []Fetched, 4), make(chan []Fetched, 4)
+	out := make(chan []Fetched, 4)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var went atomic.Int64
+	go Merge(ctx, [2]<-chan []Fetched{in[0], in[1]}, [2]int64{0, 0}, wait, 64, out, func(int, int64, int64) { went.Add(1) })
+	// Two events (the events topic caught up after them) wait for the
+	// caught-up labels topic; a label comes late in the wait.
+	in[1] <- []Fetched{{Record: Record{Topic: 1}, Idle: true}}
+	in[0] <- []Fetched{rec(0, 0, 10, 2), rec(0, 1, 1000, 2)}
+	time.Sleep(wait * 8 / 10)
+	sent := time.Now()
+	in[1] <- []Fetched{rec(1, 0, 12, 1)}
+	var got []Fetched
+	for len(got) < 2 {
+		got = append(got, <-out...)
+	}
+	if len(got) != 2 || got[0].Topic != 0 || got[1].Topic != 1 {
+		t.Fatalf("the first event and the label: %v", offsets(got))
+	}
+	// The second event waits the whole wait again, from the label on.
+	b := <-out
+	if waited := time.Since(sent); len(b) != 1 || b[0].Offset != 1 || waited < wait*9/10 {
+		t.Errorf("the second event went out %s after the label (want the wait, %s): %v", waited, wait, offsets(b))
+	}
+	if went.Load() != 1 {
+		t.Errorf("went on %d times, want 1", went.Load())
+	}
+}
+
 // A read error goes out at once, ending its batch; a cancelled merge
 // returns without closing out.
 func TestMergePassesErrorsOn(t *testing.T) {
