@@ -1,7 +1,6 @@
 package service
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"slices"
@@ -117,7 +116,7 @@ func TestRestartAfterKillTakesItsPartitionsAtOnce(t *testing.T) {
 	_, cfg := controlledCluster(t, "g-evict-restart", func(c *Config) {
 		c.InstanceID, c.SessionTimeout = "pod-0", time.Minute
 	})
-	var logs bytes.Buffer
+	var logs lockedLog
 	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	ghostMember(t, cfg.Brokers[0], cfg.Group, "pod-0", cfg.Topics.Events, time.Minute)
 	start := time.Now()
@@ -141,7 +140,7 @@ func TestRestartAfterKillTakesItsPartitionsAtOnce(t *testing.T) {
 // then joins and runs its partitions.
 func TestRefusedEvictionIsReportedAndJoinsAnyway(t *testing.T) {
 	c, cfg := controlledCluster(t, "g-evict-refused", func(c *Config) { c.InstanceID = "pod-0" })
-	var logs bytes.Buffer
+	var logs lockedLog
 	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	h := c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.DescribeGroups}, Err: kerr.GroupAuthorizationFailed, Count: -1})
 	s, stop := started(t, cfg)
