@@ -116,7 +116,7 @@ func (in *fileInput) Open(ctx context.Context, p int, from [2]int64) (pipeline.S
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		pipeline.Merge(rctx, [2]<-chan []pipeline.Fetched{inputs[0], inputs[1]}, from, -1, dealBatch, src.ch, nil)
+		pipeline.Merge(rctx, []<-chan []pipeline.Fetched{inputs[0], inputs[1]}, from[:], -1, dealBatch, src.ch, nil)
 	}()
 	in.wg.Add(1)
 	closed := make(chan struct{})

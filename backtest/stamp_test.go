@@ -89,7 +89,7 @@ func TestStampsMergeBackInOrder(t *testing.T) {
 					close(in[topic])
 				}
 				out := make(chan []pipeline.Fetched, 1)
-				go pipeline.Merge(context.Background(), [2]<-chan []pipeline.Fetched{in[0], in[1]}, [2]int64{}, -1, 50, out, nil)
+				go pipeline.Merge(context.Background(), []<-chan []pipeline.Fetched{in[0], in[1]}, []int64{0, 0}, -1, 50, out, nil)
 				i := 0
 				for batch := range out {
 					for _, f := range batch {

@@ -231,7 +231,7 @@ func (in *topicInput) Open(ctx context.Context, p int, from [2]int64) (pipeline.
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			pipeline.Merge(rctx, [2]<-chan []pipeline.Fetched{inputs[0], inputs[1]}, from, -1, 512, src.ch, nil)
+			pipeline.Merge(rctx, []<-chan []pipeline.Fetched{inputs[0], inputs[1]}, from[:], -1, 512, src.ch, nil)
 		}()
 		go func() { wg.Wait(); close(closed) }()
 	} else {

@@ -10,14 +10,14 @@ import (
 	"time"
 )
 
-// mergeLogs are two inputs' records, timestamps drawn so that they
-// interleave, tie across the topics now and then, and go back within a
-// topic now and then (a producer's clock).
-func mergeLogs(seed uint64, n int) [2][]Fetched {
+// mergeLogs are k inputs' records (Topic: the input), timestamps drawn
+// so that they interleave, tie across the inputs now and then, and go back
+// within an input now and then (a producer's clock).
+func mergeLogs(seed uint64, k, n int) [][]Fetched {
 	r := rand.New(rand.NewPCG(seed, 5))
-	var logs [2][]Fetched
+	logs := make([][]Fetched, k)
 	base := time.Unix(1_700_000_000, 0)
-	for topic := range 2 {
+	for topic := range k {
 		ms := 0
 		for off := range n {
 			ms += r.IntN(40)
@@ -31,19 +31,23 @@ func mergeLogs(seed uint64, n int) [2][]Fetched {
 	return logs
 }
 
-// greedy is the merge order by definition: of the two heads, the earlier
-// timestamp, a tie to the events topic.
-func greedy(logs [2][]Fetched) []Fetched {
-	a, b := logs[0], logs[1]
+// greedy is the merge order by definition: of the inputs' next records,
+// the earliest timestamp, a tie to the input listed first.
+func greedy(logs [][]Fetched) []Fetched {
+	logs = slices.Clone(logs)
 	var out []Fetched
-	for len(a) > 0 || len(b) > 0 {
-		if len(b) == 0 || len(a) > 0 && !b[0].Time.Before(a[0].Time) {
-			out, a = append(out, a[0]), a[1:]
-		} else {
-			out, b = append(out, b[0]), b[1:]
+	for {
+		pick := -1
+		for i, l := range logs {
+			if len(l) > 0 && (pick < 0 || l[0].Time.Before(logs[pick][0].Time)) {
+				pick = i
+			}
 		}
+		if pick < 0 {
+			return out
+		}
+		out, logs[pick] = append(out, logs[pick][0]), logs[pick][1:]
 	}
-	return out
 }
 
 // deliver sends log's records to ch in random batch sizes at random moments,
@@ -83,31 +87,34 @@ func offsets(fs []Fetched) [][2]int64 {
 	return out
 }
 
-// Whatever the batches and the timing of the two inputs, a merge that
-// waits for them (as a backtest's, or a service's whose inputs keep up)
-// gives the greedy order of the two logs; from any prefix of it (a
-// checkpoint's two positions), the rest of it.
+// Whatever the batches and the timing of the inputs (two, as the events
+// and labels topics, or more), a merge that waits for them (as a
+// backtest's, or a service's whose inputs keep up) gives the greedy order
+// of the logs; from any prefix of it (a checkpoint's positions), the rest
+// of it.
 func TestMergeIsAFunctionOfTheLogs(t *testing.T) {
-	for seed := uint64(1); seed <= 20; seed++ {
-		logs := mergeLogs(seed, 300)
+	for seed := uint64(1); seed <= 24; seed++ {
+		k := 2 + int(seed%4)
+		logs := mergeLogs(seed, k, 300)
 		want := greedy(logs)
-		cut := int(seed * 13 % 600)
-		var from [2]int64
+		cut := int(seed * 13 % uint64(300*k))
+		from := make([]int64, k)
 		for _, f := range want[:cut] {
 			from[f.Topic] = f.Offset + 1
 		}
 		r := rand.New(rand.NewPCG(seed, 9))
-		var in [2]chan []Fetched
+		in := make([]<-chan []Fetched, k)
 		for i := range in {
-			in[i] = make(chan []Fetched, r.IntN(3))
-			go deliver(rand.New(rand.NewPCG(seed, uint64(i))), logs[i][from[i]:], in[i], true)
+			ch := make(chan []Fetched, r.IntN(3))
+			in[i] = ch
+			go deliver(rand.New(rand.NewPCG(seed, uint64(i))), logs[i][from[i]:], ch, true)
 		}
 		out := make(chan []Fetched, 2)
 		went := 0
-		go Merge(context.Background(), [2]<-chan []Fetched{in[0], in[1]}, from, -1, 1+r.IntN(64), out, func(int, int64, int64) { went++ })
+		go Merge(context.Background(), in, from, -1, 1+r.IntN(64), out, func(int, int64, int64) { went++ })
 		got := collect(out)
 		if !slices.Equal(offsets(got), offsets(want[cut:])) || went != 0 {
-			t.Fatalf("seed %d, from %v: the merge differs from the logs' greedy order (%d records, want %d; went on %d times)", seed, from, len(got), len(want)-cut, went)
+			t.Fatalf("seed %d, %d inputs from %v: the merge differs from the logs' greedy order (%d records, want %d; went on %d times)", seed, k, from, len(got), len(want)-cut, went)
 		}
 	}
 }
@@ -152,7 +159,7 @@ func TestMergeWaitsForRecordsOnTheBroker(t *testing.T) {
 		out := make(chan []Fetched, 4)
 		ctx, cancel := context.WithCancel(context.Background())
 		start := time.Now()
-		go Merge(ctx, [2]<-chan []Fetched{in[0], in[1]}, [2]int64{0, 7}, tc.wait, 64, out, func(int, int64, int64) { went.Add(1) })
+		go Merge(ctx, []<-chan []Fetched{in[0], in[1]}, []int64{0, 7}, tc.wait, 64, out, func(int, int64, int64) { went.Add(1) })
 		in[0] <- []Fetched{rec(0, 0, 10), rec(0, 1, 20)}
 		if tc.goesOn {
 			got := <-out
@@ -208,7 +215,7 @@ func TestMergeWaitsAfreshEachTime(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var went atomic.Int64
-	go Merge(ctx, [2]<-chan []Fetched{in[0], in[1]}, [2]int64{0, 0}, wait, 64, out, func(int, int64, int64) { went.Add(1) })
+	go Merge(ctx, []<-chan []Fetched{in[0], in[1]}, []int64{0, 0}, wait, 64, out, func(int, int64, int64) { went.Add(1) })
 	// Two events (the events topic caught up after them) wait for the
 	// caught-up labels topic; a label comes late in the wait.
 	in[1] <- []Fetched{{Record: Record{Topic: 1}, Idle: true}}
@@ -233,6 +240,48 @@ func TestMergeWaitsAfreshEachTime(t *testing.T) {
 	}
 }
 
+// With more than two inputs, each is waited for by the same rule: a
+// caught-up one (wait 0) is passed, one whose end is unknown holds the
+// merge until it delivers, and a read error at an input's head goes out
+// at once, even while another is waited for.
+func TestMergeOfSeveralWaitsForEach(t *testing.T) {
+	rec := func(topic int, off int64, ms int) Fetched { // the input caught up after it
+		return Fetched{Record: Record{Topic: topic, Offset: off, Time: time.UnixMilli(int64(ms))}, HighWatermark: off + 1}
+	}
+	in := make([]chan []Fetched, 4)
+	ro := make([]<-chan []Fetched, 4)
+	for i := range in {
+		in[i] = make(chan []Fetched, 4)
+		ro[i] = in[i]
+	}
+	out := make(chan []Fetched, 4)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go Merge(ctx, ro, []int64{0, 0, 0, 0}, 0, 64, out, nil)
+	in[1] <- []Fetched{{Record: Record{Topic: 1}, Idle: true}} // caught up
+	in[0] <- []Fetched{rec(0, 0, 10)}
+	// Input 2 says nothing: the merge waits, except for a read error.
+	boom := errors.New("boom")
+	in[3] <- []Fetched{{Record: Record{Topic: 3}, Err: boom}}
+	if b := <-out; len(b) != 1 || !errors.Is(b[0].Err, boom) {
+		t.Fatalf("the read error: %v", offsets(b))
+	}
+	in[3] <- []Fetched{rec(3, 0, 30)}
+	select {
+	case b := <-out:
+		t.Fatalf("went out while input 2 is waited for: %v", offsets(b))
+	case <-time.After(100 * time.Millisecond):
+	}
+	in[2] <- []Fetched{rec(2, 0, 5)}
+	var got []Fetched
+	for len(got) < 3 {
+		got = append(got, <-out...)
+	}
+	if want := [][2]int64{{2, 0}, {0, 0}, {3, 0}}; !slices.Equal(offsets(got), want) {
+		t.Fatalf("merged %v, want %v", offsets(got), want)
+	}
+}
+
 // A read error goes out at once, ending its batch; a cancelled merge
 // returns without closing out.
 func TestMergePassesErrorsOn(t *testing.T) {
@@ -241,7 +290,7 @@ func TestMergePassesErrorsOn(t *testing.T) {
 	out := make(chan []Fetched, 4)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { Merge(ctx, [2]<-chan []Fetched{in[0], in[1]}, [2]int64{}, -1, 64, out, nil); close(done) }()
+	go func() { Merge(ctx, []<-chan []Fetched{in[0], in[1]}, []int64{0, 0}, -1, 64, out, nil); close(done) }()
 	boom := errors.New("fetch failed")
 	in[1] <- []Fetched{{Err: boom}}
 	if b := <-out; len(b) != 1 || !errors.Is(b[0].Err, boom) {

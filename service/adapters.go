@@ -69,7 +69,7 @@ func (s *Service) openSource(ctx context.Context, p int, from [2]int64) (pipelin
 		src.wg.Add(1)
 		go func() {
 			defer src.wg.Done()
-			pipeline.Merge(rctx, [2]<-chan []pipeline.Fetched{inputs[0], inputs[1]}, from, s.cfg.MergeWait, mergeBatch, src.ch, func(input int, next, end int64) {
+			pipeline.Merge(rctx, []<-chan []pipeline.Fetched{inputs[0], inputs[1]}, from[:], s.cfg.MergeWait, mergeBatch, src.ch, func(input int, next, end int64) {
 				s.count.wentOn(p)
 				s.log.Debug("the merge went on without a caught-up topic after the merge wait", "partition", p, "topic", topics[input], "next", next, "end", end)
 			})
