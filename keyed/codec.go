@@ -5,7 +5,7 @@ package keyed
 // counts and lengths, zig-zag varint for signed values); "bytes" is a uvarint
 // length then that many bytes; floats are 8 bytes, IEEE 754 little endian.
 //
-// Version 4 (written since 29 November 2026):
+// Version 5 (written since 29 November 2026):
 //
 //	0x00 0x04                 header: a zero byte (no version-1 state starts
 //	                          with one: its first field, a snapshot's length,
@@ -34,10 +34,15 @@ package keyed
 //	                          (varint events since its alert, byte 1 when
 //	                          it alerted); byte S, the signals whose
 //	                          windows follow (bit 0 mistakes, 1 queries, 2
-//	                          score), per set bit: 20 × 4 bytes block sums
-//	                          (float32, a ring), 4 bytes the block being
-//	                          filled, byte next, byte full, byte its count
-//	                          (incident.go); uvarint I incidents, I × (byte
+//	                          score), per set bit: byte full, the blocks
+//	                          completed (bit 7 set: byte next follows,
+//	                          the oldest block of the ring; else next is
+//	                          full), byte the count of the block being
+//	                          filled, [byte next], full × 4 bytes the
+//	                          completed blocks' sums (float32, the ring's
+//	                          first full places; the others are 0), and
+//	                          when the count is not 0, 4 bytes the block
+//	                          being filled (incident.go); uvarint I incidents, I × (byte
 //	                          phase: 0 none, 1 candidate, 2 open, bit 7 a
 //	                          floor follows: varint quiet events, 3 × float;
 //	                          when the phase is not 0: uvarint detector,
@@ -65,6 +70,10 @@ package keyed
 // A key's changelog record (State.MarshalChangelog) leaves every sourced
 // input out: a restore re-reads them from the events topic (sourced.go);
 // the key store's record (State.MarshalBinary) holds those it has.
+//
+// Version 4 (written on 29 November 2026) is version 5 with each signal's
+// windows written whole: 20 × 4 bytes block sums (float32, a ring), 4
+// bytes the block being filled, byte next, byte full, byte its count.
 //
 // Version 3 (written from 28 to 29 November 2026) is version 4 where every
 // pending event's vector is written, and no flag has bit 5.
@@ -96,7 +105,7 @@ import (
 )
 
 // stateVersion is the key-state format MarshalBinary writes.
-const stateVersion = 4
+const stateVersion = 5
 
 // errState reports a key state that cannot be decoded.
 var errState = errors.New("bad key state")
@@ -362,11 +371,20 @@ func encodeWatch(b []byte, wt *watch) ([]byte, error) {
 		if w == nil {
 			continue
 		}
-		for _, v := range w.sums {
+		// Only the completed blocks, and the one being filled when it
+		// holds a value: a key that has not filled the windows (under 640
+		// values) has zeros after its blocks, and next is full.
+		if int(w.full) == len(w.sums) || w.next != w.full {
+			b = append(b, w.full|0x80, w.curN, w.next) // bit 7: next follows
+		} else {
+			b = append(b, w.full, w.curN)
+		}
+		for _, v := range w.sums[:w.full] {
 			b = binary.LittleEndian.AppendUint32(b, math.Float32bits(v))
 		}
-		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(w.cur))
-		b = append(b, w.next, w.full, w.curN)
+		if w.curN > 0 {
+			b = binary.LittleEndian.AppendUint32(b, math.Float32bits(w.cur))
+		}
 	}
 	b = binary.AppendUvarint(b, uint64(len(wt.incidents)))
 	for _, in := range wt.incidents {
@@ -445,7 +463,7 @@ func decodeWatch(r *wire.Reader, wt *watch, version int) {
 		r.Uint64()
 		return
 	}
-	decodeWindows(r, wt)
+	decodeWindows(r, wt, version)
 	k := r.Uvarint()
 	if k > MaxDetectors {
 		r.Fail("drift incidents")
@@ -493,7 +511,7 @@ func decodeWatch(r *wire.Reader, wt *watch, version int) {
 
 // decodeWindows reads the signals' windows of a version-3 watch into wt's
 // (those it keeps).
-func decodeWindows(r *wire.Reader, wt *watch) {
+func decodeWindows(r *wire.Reader, wt *watch, version int) {
 	mask := r.Byte()
 	if r.Err != nil || mask >= 1<<numSignals {
 		r.Fail("signal windows")
@@ -504,11 +522,25 @@ func decodeWindows(r *wire.Reader, wt *watch) {
 			continue
 		}
 		var w windows
-		for j := range w.sums {
-			w.sums[j] = math.Float32frombits(r.Uint32())
+		if version < 5 { // every block, then the one being filled, next, full, its count
+			for j := range w.sums {
+				w.sums[j] = math.Float32frombits(r.Uint32())
+			}
+			w.cur = math.Float32frombits(r.Uint32())
+			w.next, w.full, w.curN = r.Byte(), r.Byte(), r.Byte()
+		} else {
+			full, curN := r.Byte(), r.Byte()
+			w.full, w.curN, w.next = full&^0x80, curN, full&^0x80
+			if full&0x80 != 0 {
+				w.next = r.Byte()
+			}
+			for j := range min(int(w.full), len(w.sums)) {
+				w.sums[j] = math.Float32frombits(r.Uint32())
+			}
+			if w.curN > 0 {
+				w.cur = math.Float32frombits(r.Uint32())
+			}
 		}
-		w.cur = math.Float32frombits(r.Uint32())
-		w.next, w.full, w.curN = r.Byte(), r.Byte(), r.Byte()
 		if r.Err != nil || int(w.next) >= len(w.sums) || int(w.full) > len(w.sums) || w.curN >= blockLen {
 			r.Fail("signal windows")
 			return

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/driftstream/driftstream/checkpoint"
+	"github.com/driftstream/driftstream/internal/wire"
 	"github.com/driftstream/driftstream/learners"
 	"github.com/driftstream/driftstream/topics"
 )
@@ -27,7 +28,8 @@ func TestOlderKeyStatesDecode(t *testing.T) {
 	for _, tc := range []struct {
 		file    string
 		version byte
-	}{{"testdata/keystate-v1.golden", 1}, {"testdata/keystate-v2.golden", 2}, {"testdata/keystate-v3.golden", 3}} {
+		keys    int // keystate-v4.golden has each key's changelog encoding too, and unscaled keys
+	}{{"testdata/keystate-v1.golden", 1, 5}, {"testdata/keystate-v2.golden", 2, 5}, {"testdata/keystate-v3.golden", 3, 5}, {"testdata/keystate-v4.golden", 4, 20}} {
 		keys, pending, withStats, alerted := 0, 0, 0, 0
 		for key, old := range goldenFile(t, tc.file) {
 			if (old[0] == 0) != (tc.version > 1) || tc.version > 1 && old[1] != tc.version {
@@ -59,14 +61,14 @@ func TestOlderKeyStatesDecode(t *testing.T) {
 			}
 		}
 		// The golden keys carry the sections the test is about.
-		if keys != 5 || pending == 0 || withStats != keys || tc.version == 2 && alerted == 0 {
+		if keys != tc.keys || pending == 0 || withStats != keys || tc.version == 2 && alerted == 0 {
 			t.Fatalf("%s: %d keys, %d pending events, %d with counters, %d alerted: the golden file does not cover the sections", tc.file, keys, pending, withStats, alerted)
 		}
 	}
 }
 
 // The current version's encodings of the scripted keys of goldenStates
-// (the key store's and the changelog's) are testdata/keystate-v4.golden,
+// (the key store's and the changelog's) are testdata/keystate-v5.golden,
 // byte for byte: a change of the format is a
 // new version, made on purpose (DRIFTSTREAM_UPDATE_GOLDEN=1 rewrites the
 // file). The learner's and the detectors' snapshots inside carry versions
@@ -87,7 +89,7 @@ func TestKeyStateGolden(t *testing.T) {
 			b.WriteString(set.prefix + kv[0] + " " + kv[1] + "\n")
 		}
 	}
-	const file = "testdata/keystate-v4.golden"
+	const file = "testdata/keystate-v5.golden"
 	if os.Getenv("DRIFTSTREAM_UPDATE_GOLDEN") == "1" {
 		if err := os.WriteFile(file, []byte(b.String()), 0o644); err != nil {
 			t.Fatal(err)
@@ -244,7 +246,7 @@ func TestKeyStateWithoutDecidedPredictions(t *testing.T) {
 		{"the current version without its key counters", b[:len(b)-1-statsLen]},
 		{"the current version cut anywhere", b[:len(b)-3]},
 		{"the current version with a byte more", append(slices.Clone(b), 0)},
-		{"version 5", append([]byte{0, 5}, b[2:]...)},
+		{"version 6", append([]byte{0, 6}, b[2:]...)},
 	} {
 		if _, err := m.Decode(&checkpoint.KeyRecord{Key: "k", State: cut.state}); err == nil {
 			t.Errorf("%s decoded", cut.name)
@@ -304,4 +306,44 @@ func newTestState(t *testing.T, m *Model, key string) *State {
 		t.Fatal(err)
 	}
 	return ks
+}
+
+// A signal's windows are written as far as they are filled: the blocks
+// completed, and the one being filled when it holds a value; they decode
+// to what was encoded, at every fill.
+func TestWindowsEncodeWhatTheyHold(t *testing.T) {
+	for _, tc := range []struct {
+		values, bytes int
+	}{
+		{0, 2},                        // full 0, count 0
+		{10, 2 + 4},                   // the block being filled
+		{32, 2 + 4},                   // one block completed
+		{100, 2 + 3*4 + 4},            // three, and a part
+		{640, 3 + 20*4},               // every block: next follows
+		{700, 3 + 20*4 + 4},           // the ring turned
+		{blockLen * 25, 3 + 20*4 + 0}, // turned, the block empty
+		{blockLen*25 + 1, 3 + 20*4 + 4},
+	} {
+		wt := &watch{}
+		wt.win[sigMistakes] = new(windows)
+		for i := range tc.values {
+			wt.win[sigMistakes].add(float64(i % 3 % 2))
+		}
+		b, err := encodeWatch(nil, wt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// An empty watch's header (no detectors, no incidents) and the
+		// mask are 3 bytes.
+		if got := len(b) - 3; got != tc.bytes {
+			t.Errorf("%d values: windows of %d bytes, want %d", tc.values, got, tc.bytes)
+		}
+		back := &watch{}
+		back.win[sigMistakes] = new(windows)
+		r := wire.NewReader(b, errState)
+		decodeWatch(r, back, stateVersion)
+		if r.Err != nil || *back.win[sigMistakes] != *wt.win[sigMistakes] {
+			t.Errorf("%d values: decoded %+v, %v; want %+v", tc.values, *back.win[sigMistakes], r.Err, *wt.win[sigMistakes])
+		}
+	}
 }

@@ -35,8 +35,9 @@ const DefaultAlertMinRise = 0.15
 const NoMinRise = -1.0
 
 // windows holds one signal's recent values as sums of blocks of blockLen,
-// so that a key keeps 87 bytes per signal in its checkpoint, not its 640
-// values. The
+// so that a key keeps at most 87 bytes per signal in its checkpoint, not
+// its 640 values (2 to 6 bytes while it has fewer than 32: only the blocks
+// filled are written, key-state version 5). The
 // windows are long enough that a rise is measured well (the recent mean of
 // a rate near 0.5 over 128 values has a standard deviation of 0.044: a
 // rise of 0.15 is 3.4 of them) and that the reference, 512 values before
