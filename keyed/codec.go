@@ -5,12 +5,19 @@ package keyed
 // counts and lengths, zig-zag varint for signed values); "bytes" is a uvarint
 // length then that many bytes; floats are 8 bytes, IEEE 754 little endian.
 //
-// Version 5 (written since 29 November 2026):
+// Version 6 (written since 29 November 2026):
 //
-//	0x00 0x04                 header: a zero byte (no version-1 state starts
+//	0x00 0x06                 header: a zero byte (no version-1 state starts
 //	                          with one: its first field, a snapshot's length,
 //	                          is never 0), then the version
-//	bytes                     the learner's snapshot (learners, versioned)
+//	byte, 8 bytes, bytes      the learner's snapshot (learners, versioned)
+//	                          without its identity, which every key of the
+//	                          model shares (learners.SplitSnapshot): its
+//	                          format version, the FNV-1a 64-bit hash of its
+//	                          identity (name, dimension, parameters as the
+//	                          snapshot's header holds them; a state of
+//	                          another configuration is refused, wrapping
+//	                          learners.ErrConfiguration), then its body
 //	bytes                     the margin rule's RNG (math/rand/v2 PCG)
 //	uvarint P, P × pending    events awaiting their label, oldest first:
 //	                          bytes id, varint offset, bytes vector; an
@@ -71,6 +78,9 @@ package keyed
 // input out: a restore re-reads them from the events topic (sourced.go);
 // the key store's record (State.MarshalBinary) holds those it has.
 //
+// Version 5 (written on 29 November 2026) is version 6 with the learner's
+// whole snapshot as bytes (identity included).
+//
 // Version 4 (written on 29 November 2026) is version 5 with each signal's
 // windows written whole: 20 × 4 bytes block sums (float32, a ring), 4
 // bytes the block being filled, byte next, byte full, byte its count.
@@ -91,11 +101,13 @@ package keyed
 // reads both; a state of a later version is refused with its number.
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"math"
 	"time"
 
@@ -105,7 +117,7 @@ import (
 )
 
 // stateVersion is the key-state format MarshalBinary writes.
-const stateVersion = 5
+const stateVersion = 6
 
 // errState reports a key state that cannot be decoded.
 var errState = errors.New("bad key state")
@@ -155,7 +167,15 @@ func (ks *State) marshal(omit bool) ([]byte, error) {
 	}
 	b := make([]byte, 0, size)
 	b = append(b, 0, stateVersion)
-	b = wire.AppendBytes(b, snap)
+	// The learner's snapshot without its identity, which every key of the
+	// model shares: named by its hash.
+	version, identity, body, err := learners.SplitSnapshot(snap)
+	if err != nil {
+		return nil, err
+	}
+	b = append(b, version)
+	b = binary.LittleEndian.AppendUint64(b, identityHash(identity))
+	b = wire.AppendBytes(b, body)
 	b = wire.AppendBytes(b, rng)
 	pend, earl := ks.pending(), ks.early()
 	b = binary.AppendUvarint(b, uint64(len(pend)))
@@ -225,7 +245,17 @@ func (m *Model) Decode(rec *checkpoint.KeyRecord) (*State, error) {
 	if version < 1 || version > stateVersion {
 		return nil, fmt.Errorf("key state version %d: this build reads versions 1 to %d (a newer driftstream wrote it?): %w", version, stateVersion, errState)
 	}
-	snap := r.View() // decoded at once, by copy: nothing keeps rec.State
+	var snap []byte
+	if version >= 6 { // the identity left out, named by its hash
+		sv, hash, body := r.Byte(), r.Uint64(), r.View()
+		if r.Err == nil && hash != m.identityHash {
+			return nil, fmt.Errorf("learner: the key's state was written by a learner of another name, dimension or parameters (identity %016x; this model's %016x, %s): %w: %w",
+				hash, m.identityHash, m.s.Learner, learners.ErrConfiguration, learners.ErrSnapshot)
+		}
+		snap = learners.JoinSnapshot(make([]byte, 0, 1+len(m.identity)+len(body)), sv, m.identity, body)
+	} else {
+		snap = r.View() // decoded at once, by copy: nothing keeps rec.State
+	}
 	rng := r.View()
 	if r.Err != nil {
 		return nil, r.Err
@@ -623,4 +653,27 @@ func (m *Model) StateFingerprint() ([32]byte, error) {
 		h.Write(b)
 	}
 	return [32]byte(h.Sum(nil)), nil
+}
+
+// snapshotIdentity is the snapshot identity (learners.SplitSnapshot) of
+// the learners maker builds at dimension dim.
+func snapshotIdentity(maker *learners.Maker, dim int) ([]byte, error) {
+	l, err := maker.New(learners.Config{Dim: dim})
+	if err != nil {
+		return nil, err
+	}
+	snap, err := l.MarshalBinary()
+	if err != nil {
+		return nil, err
+	}
+	_, identity, _, err := learners.SplitSnapshot(snap)
+	return bytes.Clone(identity), err
+}
+
+// identityHash names a learner's snapshot identity in a key state: FNV-1a,
+// 64 bits.
+func identityHash(identity []byte) uint64 {
+	h := fnv.New64a()
+	h.Write(identity)
+	return h.Sum64()
 }

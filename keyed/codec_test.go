@@ -3,6 +3,7 @@ package keyed
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"os"
@@ -28,8 +29,8 @@ func TestOlderKeyStatesDecode(t *testing.T) {
 	for _, tc := range []struct {
 		file    string
 		version byte
-		keys    int // keystate-v4.golden has each key's changelog encoding too, and unscaled keys
-	}{{"testdata/keystate-v1.golden", 1, 5}, {"testdata/keystate-v2.golden", 2, 5}, {"testdata/keystate-v3.golden", 3, 5}, {"testdata/keystate-v4.golden", 4, 20}} {
+		keys    int // from keystate-v4.golden on: each key's changelog encoding too, and unscaled keys
+	}{{"testdata/keystate-v1.golden", 1, 5}, {"testdata/keystate-v2.golden", 2, 5}, {"testdata/keystate-v3.golden", 3, 5}, {"testdata/keystate-v4.golden", 4, 20}, {"testdata/keystate-v5.golden", 5, 20}} {
 		keys, pending, withStats, alerted := 0, 0, 0, 0
 		for key, old := range goldenFile(t, tc.file) {
 			if (old[0] == 0) != (tc.version > 1) || tc.version > 1 && old[1] != tc.version {
@@ -68,7 +69,7 @@ func TestOlderKeyStatesDecode(t *testing.T) {
 }
 
 // The current version's encodings of the scripted keys of goldenStates
-// (the key store's and the changelog's) are testdata/keystate-v5.golden,
+// (the key store's and the changelog's) are testdata/keystate-v6.golden,
 // byte for byte: a change of the format is a
 // new version, made on purpose (DRIFTSTREAM_UPDATE_GOLDEN=1 rewrites the
 // file). The learner's and the detectors' snapshots inside carry versions
@@ -89,7 +90,7 @@ func TestKeyStateGolden(t *testing.T) {
 			b.WriteString(set.prefix + kv[0] + " " + kv[1] + "\n")
 		}
 	}
-	const file = "testdata/keystate-v5.golden"
+	const file = "testdata/keystate-v6.golden"
 	if os.Getenv("DRIFTSTREAM_UPDATE_GOLDEN") == "1" {
 		if err := os.WriteFile(file, []byte(b.String()), 0o644); err != nil {
 			t.Fatal(err)
@@ -214,7 +215,16 @@ func TestKeyStateWithoutDecidedPredictions(t *testing.T) {
 	if w := b[tail-3 : tail]; !bytes.Equal(w, []byte{0, 0, 0}) {
 		t.Fatalf("empty watch written as %x", w)
 	}
-	v2 := slices.Concat([]byte{0, 2}, b[2:tail-3], make([]byte, 12), b[tail:])
+	// Before version 6 the learner's snapshot was written whole.
+	snap, err := ks.learner.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, body, _ := learners.SplitSnapshot(snap)
+	learnerLen := 1 + 8 + len(binary.AppendUvarint(nil, uint64(len(body)))) + len(body)
+	whole := slices.Concat(b[:2], wire.AppendBytes(nil, snap), b[2+learnerLen:])
+	tail += len(whole) - len(b)
+	v2 := slices.Concat([]byte{0, 2}, whole[2:tail-3], make([]byte, 12), whole[tail:])
 	v1 := v2[2 : len(v2)-1] // version 1 had no header and no mixture
 	watchLen := 12
 	for _, tc := range []struct {
@@ -246,7 +256,7 @@ func TestKeyStateWithoutDecidedPredictions(t *testing.T) {
 		{"the current version without its key counters", b[:len(b)-1-statsLen]},
 		{"the current version cut anywhere", b[:len(b)-3]},
 		{"the current version with a byte more", append(slices.Clone(b), 0)},
-		{"version 6", append([]byte{0, 6}, b[2:]...)},
+		{"version 7", append([]byte{0, 7}, b[2:]...)},
 	} {
 		if _, err := m.Decode(&checkpoint.KeyRecord{Key: "k", State: cut.state}); err == nil {
 			t.Errorf("%s decoded", cut.name)

@@ -58,6 +58,11 @@ type Model struct {
 	// states lack (CollectMissing).
 	missing missingInputs
 	collect bool
+	// identity is the keys' learners' snapshot identity (name, dimension,
+	// parameters), which key states since version 6 leave out and name by
+	// its hash (codec.go).
+	identity     []byte
+	identityHash uint64
 }
 
 // New returns the model of a partition with settings s (validated, then
@@ -85,8 +90,13 @@ func New(s Settings, shared Shared, stats *Totals) (*Model, error) {
 			return nil, fmt.Errorf("drift detector %d: %w", i, err)
 		}
 	}
+	identity, err := snapshotIdentity(maker, s.Vector.Dim)
+	if err != nil {
+		return nil, err
+	}
 	return &Model{s: s, maker: maker, detectors: detectors, sampling: info.Sampling, populate: s.Population != PopulationOff,
-		additive: s.Population == PopulationAdditive, learnAll: s.LearnFrom == LearnAll, shared: shared, stats: stats}, nil
+		additive: s.Population == PopulationAdditive, learnAll: s.LearnFrom == LearnAll, shared: shared, stats: stats,
+		identity: identity, identityHash: identityHash(identity)}, nil
 }
 
 // Settings are the model's settings, with their defaults.

@@ -569,3 +569,39 @@ func TestSnapshotCarriesEveryStream(t *testing.T) {
 		})
 	}
 }
+
+// A snapshot split into version, identity and body joins back to itself,
+// for every learner of the catalog; a damaged header is refused.
+func TestSplitSnapshotJoinsBack(t *testing.T) {
+	tested := 0
+	for _, name := range Names() {
+		l, err := New(name, nil, Config{Dim: 5, Seed: 3, Key: "k"})
+		if err != nil { // a 1-D learner
+			l, err = New(name, nil, Config{Dim: 1, Seed: 3, Key: "k"})
+		}
+		if err != nil {
+			continue // a learner without default parameters (an ensemble)
+		}
+		tested++
+		snap, err := l.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, id, body, err := SplitSnapshot(snap)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if v != snap[0] || len(id) < len(name)+2 || !bytes.Contains(id, []byte(name)) {
+			t.Errorf("%s: version %d, identity %q", name, v, id)
+		}
+		if back := JoinSnapshot(nil, v, id, body); !bytes.Equal(back, snap) {
+			t.Errorf("%s: joined back differs", name)
+		}
+	}
+	if tested < len(Names())-2 {
+		t.Errorf("%d of %d learners tested", tested, len(Names()))
+	}
+	if _, _, _, err := SplitSnapshot([]byte{2, 0xff}); !errors.Is(err, ErrSnapshot) {
+		t.Errorf("a damaged header: %v", err)
+	}
+}

@@ -153,6 +153,28 @@ func readHeader(data []byte) (snapshotHeader, decoder, error) {
 	return h, d, d.err()
 }
 
+// SplitSnapshot splits a snapshot into its format version, its identity
+// (the learner's name, dimension and parameters, as its header holds them)
+// and its body, each sharing the snapshot's memory: a holder of many
+// snapshots of one configuration (package keyed's key states) can keep the
+// identity once, and JoinSnapshot puts a snapshot back together.
+func SplitSnapshot(snapshot []byte) (version byte, identity, body []byte, err error) {
+	_, d, err := readHeader(snapshot)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	n := len(snapshot) - d.left()
+	return snapshot[0], snapshot[1:n], snapshot[n:], nil
+}
+
+// JoinSnapshot is the snapshot of format version, identity and body that
+// SplitSnapshot gave, appended to b.
+func JoinSnapshot(b []byte, version byte, identity, body []byte) []byte {
+	b = append(b, version)
+	b = append(b, identity...)
+	return append(b, body...)
+}
+
 // open checks that a snapshot belongs to a learner of this name, dimension and
 // parameters, and returns a decoder positioned at the body.
 func (m *meta) open(data []byte) (decoder, error) {
