@@ -252,7 +252,10 @@ func (m *Model) Decode(rec *checkpoint.KeyRecord) (*State, error) {
 			return nil, fmt.Errorf("learner: the key's state was written by a learner of another name, dimension or parameters (identity %016x; this model's %016x, %s): %w: %w",
 				hash, m.identityHash, m.s.Learner, learners.ErrConfiguration, learners.ErrSnapshot)
 		}
-		snap = learners.JoinSnapshot(make([]byte, 0, 1+len(m.identity)+len(body)), sv, m.identity, body)
+		// Put together in a buffer the model reuses: the learner decodes
+		// by copy.
+		m.scratch = learners.JoinSnapshot(m.scratch[:0], sv, m.identity, body)
+		snap = m.scratch
 	} else {
 		snap = r.View() // decoded at once, by copy: nothing keeps rec.State
 	}

@@ -63,6 +63,7 @@ type Model struct {
 	// its hash (codec.go).
 	identity     []byte
 	identityHash uint64
+	scratch      []byte // a learner's snapshot put back together (Decode)
 }
 
 // New returns the model of a partition with settings s (validated, then
