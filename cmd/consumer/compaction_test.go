@@ -20,6 +20,10 @@ type restoreLine struct {
 	From             string `json:"from"`
 	ChangelogRecords int    `json:"changelog_records"`
 	RestoreMS        int64  `json:"restore_ms"`
+	// ReplayFrom is where the partition reads its events topic from: before
+	// Committed by the records re-read for awaited inputs.
+	ReplayFrom int64 `json:"replay_from"`
+	Committed  int64 `json:"committed"`
 }
 
 // restores are p's "partition restored" lines.
