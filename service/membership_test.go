@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/driftstream/driftstream/internal/kafkatest"
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -116,7 +117,7 @@ func TestRestartAfterKillTakesItsPartitionsAtOnce(t *testing.T) {
 	_, cfg := controlledCluster(t, "g-evict-restart", func(c *Config) {
 		c.InstanceID, c.SessionTimeout = "pod-0", time.Minute
 	})
-	var logs lockedLog
+	var logs kafkatest.LogBuffer
 	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	ghostMember(t, cfg.Brokers[0], cfg.Group, "pod-0", cfg.Topics.Events, time.Minute)
 	start := time.Now()
@@ -140,7 +141,7 @@ func TestRestartAfterKillTakesItsPartitionsAtOnce(t *testing.T) {
 // then joins and runs its partitions.
 func TestRefusedEvictionIsReportedAndJoinsAnyway(t *testing.T) {
 	c, cfg := controlledCluster(t, "g-evict-refused", func(c *Config) { c.InstanceID = "pod-0" })
-	var logs lockedLog
+	var logs kafkatest.LogBuffer
 	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	h := c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.DescribeGroups}, Err: kerr.GroupAuthorizationFailed, Count: -1})
 	s, stop := started(t, cfg)

@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -928,22 +927,4 @@ func TestServicePassesTheTraceContextOn(t *testing.T) {
 			t.Errorf("output %s: traceparent %q, tracestate %q (the input traced: %v)", m.Value, got, header(m, "tracestate"), traced)
 		}
 	}
-}
-
-// lockedLog is a log the test reads while the service still writes it.
-type lockedLog struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *lockedLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *lockedLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
 }

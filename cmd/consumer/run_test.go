@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -202,31 +201,13 @@ func TestDemoTruthIsBounded(t *testing.T) {
 	}
 }
 
-// lockedBuffer is a bytes.Buffer safe for a writer and a reader at once.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // In production (a real broker, JSON logs) every stderr line is a JSON log
 // record — the plain-text progress line stays out — and a Ctrl-C stops
 // cleanly: exit 0, no ERROR record, "stopped cleanly" last.
 func TestJSONLogsAndACleanInterrupt(t *testing.T) {
 	kafkatest.Slow(t)
 	c := kafkatest.Cluster(t, kfake.SeedTopics(-1))
-	var out, errb lockedBuffer
+	var out, errb kafkatest.LogBuffer
 	exit := make(chan int, 1)
 	go func() {
 		exit <- run([]string{"-brokers", c.ListenAddrs()[0], "-dim", "3", "-metrics-addr", "127.0.0.1:0", "-log-format", "json"}, &out, &errb)
