@@ -2,6 +2,7 @@ package kafkatest
 
 import (
 	"context"
+	"sync"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -9,13 +10,26 @@ import (
 	"github.com/twmb/franz-go/pkg/kversion"
 )
 
-// recorder is a testing.TB that records the errors reported to it.
+// recorder is a testing.TB that records the errors reported to it (from
+// the broker's goroutine: behind a lock).
 type recorder struct {
 	testing.TB
+	mu   sync.Mutex
 	errs []string
 }
 
-func (r *recorder) Error(args ...any) { r.errs = append(r.errs, fmtArgs(args)) }
+func (r *recorder) Error(args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.errs = append(r.errs, fmtArgs(args))
+}
+
+// reported is how many errors were reported.
+func (r *recorder) reported() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.errs)
+}
 
 func fmtArgs(args []any) string {
 	if len(args) == 1 {
@@ -42,10 +56,10 @@ func TestClusterRefusesVersionsKafka4Removed(t *testing.T) {
 		_, err = cl.Request(context.Background(), kmsg.NewPtrCreateTopicsRequest())
 		return err
 	}
-	if err := request(1); err == nil || len(rec.errs) != 1 {
-		t.Fatalf("CreateTopics v1: %v, %d errors reported; want refused and reported", err, len(rec.errs))
+	if err := request(1); err == nil || rec.reported() != 1 {
+		t.Fatalf("CreateTopics v1: %v, %d errors reported; want refused and reported", err, rec.reported())
 	}
-	if err := request(2); err != nil || len(rec.errs) != 1 {
-		t.Fatalf("CreateTopics v2: %v, %d errors reported", err, len(rec.errs))
+	if err := request(2); err != nil || rec.reported() != 1 {
+		t.Fatalf("CreateTopics v2: %v, %d errors reported", err, rec.reported())
 	}
 }
