@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -799,4 +800,16 @@ func TestBlackBoxKill9RestartRemovesItsFormerMembership(t *testing.T) {
 		t.Fatalf("the last process removed no membership of the killed one:\n%s", tail(last.logText(), 4000))
 	}
 	b.verify(ids)
+}
+
+// freeAddr is a loopback address no one listens on now (for a metrics
+// server).
+func freeAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -170,16 +169,6 @@ func envInt(name string, def int) int {
 		return n
 	}
 	return def
-}
-
-// freeAddr is a loopback address no one listens on now.
-func freeAddr(b *testing.B) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // isReady reports whether the process serving addr answers /readyz with 200.

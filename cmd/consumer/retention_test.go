@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"fmt"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -64,12 +63,7 @@ func TestBlackBoxRetentionTakesAwaitedInputsWithIt(t *testing.T) {
 			}
 			kafkatest.Write(t, b.addr, b.topic("events"), lbs)
 
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			metricsAddr := ln.Addr().String()
-			ln.Close()
+			metricsAddr := freeAddr(t)
 			b.args = append(b.args, "-metrics-addr", metricsAddr)
 			second := b.start()
 			waitFor(t, 60*time.Second, "every label joined", func() bool { return metric(metricsAddr, "driftstream_labels_joined_total") == n })

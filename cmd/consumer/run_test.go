@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -27,9 +26,7 @@ import (
 // predicted, queries are answered by the demo producer, and the final JSON
 // line has the promised fields.
 func TestEmbeddedDemo(t *testing.T) {
-	ln, _ := net.Listen("tcp", "127.0.0.1:0") // a free port for the metrics server
-	metricsAddr := ln.Addr().String()
-	ln.Close()
+	metricsAddr := freeAddr(t)
 	var out, errb bytes.Buffer
 	exit := make(chan int, 1)
 	go func() {
