@@ -11,9 +11,10 @@ import (
 // decoding each awaited event again as its key skips it (Model.Revisit).
 // Such an input is "sourced": the event's input as decoded, not
 // standardized (a key's standardized input depends on the key's earlier
-// inputs, which the events topic alone does not give back). A partition's Model tracks the offsets of its keys' sourced
-// inputs (offsetSet), so that each checkpoint's marker says where such a
-// restore starts (Model.OldestSourced).
+// inputs, which the events topic alone does not give back). A partition's
+// Model tracks the offsets of its keys' sourced inputs (offsetSet), so that
+// each checkpoint's marker says where such a restore starts
+// (Model.OldestSourced).
 
 // offsetSet is a set of input offsets, kept as a bitmap from the oldest
 // one: adding and removing an offset costs a bit, and the oldest is found
@@ -164,9 +165,9 @@ func (m *Model) KeepMissingFrom(from int64) {
 }
 
 // Missing reports whether a key state decoded between CollectMissing and
-// KeepMissingFrom lacks the sourced input of the event at offset o: the records a re-read
-// passes over without decoding are those it does not report. It is asked
-// about offsets in increasing order.
+// KeepMissingFrom lacks the sourced input of the event at offset o: the
+// records a re-read passes over without decoding are those it does not
+// report. It is asked about offsets in increasing order.
 func (m *Model) Missing(o int64) bool {
 	ms := &m.missing
 	for ms.next < len(ms.offsets) && ms.offsets[ms.next] < o {

@@ -25,8 +25,9 @@ type reread struct {
 	// below keysFrom were absorbed by every key and are only revisited.
 	next, keysFrom int64
 	// floor is the oldest offset an awaited input not yet tracked may be
-	// at (−1: none, and the worker re-reads nothing); until is the first events offset past the restored
-	// marker: from there on the tracking is exact, and reread ends.
+	// at (−1: none, and the worker re-reads nothing); until is the first
+	// events offset past the restored marker: from there on the tracking
+	// is exact, and reread ends.
 	floor, until int64
 	// selective is set after a restore from the changelog, whose states
 	// lack every input to re-read: the records below keysFrom that the
