@@ -83,7 +83,7 @@ func opener(t *testing.T, input func() (Input, error)) func([2]int64) pipeline.S
 		if err != nil {
 			t.Fatal(err)
 		}
-		src, err := in.Open(context.Background(), 0, from)
+		src, err := in.Open(context.Background(), 0, pipeline.From{Topics: from})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -88,7 +88,8 @@ func (in *fileInput) fail(err error) {
 }
 
 // Open starts partition p's two readers at offsets from and its merge.
-func (in *fileInput) Open(ctx context.Context, p int, from [2]int64) (pipeline.Source, error) {
+func (in *fileInput) Open(ctx context.Context, p int, start pipeline.From) (pipeline.Source, error) {
+	from := start.Topics
 	if p < 0 || p >= in.parts {
 		return nil, fmt.Errorf("partition %d of %d", p, in.parts)
 	}

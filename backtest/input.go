@@ -35,9 +35,12 @@ type messageInput struct {
 	opts     MessageOptions
 	parts    int
 	separate bool // label records on their own topic (index 1)
+	// peers deals each partition the other partitions' events topic too
+	// (a shared part across partitions: readPeers).
+	peers    bool
 	chans    []chan []pipeline.Fetched
 	opened   []bool
-	from     [][2]int64      // per partition: the offsets its Open asked for
+	from     []pipeline.From // per partition: the offsets its Open asked for
 	closed   []chan struct{} // per partition: closed by its source's Close
 	closeP   []sync.Once
 	balancer kafka.Balancer
@@ -71,7 +74,7 @@ func FromSource(src streams.Source, opts MessageOptions, partitions int, separat
 	}
 	in := &messageInput{src: src, opts: opts, parts: partitions, separate: separateLabels, balancer: balancer,
 		chans: make([]chan []pipeline.Fetched, partitions), opened: make([]bool, partitions), total: -1,
-		from: make([][2]int64, partitions), closed: make([]chan struct{}, partitions), closeP: make([]sync.Once, partitions)}
+		from: make([]pipeline.From, partitions), closed: make([]chan struct{}, partitions), closeP: make([]sync.Once, partitions)}
 	for p := range in.chans {
 		in.chans[p] = make(chan []pipeline.Fetched, 8)
 		in.closed[p] = make(chan struct{})
@@ -105,7 +108,7 @@ func (in *messageInput) Err() error {
 // Open hands partition p its channel; the first Open starts the one
 // goroutine that reads the source and deals its records out. A file can be
 // read once: a partition cannot be reopened.
-func (in *messageInput) Open(ctx context.Context, p int, from [2]int64) (pipeline.Source, error) {
+func (in *messageInput) Open(ctx context.Context, p int, from pipeline.From) (pipeline.Source, error) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	if p < 0 || p >= in.parts {
@@ -166,6 +169,13 @@ func (in *messageInput) deal(ctx context.Context) {
 		pending[p] = nil
 		return nil
 	}
+	add := func(p int, r pipeline.Record) error {
+		pending[p] = append(pending[p], pipeline.Fetched{Record: r})
+		if len(pending[p]) == dealBatch {
+			return send(p)
+		}
+		return nil
+	}
 	_, err := Messages(ctx, in.src, in.opts, func(m Message) error {
 		p := in.balancer.Balance(kafka.Message{Key: m.Key}, partitions...)
 		topic := pipeline.EventsTopic
@@ -174,14 +184,20 @@ func (in *messageInput) deal(ctx context.Context) {
 		}
 		offset := next[p][topic]
 		next[p][topic]++
-		if offset < in.from[p][topic] { // before where the partition's Open started it
+		rec := pipeline.Record{Topic: topic, Partition: p, Offset: offset, Key: m.Key, Value: m.Value, Decoded: m.Event, Time: m.Time}
+		if in.peers && topic == pipeline.EventsTopic {
+			for q := range pending { // the other partitions read it too, in the same order
+				if q != p && offset >= in.from[q].Peer(p) {
+					if err := add(q, rec); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		if offset < in.from[p].Topics[topic] { // before where the partition's Open started it
 			return nil
 		}
-		pending[p] = append(pending[p], pipeline.Fetched{Record: pipeline.Record{Topic: topic, Partition: p, Offset: offset, Key: m.Key, Value: m.Value, Decoded: m.Event, Time: m.Time}})
-		if len(pending[p]) == dealBatch {
-			return send(p)
-		}
-		return nil
+		return add(p, rec)
 	})
 	for p := range pending {
 		if err == nil && len(pending[p]) > 0 {
@@ -189,6 +205,13 @@ func (in *messageInput) deal(ctx context.Context) {
 		}
 	}
 	in.err = err
+}
+
+// readPeers has every partition read the other partitions' events topic
+// too, after its own records of the same message (peerReader).
+func (in *messageInput) readPeers() error {
+	in.peers = true
+	return nil
 }
 
 // FromExamples is FromSource over examples held in memory; their number of

@@ -20,11 +20,19 @@ type Input interface {
 	Partitions() []int
 	// Open starts partition p's records at offsets from (per input topic);
 	// its channel closes at the end of the history.
-	Open(ctx context.Context, p int, from [2]int64) (pipeline.Source, error)
+	Open(ctx context.Context, p int, from pipeline.From) (pipeline.Source, error)
 	// Total is the number of records in all, or −1 when unknown.
 	Total() int64
 	// Err reports a failure of the input after its sources closed.
 	Err() error
+}
+
+// peerReader is an Input that can deal each partition the other
+// partitions' records of the events topic too, in one order: a shared part
+// across partitions (keyed.Settings.SharedAcrossPartitions).
+type peerReader interface {
+	// readPeers switches it on, before the first Open.
+	readPeers() error
 }
 
 // ReplayConfig configures a replay.
@@ -62,6 +70,15 @@ func Replay(ctx context.Context, cfg ReplayConfig, in Input) (*Report, error) {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	if cfg.Pipeline.SharedAcrossPartitions {
+		pr, ok := in.(peerReader)
+		if !ok {
+			return nil, fmt.Errorf("replay %s: a shared part across partitions reads the other partitions' events, which this input does not deal (a keyed file or generated stream does; two files or a topic do not yet)", cfg.Name)
+		}
+		if err := pr.readPeers(); err != nil {
+			return nil, fmt.Errorf("replay %s: %w", cfg.Name, err)
+		}
+	}
 	parts := in.Partitions()
 	scorers := make([]*scorer, len(parts))
 	runners := make([]*pipeline.Runner, len(parts))
@@ -69,7 +86,7 @@ func Replay(ctx context.Context, cfg ReplayConfig, in Input) (*Report, error) {
 	for i, p := range parts {
 		scorers[i] = &scorer{keys: map[string]*KeyStats{}, done: &done, partition: p, observe: cfg.Observe}
 		r, err := pipeline.NewRunner(pipeline.RunnerConfig{Partition: p, Pipeline: cfg.Pipeline, Store: checkpoint.NewMemoryStore(),
-			Open: func(ctx context.Context, from [2]int64) (pipeline.Source, error) { return in.Open(ctx, p, from) },
+			Open: func(ctx context.Context, from pipeline.From) (pipeline.Source, error) { return in.Open(ctx, p, from) },
 			Sink: &sink{partition: p, outputs: cfg.Outputs, counts: &scorers[i].outputs}, CheckpointEvery: cfg.CheckpointEvery,
 			CheckpointPeriod: time.Hour, Hooks: []pipeline.Hook{scorers[i]}, Logger: slog.New(slog.DiscardHandler),
 			Retry: pipeline.Backoff{Initial: 10 * time.Millisecond, Max: time.Second, Timeout: 30 * time.Second}})
@@ -186,6 +203,9 @@ type timedOutcome struct {
 
 // Record attributes a record's effect to its key.
 func (s *scorer) Record(f *pipeline.Fetched, e pipeline.Effect) {
+	if f.Partition != s.partition {
+		return // another partition's, for the shared part: counted by its own
+	}
 	s.done.Add(1)
 	if s.observe != nil {
 		s.observe(s.partition, f, e)

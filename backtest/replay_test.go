@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -233,5 +234,80 @@ func produceHistory(tb testing.TB, addr string, src streams.Source, opts Message
 			tb.Fatal(err)
 		}
 		ws[labels].Close()
+	}
+}
+
+// With the shared part across partitions, the service — each partition
+// reading every partition of the events topic, merged by record timestamp —
+// and a backtest of the same source give the same predictions, byte for
+// byte, when the records' timestamps increase along the history (the
+// producer's stamps here are 1 ms apart): the backtest deals every
+// partition the other partitions' records in the history's order. Every
+// partition's shared part learns the other partitions' labeled events:
+// with labels inline, (partitions − 1) × the labeled events in all; with
+// labels that come later in label records, none (the other partitions'
+// late labels are not joined). A topic backtest refuses the switch, which
+// it cannot honour.
+func TestSharedAcrossPartitionsSameAnswer(t *testing.T) {
+	const n, keys = 3000, 40
+	for _, delay := range []int{0, 7} {
+		t.Run(fmt.Sprintf("delay=%d", delay), func(t *testing.T) {
+			opts := MessageOptions{Keys: keys, LabelsDelay: delay}
+			c := kafkatest.Cluster(t, kfake.SeedTopics(partitions, "events"))
+			addr := c.ListenAddrs()[0]
+			w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "events", Balancer: kafka.Murmur2Balancer{}, BatchTimeout: time.Millisecond, BatchSize: 5000, RequiredAcks: kafka.RequireAll}
+			var msgs []kafka.Message
+			clock := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
+			if _, err := Messages(context.Background(), newDrifting(2, n, keys), opts, func(m Message) error {
+				msgs = append(msgs, kafka.Message{Key: m.Key, Value: m.Value, Time: clock.Add(time.Duration(len(msgs)) * time.Millisecond)})
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.WriteMessages(context.Background(), msgs...); err != nil {
+				t.Fatal(err)
+			}
+			w.Close()
+			pcfg := pipelineConfig(t, "logreg", "")
+			pcfg.Population, pcfg.SharedAcrossPartitions = keyed.PopulationAdditive, true
+
+			served, st := serve(t, addr, pcfg, "", n, n)
+
+			fromSource, err := FromSource(newDrifting(2, n, keys), opts, partitions, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			col := &collector{preds: map[string][]byte{}}
+			rep, err := Replay(context.Background(), ReplayConfig{Name: "shared", Pipeline: pcfg, Outputs: col.outputs}, fromSource)
+			if err != nil {
+				t.Fatal(err)
+			}
+			differ := 0
+			for id, want := range served {
+				if !bytes.Equal(col.preds[id], want) {
+					differ++
+				}
+			}
+			if len(col.preds) != n || differ != 0 {
+				t.Fatalf("%d predictions, %d differ from the service's %d", len(col.preds), differ, len(served))
+			}
+			tot := rep.Totals
+			want := (partitions - 1) * tot.Labeled
+			if delay > 0 {
+				want = 0
+			}
+			if tot.PeerLearned != want || st.PeerLearned != want || tot.Labeled != n || st.Mistakes != tot.Mistakes {
+				t.Fatalf("the other partitions' labels learned: backtest %d, service %d, want %d (labeled %d, mistakes %d and %d)", tot.PeerLearned, st.PeerLearned, want, tot.Labeled, tot.Mistakes, st.Mistakes)
+			}
+			t.Logf("service = backtest with the shared part across %d partitions: %d predictions identical, accuracy %.4f, %d of the other partitions' labels learned", partitions, n, rep.Accuracy, tot.PeerLearned)
+
+			fromTopic, err := FromTopic(context.Background(), TopicRange{Brokers: []string{addr}, Topic: "events", From: Unbounded, To: Unbounded})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := Replay(context.Background(), ReplayConfig{Name: "topic", Pipeline: pcfg}, fromTopic); err == nil || !strings.Contains(err.Error(), "does not deal") {
+				t.Fatalf("a topic backtest with the shared part across partitions: %v", err)
+			}
+		})
 	}
 }

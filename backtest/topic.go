@@ -179,7 +179,8 @@ func (in *topicInput) Err() error        { return nil }
 
 // Open reads partition p from max(from, the range start) to the range end
 // on each input topic.
-func (in *topicInput) Open(ctx context.Context, p int, from [2]int64) (pipeline.Source, error) {
+func (in *topicInput) Open(ctx context.Context, p int, start pipeline.From) (pipeline.Source, error) {
+	from := start.Topics
 	sp, ok := in.spans[p]
 	if !ok {
 		return nil, fmt.Errorf("partition %d is not in the range", p)

@@ -10,6 +10,7 @@ import (
 	"hash/crc32"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -130,7 +131,7 @@ func TestVersion1RecordsRead(t *testing.T) {
 	mb = binary.AppendVarint(mb, 41)
 	mb = binary.AppendVarint(mb, -1)
 	got, err = Decode(v1(kindMarker, mb))
-	if err != nil || got.Marker == nil || *got.Marker != (Marker{Partition: 2, Through: [2]int64{41, -1}}) {
+	if err != nil || got.Marker == nil || !reflect.DeepEqual(*got.Marker, Marker{Partition: 2, Through: [2]int64{41, -1}}) {
 		t.Fatalf("v1 marker: %+v %v", got.Marker, err)
 	}
 }
@@ -449,7 +450,7 @@ func TestMarkerReread(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (Marker{Partition: 1, Epoch: 5, Through: [2]int64{100, 7}}); rec.Marker == nil || *rec.Marker != want {
+	if want := (Marker{Partition: 1, Epoch: 5, Through: [2]int64{100, 7}}); rec.Marker == nil || !reflect.DeepEqual(*rec.Marker, want) {
 		t.Fatalf("version 2 marker read as %+v, want %+v", rec.Marker, want)
 	}
 	for _, tc := range []struct {
@@ -465,7 +466,7 @@ func TestMarkerReread(t *testing.T) {
 			}
 			continue
 		}
-		if err != nil || *rec.Marker != m {
+		if err != nil || !reflect.DeepEqual(*rec.Marker, m) {
 			t.Fatalf("reread %d: %+v, %v", tc.reread, rec.Marker, err)
 		}
 		snap := Snapshot{Marker: rec.Marker}
@@ -482,5 +483,58 @@ func TestMarkerReread(t *testing.T) {
 	}
 	if got := (*Marker)(nil).RereadFrom(); got != NoOffset {
 		t.Errorf("no marker: re-read from %d, want none", got)
+	}
+}
+
+// A marker with peers is written as version 4 and reads back whole; one
+// without is written as version 3, as before; a malformed peer list is
+// corrupt.
+func TestMarkerPeers(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		peers   []int64
+		version byte
+		from    [3]int64 // PeerFrom(0..2)
+	}{
+		{"none", nil, 3, [3]int64{0, 0, 0}},
+		{"all unread", []int64{NoOffset, NoOffset}, 3, [3]int64{0, 0, 0}},
+		{"two", []int64{NoOffset, 0, 41}, 4, [3]int64{0, 1, 42}},
+		{"one", []int64{7}, 4, [3]int64{8, 0, 0}},
+	} {
+		m := Marker{Partition: 1, Epoch: 5, Through: [2]int64{100, 7}, Reread: 3, Peers: tc.peers}
+		b := EncodeMarker(m)
+		if b[0] != tc.version {
+			t.Errorf("%s: written as version %d, want %d", tc.name, b[0], tc.version)
+		}
+		rec, err := Decode(b)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		for p, want := range tc.from {
+			if got := rec.Marker.PeerFrom(p); got != want {
+				t.Errorf("%s: partition %d resumes at %d, want %d", tc.name, p, got, want)
+			}
+		}
+		if tc.version == 4 && !reflect.DeepEqual(rec.Marker.Peers, tc.peers) {
+			t.Errorf("%s: peers read back as %v", tc.name, rec.Marker.Peers)
+		}
+	}
+	if got := (*Marker)(nil).PeerFrom(3); got != 0 {
+		t.Errorf("no marker: partition 3 resumes at %d", got)
+	}
+	// Version 4 bodies with bad peer lists: an empty one, partitions out
+	// of order, a negative offset, a truncated pair.
+	base := EncodeMarker(Marker{Partition: 1, Epoch: 5, Through: [2]int64{100, 7}})[6:]
+	for name, tail := range map[string][]byte{
+		"empty":     {0},
+		"unordered": {2, 3, 2, 1, 2},
+		"negative":  {1, 0, 1},
+		"truncated": {2, 0, 2},
+	} {
+		body := append(slices.Clone(base), tail...)
+		rec := append([]byte{4, kindMarker, 0, 0, 0, 0}, body...)
+		if _, err := Decode(frame(rec, 0)); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("%s: %v, want corrupt", name, err)
+		}
 	}
 }

@@ -49,13 +49,22 @@ import (
 	"github.com/driftstream/driftstream/internal/wire"
 )
 
-// RecordVersion is the format version of markers, which end with Reread
-// since version 3; version 2 markers are read with Reread 0 (their key
-// states held every awaited input). Key and ownership records are written
-// as version 2 (keyRecordVersion), which version 3 did not change, and a
-// version 3 one is refused. Version 1 records (no epoch) are read with
-// epoch 0.
-const RecordVersion = 3
+// RecordVersion is the format version of markers. A version 4 marker is
+// version 3 followed by Peers: uvarint N, then N × (uvarint partition,
+// varint through), by partition, the partitions with an offset; a marker
+// without peers is written as version 3. Markers end with Reread since
+// version 3; version 2 markers are read with Reread 0 (their key states
+// held every awaited input). Key and ownership records are written as
+// version 2 (keyRecordVersion), which versions 3 and 4 did not change, and
+// a later one is refused. Version 1 records (no epoch) are read with epoch
+// 0.
+const RecordVersion = 4
+
+// peerlessMarkerVersion is the version of a marker without peers.
+const peerlessMarkerVersion = 3
+
+// maxPeers bounds the partitions a decoded marker names.
+const maxPeers = 1 << 16
 
 // keyRecordVersion is the format version of key and ownership records.
 const keyRecordVersion = 2
@@ -111,6 +120,19 @@ type Marker struct {
 	// input the key records leave out (the events topic gives it back), so
 	// that the keys re-read those inputs as they skip their events. 0: none.
 	Reread int64
+	// Peers is, with a shared part across partitions, the last offset of
+	// each other partition's events topic processed (indexed by
+	// partition, NoOffset for none): where their reading resumes.
+	Peers []int64
+}
+
+// PeerFrom is the offset of partition p's events topic at which a restore
+// from m resumes reading it (0 with no marker or no offset for p).
+func (m *Marker) PeerFrom(p int) int64 {
+	if m == nil || p >= len(m.Peers) || m.Peers[p] == NoOffset {
+		return 0
+	}
+	return m.Peers[p] + 1
 }
 
 // RereadFrom is the events-topic offset from which a restore from m reads
@@ -154,7 +176,7 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 func header(b []byte, kind byte) []byte {
 	v := byte(keyRecordVersion)
 	if kind == kindMarker {
-		v = RecordVersion
+		v = peerlessMarkerVersion
 	}
 	return append(b, v, kind, 0, 0, 0, 0)
 }
@@ -194,6 +216,22 @@ func EncodeMarker(m Marker) []byte {
 		b = binary.AppendVarint(b, o)
 	}
 	b = binary.AppendUvarint(b, uint64(m.Reread))
+	n := 0
+	for _, t := range m.Peers {
+		if t != NoOffset {
+			n++
+		}
+	}
+	if n > 0 {
+		b[0] = RecordVersion
+		b = binary.AppendUvarint(b, uint64(n))
+		for p, t := range m.Peers {
+			if t != NoOffset {
+				b = binary.AppendUvarint(b, uint64(p))
+				b = binary.AppendVarint(b, t)
+			}
+		}
+	}
 	return frame(b, 0)
 }
 
@@ -264,6 +302,9 @@ func decode(data []byte, owned bool) (Record, error) {
 				m.Reread = int64(re)
 			}
 		}
+		if version >= 4 {
+			m.Peers = decodePeers(r)
+		}
 		return Record{Marker: &m}, r.Done()
 	case kindOwner:
 		if version == 1 {
@@ -275,4 +316,28 @@ func decode(data []byte, owned bool) (Record, error) {
 		return Record{Owner: &o}, r.Done()
 	}
 	return Record{}, fmt.Errorf("unknown record kind %q: %w", data[1], ErrCorrupt)
+}
+
+// decodePeers reads a version 4 marker's peers.
+func decodePeers(r *wire.Reader) []int64 {
+	n := r.Uvarint()
+	if n == 0 || n > maxPeers {
+		r.Fail("peer count")
+		return nil
+	}
+	var peers []int64
+	last := -1
+	for range n {
+		p, t := r.Uvarint(), r.Varint()
+		if r.Err != nil || p >= maxPeers || int(p) <= last || t < 0 {
+			r.Fail("peer offset")
+			return nil
+		}
+		for len(peers) <= int(p) {
+			peers = append(peers, NoOffset)
+		}
+		peers[p] = t
+		last = int(p)
+	}
+	return peers
 }

@@ -30,73 +30,74 @@ const Prefix = "DRIFTSTREAM"
 // split_words), desc (the help text), flag:"-" for secrets that must not be
 // given on the command line (they would show in process listings).
 type Config struct {
-	Brokers            []string      `split_words:"true" desc:"Kafka bootstrap brokers, comma-separated host:port"`
-	Group              string        `default:"driftstream" desc:"consumer group id"`
-	EventsTopic        string        `split_words:"true" default:"events" desc:"input events and label records"`
-	LabelsTopic        string        `split_words:"true" desc:"optional separate labels topic, co-partitioned with the events topic"`
-	PredictionsTopic   string        `split_words:"true" default:"predictions" desc:"predictions output topic"`
-	QueriesTopic       string        `split_words:"true" default:"label-queries" desc:"label-queries output topic"`
-	DeadLetterTopic    string        `split_words:"true" default:"dead-letters" desc:"dead-letter output topic"`
-	ChangelogTopic     string        `split_words:"true" default:"driftstream-changelog" desc:"compacted checkpoint topic"`
-	AlertsTopic        string        `split_words:"true" default:"drift-alerts" desc:"drift alerts output topic (keyed by entity key)"`
-	Detectors          string        `default:"[{\"detector\":\"adwin\",\"signal\":\"mistakes\",\"params\":{\"delta\":0.00002}}]" desc:"drift detectors run per key, a JSON list of {detector, signal, params}: detectors adwin, ddm, eddm, page-hinkley, hddm-a; signals mistakes, queries, score; [] for none. The default watches the mistakes only: a queries detector helped no learner of the catalog and raised false alerts with several (docs/DETECTION.md); add one for keys whose labels never come"`
-	OnDrift            string        `split_words:"true" default:"alert" desc:"on a confirmed drift: alert, or reset (also restart the key's learner)"`
-	AlertCooldown      int64         `split_words:"true" default:"500" desc:"a key's events without a detection after which its open drift incident closes (if its signal has not come back near its reference before); detections while an incident is open raise no alert"`
-	AlertMinRise       float64       `split_words:"true" default:"0.15" desc:"least rise of a detection's signal (its mean over the key's last 128 values less its mean over the 512 before them) for the detection to open an incident and alert; 0: any rise"`
-	AlertResolved      bool          `split_words:"true" default:"false" desc:"also write a record of kind resolved to the alerts topic when a key's drift incident closes"`
-	Partitions         int           `default:"0" desc:"partitions of the topics the service creates; 0: the events topic's count (4 when the service creates it too); a count other than an existing events topic's is refused"`
-	Replication        int           `default:"1" desc:"replication factor of topics the service creates"`
-	Learner            string        `default:"logreg" desc:"learner of every key (see consumer learners); the default, with an additive population model and an intercept, was chosen on public keyed data against River (docs/LEARNING.md)"`
-	LearnerParams      string        `split_words:"true" desc:"learner parameters, a JSON object"`
-	Dim                int           `desc:"dimension of dense \"x\" inputs"`
-	HashBits           int           `split_words:"true" desc:"hash named \"features\" into 2^k buckets; with Dim too, dense \"x\" fills the first Dim of them"`
-	Bias               bool          `default:"true" desc:"append a constant feature 1 to every input (the learners' dimension is one more), so that linear learners can learn a threshold away from the origin; turning it on or off changes every key's learner, which a restart on the same changelog refuses (deploy it as a new group and changelog)"`
-	Seed               uint64        `default:"1" desc:"global seed; each key's learner draws from (seed, key)"`
-	QueryScale         float64       `split_words:"true" default:"1" desc:"margin rule b/(b+|score|) for learners without a query rule; 0 never queries"`
-	MaxPending         int           `split_words:"true" default:"1000" desc:"unlabeled events awaiting their label, kept per key (oldest dropped)"`
-	PendingTTL         int64         `split_words:"true" default:"1000000" desc:"an awaited label is given up after this many later records of its partition"`
-	CheckpointStore    string        `split_words:"true" default:"kafka" desc:"kafka (changelog topic) or file (CheckpointDir, single node)"`
-	CheckpointDir      string        `split_words:"true" desc:"directory of the file checkpoint store"`
-	CheckpointEvery    int           `split_words:"true" default:"10000" desc:"checkpoint a partition every this many records (or CheckpointPeriod, whichever first)"`
-	CheckpointPeriod   time.Duration `split_words:"true" default:"5s" desc:"and at least this often"`
-	FlushInterval      time.Duration `split_words:"true" default:"5ms" desc:"write predictions, queries and alerts this often between checkpoints (0: at checkpoints only)"`
-	StateDir           string        `split_words:"true" desc:"local directory for the keys beyond CacheKeys per partition, in a Pebble store rebuilt from the changelog on a restore (an emptyDir will do; one member's alone: stores left there are removed at start, except those ParkState parked); empty: every key in memory"`
-	CacheKeys          int           `split_words:"true" default:"100000" desc:"with StateDir: keys per partition held in memory after each checkpoint (plus those changed since)"`
-	ParkState          bool          `split_words:"true" default:"false" desc:"with StateDir on a persistent volume: at shutdown, and when a rebalance moves a partition away, park its key store there; when the partition comes back, resume it from there, reading only what other members wrote to the changelog since (restore as usual only when that is gone)"`
-	MetricsAddr        string        `split_words:"true" default:":9090" desc:"address of /metrics, /healthz and /readyz"`
-	APIAddr            string        `envconfig:"API_ADDR" desc:"address of the /v1/ key API (reads; a key's reset needs DRIFTSTREAM_ADMIN_TOKEN); empty: on DRIFTSTREAM_METRICS_ADDR; off: not served"`
-	Pprof              bool          `default:"false" desc:"serve /debug/pprof on the metrics address"`
-	LogLevel           string        `split_words:"true" default:"info" desc:"debug, info, warn or error"`
-	LogFormat          string        `split_words:"true" default:"json" desc:"json or text"`
-	ShutdownTimeout    time.Duration `split_words:"true" default:"30s" desc:"on SIGTERM: finish, checkpoint and commit within this time"`
-	MaxKeyBytes        int64         `split_words:"true" default:"900000" desc:"largest key record in the changelog (keep below the broker's message.max.bytes); a learner that could exceed it is refused at start; -1: no limit (file store)"`
-	MaxKeyMemory       int64         `split_words:"true" default:"268435456" desc:"largest learner state of one key in memory, in bytes; checked at start"`
-	MaxPendingBytes    int           `split_words:"true" default:"131072" desc:"bytes of awaited events and early labels kept per key (oldest dropped)"`
-	MaxAbsValue        float64       `split_words:"true" default:"1e12" desc:"largest magnitude of an input value; larger ones are dead-lettered"`
-	MaxEventBytes      int           `split_words:"true" default:"0" desc:"largest input record value in bytes (events and label records); a larger one is dead-lettered (too_large); 0: the input topic's max.message.bytes (the broker's message.max.bytes where the topic does not set it), the largest record it can hold"`
-	MaxKeyLength       int           `split_words:"true" default:"4096" desc:"longest record key in bytes; a longer one is dead-lettered (key_too_long) and gets no key state"`
-	Isolation          string        `default:"read_committed" desc:"what is read of transactional input records: read_committed (records of committed transactions and those written without one, up to the last stable offset; aborted ones never) or read_uncommitted (every record up to the high watermark, aborted ones too; an open transaction holds nothing back)"`
-	MergeWait          time.Duration `split_words:"true" default:"0s" desc:"with a labels topic: how long a partition's merge of the events and labels topics (by record timestamp) waits for a topic that is caught up, for records still to reach the broker, before it goes on without it (counted in driftstream_merge_went_on_total); records already on the broker are always waited for, so the order is the logs' own; 0: no wait; -1ns waits for ever"`
-	OnOutputError      string        `split_words:"true" default:"dead-letter" desc:"an output the broker refuses for itself (too large, invalid): dead-letter (replace it with a dead letter and go on) or fail (fail the partition)"`
-	Population         string        `default:"additive" desc:"the population model, one per partition: additive (a shared part learned from every label, which each key's prediction adds to its own; logreg, perceptron and second-order learners), mixture or the keys' learner's name (a learner that seeds new keys, followed per key by a weighted majority), or off"`
-	LearnFrom          string        `split_words:"true" default:"all" desc:"which labels teach a key: all (every label that reaches it) or queried (only those its learner asked for: the selective-sampling papers' protocol; changes samplers only)"`
-	Standardize        bool          `default:"false" desc:"z-score each key's inputs by the running statistics of its earlier inputs before its learner sees them (dense inputs; checkpointed with the key)"`
-	AwaitedInputs      string        `split_words:"true" default:"events" desc:"where a checkpoint finds the inputs of events awaiting their label: events (the events topic, which a restore re-reads from the oldest of them: a key's changelog record holds none; the topic's retention must outlast the labels' delays, or their labels teach nothing: driftstream_label_inputs_lost_total) or changelog (written with the key at each of its checkpoints while the event waits)"`
-	RetryTimeout       time.Duration `split_words:"true" default:"2m" desc:"how long a failing Kafka read, write or commit is retried before its partition fails"`
-	FailExitAfter      time.Duration `split_words:"true" default:"30s" desc:"after a partition fails: report it (/readyz 503, metrics) this long, then exit 1"`
-	TopicCheckInterval time.Duration `split_words:"true" default:"30s" desc:"how often the input topics' partition counts are read while running: partitions added meanwhile are reported (unready, driftstream_unread_input_partitions), never silently unread"`
-	SessionTimeout     time.Duration `split_words:"true" default:"10s" desc:"consumer-group session timeout: a member silent this long loses its partitions"`
-	InstanceID         string        `split_words:"true" desc:"this member's identity across restarts, unique in the group (the Helm chart sets the pod's name): at start, the group membership a former process with the same one left (killed without leaving) is removed, so its partitions move at once instead of after the session timeout; empty: off"`
-	TLS                bool          `default:"false" desc:"connect to Kafka with TLS"`
-	TLSCAFile          string        `envconfig:"TLS_CA_FILE" flag:"tls-ca-file" desc:"PEM CA bundle to verify the brokers (default: system roots)"`
-	TLSCertFile        string        `envconfig:"TLS_CERT_FILE" desc:"PEM client certificate (mutual TLS)"`
-	TLSKeyFile         string        `envconfig:"TLS_KEY_FILE" desc:"PEM client key (mutual TLS)"`
-	TLSServerName      string        `envconfig:"TLS_SERVER_NAME" desc:"expected broker certificate name (default: the host dialed)"`
-	SASLMechanism      string        `envconfig:"SASL_MECHANISM" default:"none" desc:"none, plain, scram-sha-256 or scram-sha-512"`
-	SASLUsername       string        `envconfig:"SASL_USERNAME" desc:"SASL user"`
-	SASLPassword       string        `envconfig:"SASL_PASSWORD" flag:"-" desc:"SASL password (environment only; never logged)"`
-	SASLPasswordFile   string        `envconfig:"SASL_PASSWORD_FILE" desc:"file holding the SASL password (for mounted secrets)"`
-	AdminToken         string        `envconfig:"ADMIN_TOKEN" flag:"-" desc:"bearer token that enables the API's write calls (POST /v1/keys/{key}/reset); unset: read-only (environment only; never logged)"`
+	Brokers                []string      `split_words:"true" desc:"Kafka bootstrap brokers, comma-separated host:port"`
+	Group                  string        `default:"driftstream" desc:"consumer group id"`
+	EventsTopic            string        `split_words:"true" default:"events" desc:"input events and label records"`
+	LabelsTopic            string        `split_words:"true" desc:"optional separate labels topic, co-partitioned with the events topic"`
+	PredictionsTopic       string        `split_words:"true" default:"predictions" desc:"predictions output topic"`
+	QueriesTopic           string        `split_words:"true" default:"label-queries" desc:"label-queries output topic"`
+	DeadLetterTopic        string        `split_words:"true" default:"dead-letters" desc:"dead-letter output topic"`
+	ChangelogTopic         string        `split_words:"true" default:"driftstream-changelog" desc:"compacted checkpoint topic"`
+	AlertsTopic            string        `split_words:"true" default:"drift-alerts" desc:"drift alerts output topic (keyed by entity key)"`
+	Detectors              string        `default:"[{\"detector\":\"adwin\",\"signal\":\"mistakes\",\"params\":{\"delta\":0.00002}}]" desc:"drift detectors run per key, a JSON list of {detector, signal, params}: detectors adwin, ddm, eddm, page-hinkley, hddm-a; signals mistakes, queries, score; [] for none. The default watches the mistakes only: a queries detector helped no learner of the catalog and raised false alerts with several (docs/DETECTION.md); add one for keys whose labels never come"`
+	OnDrift                string        `split_words:"true" default:"alert" desc:"on a confirmed drift: alert, or reset (also restart the key's learner)"`
+	AlertCooldown          int64         `split_words:"true" default:"500" desc:"a key's events without a detection after which its open drift incident closes (if its signal has not come back near its reference before); detections while an incident is open raise no alert"`
+	AlertMinRise           float64       `split_words:"true" default:"0.15" desc:"least rise of a detection's signal (its mean over the key's last 128 values less its mean over the 512 before them) for the detection to open an incident and alert; 0: any rise"`
+	AlertResolved          bool          `split_words:"true" default:"false" desc:"also write a record of kind resolved to the alerts topic when a key's drift incident closes"`
+	Partitions             int           `default:"0" desc:"partitions of the topics the service creates; 0: the events topic's count (4 when the service creates it too); a count other than an existing events topic's is refused"`
+	Replication            int           `default:"1" desc:"replication factor of topics the service creates"`
+	Learner                string        `default:"logreg" desc:"learner of every key (see consumer learners); the default, with an additive population model and an intercept, was chosen on public keyed data against River (docs/LEARNING.md)"`
+	LearnerParams          string        `split_words:"true" desc:"learner parameters, a JSON object"`
+	Dim                    int           `desc:"dimension of dense \"x\" inputs"`
+	HashBits               int           `split_words:"true" desc:"hash named \"features\" into 2^k buckets; with Dim too, dense \"x\" fills the first Dim of them"`
+	Bias                   bool          `default:"true" desc:"append a constant feature 1 to every input (the learners' dimension is one more), so that linear learners can learn a threshold away from the origin; turning it on or off changes every key's learner, which a restart on the same changelog refuses (deploy it as a new group and changelog)"`
+	Seed                   uint64        `default:"1" desc:"global seed; each key's learner draws from (seed, key)"`
+	QueryScale             float64       `split_words:"true" default:"1" desc:"margin rule b/(b+|score|) for learners without a query rule; 0 never queries"`
+	MaxPending             int           `split_words:"true" default:"1000" desc:"unlabeled events awaiting their label, kept per key (oldest dropped)"`
+	PendingTTL             int64         `split_words:"true" default:"1000000" desc:"an awaited label is given up after this many later records of its partition"`
+	CheckpointStore        string        `split_words:"true" default:"kafka" desc:"kafka (changelog topic) or file (CheckpointDir, single node)"`
+	CheckpointDir          string        `split_words:"true" desc:"directory of the file checkpoint store"`
+	CheckpointEvery        int           `split_words:"true" default:"10000" desc:"checkpoint a partition every this many records (or CheckpointPeriod, whichever first)"`
+	CheckpointPeriod       time.Duration `split_words:"true" default:"5s" desc:"and at least this often"`
+	FlushInterval          time.Duration `split_words:"true" default:"5ms" desc:"write predictions, queries and alerts this often between checkpoints (0: at checkpoints only)"`
+	StateDir               string        `split_words:"true" desc:"local directory for the keys beyond CacheKeys per partition, in a Pebble store rebuilt from the changelog on a restore (an emptyDir will do; one member's alone: stores left there are removed at start, except those ParkState parked); empty: every key in memory"`
+	CacheKeys              int           `split_words:"true" default:"100000" desc:"with StateDir: keys per partition held in memory after each checkpoint (plus those changed since)"`
+	ParkState              bool          `split_words:"true" default:"false" desc:"with StateDir on a persistent volume: at shutdown, and when a rebalance moves a partition away, park its key store there; when the partition comes back, resume it from there, reading only what other members wrote to the changelog since (restore as usual only when that is gone)"`
+	MetricsAddr            string        `split_words:"true" default:":9090" desc:"address of /metrics, /healthz and /readyz"`
+	APIAddr                string        `envconfig:"API_ADDR" desc:"address of the /v1/ key API (reads; a key's reset needs DRIFTSTREAM_ADMIN_TOKEN); empty: on DRIFTSTREAM_METRICS_ADDR; off: not served"`
+	Pprof                  bool          `default:"false" desc:"serve /debug/pprof on the metrics address"`
+	LogLevel               string        `split_words:"true" default:"info" desc:"debug, info, warn or error"`
+	LogFormat              string        `split_words:"true" default:"json" desc:"json or text"`
+	ShutdownTimeout        time.Duration `split_words:"true" default:"30s" desc:"on SIGTERM: finish, checkpoint and commit within this time"`
+	MaxKeyBytes            int64         `split_words:"true" default:"900000" desc:"largest key record in the changelog (keep below the broker's message.max.bytes); a learner that could exceed it is refused at start; -1: no limit (file store)"`
+	MaxKeyMemory           int64         `split_words:"true" default:"268435456" desc:"largest learner state of one key in memory, in bytes; checked at start"`
+	MaxPendingBytes        int           `split_words:"true" default:"131072" desc:"bytes of awaited events and early labels kept per key (oldest dropped)"`
+	MaxAbsValue            float64       `split_words:"true" default:"1e12" desc:"largest magnitude of an input value; larger ones are dead-lettered"`
+	MaxEventBytes          int           `split_words:"true" default:"0" desc:"largest input record value in bytes (events and label records); a larger one is dead-lettered (too_large); 0: the input topic's max.message.bytes (the broker's message.max.bytes where the topic does not set it), the largest record it can hold"`
+	MaxKeyLength           int           `split_words:"true" default:"4096" desc:"longest record key in bytes; a longer one is dead-lettered (key_too_long) and gets no key state"`
+	Isolation              string        `default:"read_committed" desc:"what is read of transactional input records: read_committed (records of committed transactions and those written without one, up to the last stable offset; aborted ones never) or read_uncommitted (every record up to the high watermark, aborted ones too; an open transaction holds nothing back)"`
+	MergeWait              time.Duration `split_words:"true" default:"0s" desc:"with a labels topic: how long a partition's merge of the events and labels topics (by record timestamp) waits for a topic that is caught up, for records still to reach the broker, before it goes on without it (counted in driftstream_merge_went_on_total); records already on the broker are always waited for, so the order is the logs' own; 0: no wait; -1ns waits for ever"`
+	OnOutputError          string        `split_words:"true" default:"dead-letter" desc:"an output the broker refuses for itself (too large, invalid): dead-letter (replace it with a dead letter and go on) or fail (fail the partition)"`
+	Population             string        `default:"additive" desc:"the population model, one per partition: additive (a shared part learned from every label, which each key's prediction adds to its own; logreg, perceptron and second-order learners), mixture or the keys' learner's name (a learner that seeds new keys, followed per key by a weighted majority), or off"`
+	LearnFrom              string        `split_words:"true" default:"all" desc:"which labels teach a key: all (every label that reaches it) or queried (only those its learner asked for: the selective-sampling papers' protocol; changes samplers only)"`
+	SharedAcrossPartitions bool          `split_words:"true" default:"false" desc:"with population additive: each partition also reads the other partitions of the events topic (merged by record timestamp) and its shared part learns their labeled events, so that one shared part learns every key's labels however many partitions there are; worth points where partitions hold few keys (docs/LEARNING.md), costs each partition the reading and decoding of every partition; late labels of other partitions are not read"`
+	Standardize            bool          `default:"false" desc:"z-score each key's inputs by the running statistics of its earlier inputs before its learner sees them (dense inputs; checkpointed with the key)"`
+	AwaitedInputs          string        `split_words:"true" default:"events" desc:"where a checkpoint finds the inputs of events awaiting their label: events (the events topic, which a restore re-reads from the oldest of them: a key's changelog record holds none; the topic's retention must outlast the labels' delays, or their labels teach nothing: driftstream_label_inputs_lost_total) or changelog (written with the key at each of its checkpoints while the event waits)"`
+	RetryTimeout           time.Duration `split_words:"true" default:"2m" desc:"how long a failing Kafka read, write or commit is retried before its partition fails"`
+	FailExitAfter          time.Duration `split_words:"true" default:"30s" desc:"after a partition fails: report it (/readyz 503, metrics) this long, then exit 1"`
+	TopicCheckInterval     time.Duration `split_words:"true" default:"30s" desc:"how often the input topics' partition counts are read while running: partitions added meanwhile are reported (unready, driftstream_unread_input_partitions), never silently unread"`
+	SessionTimeout         time.Duration `split_words:"true" default:"10s" desc:"consumer-group session timeout: a member silent this long loses its partitions"`
+	InstanceID             string        `split_words:"true" desc:"this member's identity across restarts, unique in the group (the Helm chart sets the pod's name): at start, the group membership a former process with the same one left (killed without leaving) is removed, so its partitions move at once instead of after the session timeout; empty: off"`
+	TLS                    bool          `default:"false" desc:"connect to Kafka with TLS"`
+	TLSCAFile              string        `envconfig:"TLS_CA_FILE" flag:"tls-ca-file" desc:"PEM CA bundle to verify the brokers (default: system roots)"`
+	TLSCertFile            string        `envconfig:"TLS_CERT_FILE" desc:"PEM client certificate (mutual TLS)"`
+	TLSKeyFile             string        `envconfig:"TLS_KEY_FILE" desc:"PEM client key (mutual TLS)"`
+	TLSServerName          string        `envconfig:"TLS_SERVER_NAME" desc:"expected broker certificate name (default: the host dialed)"`
+	SASLMechanism          string        `envconfig:"SASL_MECHANISM" default:"none" desc:"none, plain, scram-sha-256 or scram-sha-512"`
+	SASLUsername           string        `envconfig:"SASL_USERNAME" desc:"SASL user"`
+	SASLPassword           string        `envconfig:"SASL_PASSWORD" flag:"-" desc:"SASL password (environment only; never logged)"`
+	SASLPasswordFile       string        `envconfig:"SASL_PASSWORD_FILE" desc:"file holding the SASL password (for mounted secrets)"`
+	AdminToken             string        `envconfig:"ADMIN_TOKEN" flag:"-" desc:"bearer token that enables the API's write calls (POST /v1/keys/{key}/reset); unset: read-only (environment only; never logged)"`
 }
 
 // Load reads the environment, then the flags in args (which override it).

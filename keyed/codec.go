@@ -5,6 +5,15 @@ package keyed
 // counts and lengths, zig-zag varint for signed values); "bytes" is a uvarint
 // length then that many bytes; floats are 8 bytes, IEEE 754 little endian.
 //
+// Version 7 (written since 29 November 2026, by a shared part across
+// partitions: Settings.SharedAcrossPartitions) is version 6 followed by
+//
+//	uvarint N, N × peer       the other partitions the shared part absorbed
+//	                          records of (peer.go), by partition: uvarint
+//	                          partition, varint the last offset absorbed
+//
+// Every other state is written as version 6.
+//
 // Version 6 (written since 29 November 2026):
 //
 //	0x00 0x06                 header: a zero byte (no version-1 state starts
@@ -116,8 +125,12 @@ import (
 	"github.com/driftstream/driftstream/learners"
 )
 
-// stateVersion is the key-state format MarshalBinary writes.
-const stateVersion = 6
+// stateVersion is the key-state format MarshalBinary writes; a state
+// without peers is written as peerlessVersion.
+const (
+	stateVersion    = 7
+	peerlessVersion = 6
+)
 
 // errState reports a key state that cannot be decoded.
 var errState = errors.New("bad key state")
@@ -166,7 +179,11 @@ func (ks *State) marshal(omit bool) ([]byte, error) {
 		}
 	}
 	b := make([]byte, 0, size)
-	b = append(b, 0, stateVersion)
+	if ks.peers != nil {
+		b = append(b, 0, stateVersion)
+	} else {
+		b = append(b, 0, peerlessVersion)
+	}
 	// The learner's snapshot without its identity, which every key of the
 	// model shares: named by its hash.
 	version, identity, body, err := learners.SplitSnapshot(snap)
@@ -218,11 +235,16 @@ func (ks *State) marshal(omit bool) ([]byte, error) {
 	}
 	b = wire.AppendBytes(b, std)
 	if ks.mix == nil {
-		return append(b, 0), nil
+		b = append(b, 0)
+	} else {
+		b = append(b, 1)
+		b = wire.AppendFloat64(b, ks.mix.population)
+		b = wire.AppendFloat64(b, ks.mix.own)
 	}
-	b = append(b, 1)
-	b = wire.AppendFloat64(b, ks.mix.population)
-	return wire.AppendFloat64(b, ks.mix.own), nil
+	if ks.peers != nil {
+		b = ks.peers.appendTo(b)
+	}
+	return b, nil
 }
 
 // sign8 is +1 for true, −1 for false.
@@ -309,6 +331,9 @@ func (m *Model) Decode(rec *checkpoint.KeyRecord) (*State, error) {
 	}
 	if err := m.decodeSections(r, ks, version); err != nil {
 		return nil, err
+	}
+	if version >= 7 {
+		ks.peers = decodePeers(r)
 	}
 	if err := r.Done(); err != nil {
 		return nil, err

@@ -86,6 +86,14 @@ type Settings struct {
 	// events topic whose retention is shorter than the labels' delays.
 	// Standardized inputs are always in the changelog record.
 	AwaitedInputs string
+	// SharedAcrossPartitions has the additive model's shared part learn,
+	// besides its own partition's labels, every labeled event of the other
+	// partitions of the events topic, at its own margin (Model.Peer): one
+	// shared part across partitions, which a deployment with few keys per
+	// partition needs (docs/LEARNING.md). It needs PopulationAdditive and
+	// raw inputs (not Standardize: the other partitions' keys' statistics
+	// are not here).
+	SharedAcrossPartitions bool
 }
 
 // Where a key's checkpoint finds its awaited inputs (Settings.AwaitedInputs).
@@ -171,6 +179,10 @@ func (s *Settings) check() error {
 	}
 	if err := s.validatePopulation(l); err != nil {
 		return err
+	}
+	if s.SharedAcrossPartitions && (s.Population != PopulationAdditive || s.Standardize) {
+		return fmt.Errorf("a shared part across partitions needs population %s (it is that model's shared part) and standardize off (the other partitions' keys' input statistics are not here); population is %s, standardize %t",
+			PopulationAdditive, s.Population, s.Standardize)
 	}
 	switch {
 	case s.QueryScale < 0 || math.IsNaN(s.QueryScale):

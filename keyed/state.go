@@ -7,7 +7,7 @@ import (
 	"github.com/driftstream/driftstream/learners"
 )
 
-// State is everything a key owns. It is kept small (112 bytes): what
+// State is everything a key owns. It is kept small (120 bytes): what
 // only some keys use — events awaiting their labels, early labels, resets
 // and alerts — hangs off pointers that stay nil until a key needs them.
 // A State is made by Model.NewState (a key seen for the first time) or
@@ -30,6 +30,10 @@ type State struct {
 	// without a population model.
 	mix *mixture
 	std *learners.Standardizer // nil unless Settings.Standardize
+	// peers is, on the shared part's state with SharedAcrossPartitions,
+	// the last events-topic offset it absorbed of each other partition
+	// (peer.go); nil otherwise.
+	peers *peerOffsets
 	// Mark is the holder's bookkeeping (package pipeline's: changed since
 	// the last checkpoint, newer than the key store's copy); the Model
 	// never reads or writes it.

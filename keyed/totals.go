@@ -46,6 +46,11 @@ type Totals struct {
 	// the population model's label rather than the key's own learner's
 	// (Settings.Population); 0 without a population model.
 	FollowedPopulation int64
+	// PeerLearned counts the other partitions' labeled events the shared
+	// part learned (Settings.SharedAcrossPartitions), PeerRejected their
+	// records it could not read or learn from (their own partition
+	// dead-letters them).
+	PeerLearned, PeerRejected int64
 }
 
 // Add adds o's counters to t (KeysInWarning, a level, adds up across
@@ -111,6 +116,8 @@ func Counters() []Counter {
 		{"learner_resets", "Keys' learners restarted on a confirmed drift (DRIFTSTREAM_ON_DRIFT=reset).", func(t *Totals) int64 { return t.Resets }},
 		{"drift_detections_absorbed", "Drift detections on a key whose incident was open: joined to it, no alert.", func(t *Totals) int64 { return t.DetectionsAbsorbed }},
 		{"drift_detections_below_rise", "Drift detections whose signal rose less than DRIFTSTREAM_ALERT_MIN_RISE from its reference window to its recent one (or on a key too young to measure it): no alert.", func(t *Totals) int64 { return t.DetectionsBelowRise }},
+		{"shared_part_peer_labels", "Labeled events of the other partitions that the partition's shared part learned (DRIFTSTREAM_SHARED_ACROSS_PARTITIONS): every partition counts every other's, so this is (partitions − 1) × the labeled events when each partition reads the others.", func(t *Totals) int64 { return t.PeerLearned }},
+		{"shared_part_peer_rejected", "Records of the other partitions that the shared part could not read or learn from (their own partition dead-letters them).", func(t *Totals) int64 { return t.PeerRejected }},
 		{"drift_incidents_resolved", "Drift incidents closed: the signal back near its reference, or DRIFTSTREAM_ALERT_COOLDOWN events without a detection.", func(t *Totals) int64 { return t.IncidentsResolved }},
 	}
 }

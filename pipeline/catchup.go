@@ -26,7 +26,7 @@ func (r *Runner) catchUp(ctx context.Context, k *Kept, epoch checkpoint.Epoch) (
 	sink := &restoring{w: k.w, inPlace: true}
 	p := r.cfg.Partition
 	snap, err := checkpoint.Resume(sink, checkpoint.Ownership{Partition: p, Epoch: k.epoch, Owner: r.cfg.Owner},
-		checkpoint.Marker{Partition: p, Epoch: k.epoch, Through: k.w.through, Reread: k.w.rereadCount()})
+		k.w.marker(k.epoch))
 	giveUp := func(err error) (Restored, bool, error) {
 		r.log.Warn("partition state kept, but its checkpoint log's tail could not be read: restoring it", "parked", k.parked, "kept_end", k.end, "err", err)
 		if cerr := k.Close(); cerr != nil {

@@ -63,7 +63,7 @@ func (w *Worker) TakeCheckpoint() (CheckpointBatch, error) {
 	slices.Sort(w.dirty) // deterministic record order
 	w.dirty = slices.Compact(w.dirty)
 	keys := w.dirty
-	c := CheckpointBatch{Keys: make([]checkpoint.KeyRecord, 0, len(keys)), Marker: checkpoint.Marker{Partition: w.partition, Epoch: w.epoch, Through: w.through, Reread: w.rereadCount()}}
+	c := CheckpointBatch{Keys: make([]checkpoint.KeyRecord, 0, len(keys)), Marker: w.marker(w.epoch)}
 	fail := func(err error) (CheckpointBatch, error) { // every key stays dirty
 		return CheckpointBatch{}, fmt.Errorf("checkpoint partition %d: %w", w.partition, err)
 	}

@@ -119,9 +119,10 @@ func (p *published) record(w *Worker, b before, topic int, lag int64) Effect {
 	}
 	p.mu.Lock()
 	p.snap.Totals = *t
-	if topic == EventsTopic {
+	switch topic {
+	case EventsTopic:
 		p.snap.Lag = lag
-	} else {
+	case LabelsTopic:
 		p.snap.LabelsLag = lag
 	}
 	p.snap.WindowLabeled, p.snap.WindowAccuracy = p.accuracy.Len(), p.accuracy.Value()

@@ -60,7 +60,7 @@ func ExampleRunner() {
 	r, err := pipeline.NewRunner(pipeline.RunnerConfig{
 		Pipeline: pipeline.Config{Settings: keyed.Settings{Learner: "perceptron", Vector: vec, QueryScale: 100}}, // asks with probability 100/(100+|score|),
 		Store:    checkpoint.NewMemoryStore(),
-		Open: func(context.Context, [2]int64) (pipeline.Source, error) {
+		Open: func(context.Context, pipeline.From) (pipeline.Source, error) {
 			return newSliceSource(recs), nil
 		},
 		Sink:             sink,

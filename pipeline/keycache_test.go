@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -293,7 +294,7 @@ func sameBatch(t *testing.T, got, want CheckpointBatch) {
 			empty++
 		}
 	}
-	if len(got.Keys) != len(want.Keys) || differing != 0 || empty != 0 || got.Marker != want.Marker {
+	if len(got.Keys) != len(want.Keys) || differing != 0 || empty != 0 || !reflect.DeepEqual(got.Marker, want.Marker) {
 		t.Fatalf("checkpoint of %d records (%d differing, %d empty), marker %+v; want %d records, marker %+v",
 			len(got.Keys), differing, empty, got.Marker, len(want.Keys), want.Marker)
 	}

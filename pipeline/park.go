@@ -28,7 +28,9 @@ type ParkingKeyStore interface {
 // the changelog instead.
 var ErrNotParked = errors.New("no usable parked state")
 
-// parkMagic opens every manifest; parkVersion is its format.
+// parkMagic opens every manifest; parkVersion is its format, whose fields
+// (encode) may end with the peers' offsets (a shared part across
+// partitions).
 const (
 	parkMagic   = "driftstream-parked\x00"
 	parkVersion = 2
@@ -80,7 +82,7 @@ func (k *Kept) Park(dir, scope string) error {
 		w.Close()
 		return fmt.Errorf("park partition %d: %w", w.partition, err)
 	}
-	m := parkManifest{partition: w.partition, end: k.end, epoch: k.epoch, through: w.through, reread: w.rereadCount(), keys: w.cache.count, fingerprint: fp, scope: scope}
+	m := parkManifest{partition: w.partition, end: k.end, epoch: k.epoch, through: w.through, reread: w.rereadCount(), keys: w.cache.count, fingerprint: fp, scope: scope, peers: w.peers}
 	if err := ps.Park(dir, m.encode()); err != nil {
 		return fmt.Errorf("park partition %d: %w", w.partition, err)
 	}
@@ -130,6 +132,7 @@ func unpark(cfg Config, partition int, store KeyStore, cacheKeys int, manifest [
 	}
 	w.cache.count = m.keys
 	w.through = m.through
+	w.peers = m.peers
 	w.epoch = m.epoch
 	if m.reread > 0 { // the awaited inputs' offsets are tracked again as the events topic is re-read
 		w.startReread(m.through[EventsTopic]+1-m.reread, m.through[EventsTopic]+1, m.through[EventsTopic]+1)
@@ -151,6 +154,9 @@ type parkManifest struct {
 	keys        int
 	fingerprint [32]byte
 	scope       string
+	// peers is the worker's last offset of each other partition's events
+	// topic (Worker.peers), written after scope when there is one.
+	peers []int64
 }
 
 // encode writes the manifest: magic, version, fields, CRC-32C of them all.
@@ -165,6 +171,12 @@ func (m *parkManifest) encode() []byte {
 	b = binary.AppendUvarint(b, uint64(m.keys))
 	b = append(b, m.fingerprint[:]...)
 	b = wire.AppendString(b, m.scope)
+	if len(m.peers) > 0 {
+		b = binary.AppendUvarint(b, uint64(len(m.peers)))
+		for _, t := range m.peers {
+			b = binary.AppendVarint(b, t)
+		}
+	}
 	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, crcTable))
 }
 
@@ -197,6 +209,19 @@ func decodeManifest(b []byte) (parkManifest, error) {
 		r.B = r.B[len(m.fingerprint):]
 	}
 	m.scope = string(r.Bytes())
+	if len(r.B) > 0 && r.Err == nil { // peers
+		n := r.Uvarint()
+		if n > 1<<16 {
+			r.Fail("peer count")
+		}
+		for i := uint64(0); i < n && r.Err == nil; i++ {
+			if t := r.Varint(); t < checkpoint.NoOffset {
+				r.Fail("peer offset")
+			} else {
+				m.peers = append(m.peers, t)
+			}
+		}
+	}
 	if err := r.Done(); err != nil {
 		return m, fmt.Errorf("manifest: %w", err)
 	}

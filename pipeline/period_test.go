@@ -28,7 +28,8 @@ func (c *checkpointTimes) Checkpointed(int, int, KeyCount, time.Duration) {
 func TestCheckpointPeriodCountsFromTheLastCheckpoint(t *testing.T) {
 	const interval = 40 * time.Millisecond
 	recs := records(4, 600, 5)
-	open := func(ctx context.Context, from [2]int64) (Source, error) {
+	open := func(ctx context.Context, start From) (Source, error) {
+		from := start.Topics
 		ctx, cancel := context.WithCancel(ctx)
 		s := &gatedSource{ch: make(chan []Fetched, 1), cancel: cancel, done: make(chan struct{})}
 		go func() {

@@ -31,8 +31,29 @@ type Fetched struct {
 	Idle bool
 }
 
-// Opener opens a partition's source at offsets from (per input topic).
-type Opener func(ctx context.Context, from [2]int64) (Source, error)
+// Opener opens a partition's source at from.
+type Opener func(ctx context.Context, from From) (Source, error)
+
+// From is where a partition's source starts reading.
+type From struct {
+	// Topics is the next offset of each input topic (EventsTopic,
+	// LabelsTopic) of the partition.
+	Topics [2]int64
+	// Peers is, with a shared part across partitions
+	// (keyed.Settings.SharedAcrossPartitions), the next offset of each
+	// other partition's events topic, indexed by partition: a partition
+	// past its end, or the source's own, starts at 0 (its first record).
+	// Nil without one, or before the first record of another partition.
+	Peers []int64
+}
+
+// Peer is the offset at which partition p's events topic starts.
+func (f From) Peer(p int) int64 {
+	if p < len(f.Peers) {
+		return f.Peers[p]
+	}
+	return 0
+}
 
 // Sink writes outputs to where they are read (output topics, a report).
 type Sink interface {

@@ -241,6 +241,7 @@ func (w *Worker) restored(snap *checkpoint.Snapshot, sink *restoring) (Restored,
 	// The next marker may only claim what this worker has processed: a key
 	// rebuilt from further back is written at its actual progress.
 	w.through = [2]int64{absorb[0] - 1, absorb[1] - 1}
+	w.restorePeers(snap)
 	// The events topic is read from further back when the keys' awaited
 	// inputs are there (reread.go).
 	until := absorb[EventsTopic]

@@ -399,7 +399,7 @@ type loop struct {
 
 // open opens the source at the worker's next record of each topic.
 func (l *loop) open(ctx context.Context) error {
-	src, err := l.r.cfg.Open(ctx, l.r.w.Next())
+	src, err := l.r.cfg.Open(ctx, From{Topics: l.r.w.Next(), Peers: l.r.w.Peers()})
 	if err == nil {
 		l.src = src // a failed open keeps the last one, closed, for the deferred Close
 	}
@@ -425,7 +425,11 @@ func (l *loop) take(ctx context.Context, batch []Fetched) (stop bool, err error)
 		if err := r.w.Process(l.pctx, f.Record); err != nil {
 			return true, r.stepError(StepProcess, err)
 		}
-		e := r.pub.record(r.w, b, f.Topic, max(0, f.HighWatermark-f.Offset-1))
+		topic := f.Topic
+		if f.Partition != r.cfg.Partition {
+			topic = peerInput // its lag is its own partition's
+		}
+		e := r.pub.record(r.w, b, topic, max(0, f.HighWatermark-f.Offset-1))
 		for _, h := range r.hooks.record {
 			h.Record(f, e)
 		}

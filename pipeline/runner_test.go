@@ -50,7 +50,8 @@ func newGate(upto int64) *gate {
 }
 
 func (f *feed) opener(g *gate) Opener {
-	return func(ctx context.Context, from [2]int64) (Source, error) {
+	return func(ctx context.Context, start From) (Source, error) {
+		from := start.Topics
 		ctx, cancel := context.WithCancel(ctx)
 		s := &gatedSource{ch: make(chan []Fetched, 16), cancel: cancel, done: make(chan struct{})}
 		go func() {

@@ -30,6 +30,9 @@ type Worker struct {
 	// records must be superseded.
 	dirty   []string
 	through [2]int64 // last offset processed per topic
+	// peers is the last offset processed of each other partition's events
+	// topic, indexed by partition (SharedAcrossPartitions; peer.go).
+	peers []int64
 	// reread is where the worker stands in re-reading the events topic for
 	// the awaited inputs its keys' changelog records left out (reread.go).
 	reread   reread
@@ -175,11 +178,11 @@ func (w *Worker) Process(ctx context.Context, r Record) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if r.Partition != w.partition {
-		return fmt.Errorf("worker of partition %d got a record of partition %d", w.partition, r.Partition)
-	}
 	if r.Topic != EventsTopic && r.Topic != LabelsTopic {
 		return fmt.Errorf("unknown input topic index %d", r.Topic)
+	}
+	if r.Partition != w.partition {
+		return w.peer(r)
 	}
 	if w.reread.floor >= 0 && r.Topic == EventsTopic { // re-reading for awaited inputs (reread.go)
 		switch {

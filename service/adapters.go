@@ -33,34 +33,51 @@ type kafkaSource struct {
 	wg     sync.WaitGroup
 }
 
-// openSource starts the readers of partition p at offsets from. With a
-// labels topic, each topic's reader feeds a channel of its own and
-// pipeline.Merge interleaves them by record timestamp, so that the order
-// the partition's records meet in is a function of the two logs.
-func (s *Service) openSource(ctx context.Context, p int, from [2]int64) (pipeline.Source, error) {
+// openSource starts the readers of partition p at start. With a labels
+// topic, or a shared part across partitions (which also reads every other
+// partition of the events topic), each input's reader feeds a channel of
+// its own and pipeline.Merge interleaves them by record timestamp, so that
+// the order the partition's records meet in is a function of the logs.
+func (s *Service) openSource(ctx context.Context, p int, start pipeline.From) (pipeline.Source, error) {
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	src := &kafkaSource{ch: make(chan []pipeline.Fetched, sourceBuffer), cancel: cancel}
-	topics := [2]string{s.cfg.Topics.Events, s.cfg.Topics.Labels}
-	merged := topics[pipeline.LabelsTopic] != ""
-	var inputs [2]chan []pipeline.Fetched
-	for i, topic := range topics {
-		if topic == "" {
-			continue
+	// The inputs: the partition's events (and labels) topic, then the
+	// other partitions of the events topic, in partition order (the
+	// merge's tie rule).
+	type input struct {
+		topicIdx, partition int
+		topic               string
+		from                int64
+	}
+	inputs := []input{{pipeline.EventsTopic, p, s.cfg.Topics.Events, start.Topics[pipeline.EventsTopic]}}
+	if s.cfg.Topics.Labels != "" {
+		inputs = append(inputs, input{pipeline.LabelsTopic, p, s.cfg.Topics.Labels, start.Topics[pipeline.LabelsTopic]})
+	}
+	if s.cfg.Pipeline.SharedAcrossPartitions {
+		for q := range s.eventPartitions {
+			if q != p {
+				inputs = append(inputs, input{pipeline.EventsTopic, q, s.cfg.Topics.Events, start.Peer(q)})
+			}
 		}
+	}
+	merged := len(inputs) > 1
+	chans := make([]<-chan []pipeline.Fetched, len(inputs))
+	from := make([]int64, len(inputs))
+	for i, in := range inputs {
 		ch := src.ch
 		if merged {
-			inputs[i] = make(chan []pipeline.Fetched, sourceBuffer)
-			ch = inputs[i]
+			c := make(chan []pipeline.Fetched, sourceBuffer)
+			ch, chans[i], from[i] = c, c, in.from
 		}
 		src.wg.Add(1)
 		go func() {
 			defer src.wg.Done()
-			err := s.follow(rctx, ch, i, topic, p, from[i], merged)
+			err := s.follow(rctx, ch, in.topicIdx, in.topic, in.partition, in.from, merged)
 			if err == nil || rctx.Err() != nil {
 				return
 			}
 			select { // the Runner retries it when pipeline.IsRetriable
-			case ch <- []pipeline.Fetched{{Err: fmt.Errorf("read %s/%d: %w", topic, p, err)}}:
+			case ch <- []pipeline.Fetched{{Err: fmt.Errorf("read %s/%d: %w", in.topic, in.partition, err)}}:
 			case <-rctx.Done():
 			}
 		}()
@@ -69,9 +86,9 @@ func (s *Service) openSource(ctx context.Context, p int, from [2]int64) (pipelin
 		src.wg.Add(1)
 		go func() {
 			defer src.wg.Done()
-			pipeline.Merge(rctx, []<-chan []pipeline.Fetched{inputs[0], inputs[1]}, from[:], s.cfg.MergeWait, mergeBatch, src.ch, func(input int, next, end int64) {
+			pipeline.Merge(rctx, chans, from, s.cfg.MergeWait, mergeBatch, src.ch, func(i int, next, end int64) {
 				s.count.wentOn(p)
-				s.log.Debug("the merge went on without a caught-up topic after the merge wait", "partition", p, "topic", topics[input], "next", next, "end", end)
+				s.log.Debug("the merge went on without a caught-up topic after the merge wait", "partition", p, "topic", inputs[i].topic, "topic_partition", inputs[i].partition, "next", next, "end", end)
 			})
 		}()
 	}

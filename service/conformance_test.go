@@ -40,7 +40,7 @@ func TestSourceConformance(t *testing.T) {
 			s := &Service{cfg: Config{Brokers: []string{addr}, Dialer: &kafka.Dialer{Timeout: 5 * time.Second},
 				Topics: Topics{Events: "events", Labels: "labels"}, MergeWait: DefaultMergeWait}, log: slog.New(slog.DiscardHandler), fetchTransport: &kafka.Transport{}, count: newCounters()}
 			return written, func(from [2]int64) pipeline.Source {
-				src, err := s.openSource(context.Background(), 0, from)
+				src, err := s.openSource(context.Background(), 0, pipeline.From{Topics: from})
 				if err != nil {
 					t.Fatal(err)
 				}

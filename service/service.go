@@ -162,6 +162,9 @@ type Config struct {
 // Totals are the service's counters, summed over partitions.
 type Totals struct {
 	Events, Predictions, Queries, Labeled, Mistakes, LabelsJoined, DeadLetters int64
+	// PeerLearned counts the other partitions' labeled events the shared
+	// parts learned (pipeline.Config.SharedAcrossPartitions).
+	PeerLearned int64
 	// ResumedFromMemory counts partitions that resumed the state this
 	// process kept in memory across a rebalance instead of being restored
 	// from the changelog.
@@ -322,7 +325,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 func (s *Service) Totals() Totals {
 	t, _ := s.count.read()
 	return Totals{Events: t.Events, Predictions: t.Predictions, Queries: t.Queries, Labeled: t.Labeled, Mistakes: t.Mistakes,
-		LabelsJoined: t.LabelsJoined, DeadLetters: t.DeadLetters + s.count.refusedTotal(),
+		LabelsJoined: t.LabelsJoined, DeadLetters: t.DeadLetters + s.count.refusedTotal(), PeerLearned: t.PeerLearned,
 		ResumedFromMemory: s.count.resumed.Load(), ResumedFromParked: s.count.unparked.Load(), CaughtUp: s.count.caughtUp.Load()}
 }
 
@@ -552,7 +555,9 @@ func (s *Service) runPartition(ctx, gctx context.Context, gen *kafka.Generation,
 		return &pipeline.PartitionError{Partition: p, Step: pipeline.StepRestore, Err: err}
 	}
 	r, err := pipeline.NewRunner(pipeline.RunnerConfig{Partition: p, Pipeline: s.cfg.Pipeline, Store: s.store, KeyStore: keys, CacheKeys: s.cfg.CacheKeys,
-		Open: func(ctx context.Context, from [2]int64) (pipeline.Source, error) { return s.openSource(ctx, p, from) },
+		Open: func(ctx context.Context, from pipeline.From) (pipeline.Source, error) {
+			return s.openSource(ctx, p, from)
+		},
 		Sink: s.sink, Committer: &groupCommitter{gen: gen, gctx: gctx, topics: [2]string{s.cfg.Topics.Events, s.cfg.Topics.Labels}, partition: p},
 		Generation: gen.ID, Owner: s.cfg.Owner, Committed: committed, CheckpointEvery: s.cfg.CheckpointEvery,
 		CheckpointPeriod: s.cfg.CheckpointPeriod, FlushInterval: s.cfg.FlushInterval, FinalTimeout: s.cfg.FinalTimeout, Retry: s.cfg.Retry, Hooks: []pipeline.Hook{s.observer()}, Logger: s.log,

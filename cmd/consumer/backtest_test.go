@@ -548,12 +548,13 @@ func TestKeyedBacktestRunsTheServiceConfiguration(t *testing.T) {
 	t.Setenv("DRIFTSTREAM_POPULATION", "additive")
 	t.Setenv("DRIFTSTREAM_BIAS", "true")
 	t.Setenv("DRIFTSTREAM_DETECTORS", "[]")
+	t.Setenv("DRIFTSTREAM_SHARED_ACROSS_PARTITIONS", "true")
 	dir := t.TempDir()
 	var out, errb bytes.Buffer
 	if code := run([]string{"backtest", "-keyed", "-data", path, "-dim", "2", "-key", "k", "-out", dir, "-q"}, &out, &errb); code != exitOK {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
-	if !strings.Contains(errb.String(), `no -learners: the service's configuration: learner logreg {"eta":0.2}, population additive, learn from all, bias true`) {
+	if !strings.Contains(errb.String(), `no -learners: the service's configuration: learner logreg {"eta":0.2}, population additive, learn from all, shared across partitions true, bias true`) {
 		t.Fatalf("stderr does not say what ran: %s", errb.String())
 	}
 	raw, _ := os.ReadFile(filepath.Join(dir, "summary.json"))
@@ -589,7 +590,7 @@ func TestKeyedBacktestRunsTheServiceConfiguration(t *testing.T) {
 	}
 	// A flag set on the command line wins over the service's setting.
 	errb.Reset()
-	if code := run([]string{"backtest", "-keyed", "-data", path, "-dim", "2", "-key", "k", "-population", "off", "-out", dir, "-q"}, &out, &errb); code != exitOK ||
+	if code := run([]string{"backtest", "-keyed", "-data", path, "-dim", "2", "-key", "k", "-population", "off", "-shared-across-partitions=false", "-out", dir, "-q"}, &out, &errb); code != exitOK ||
 		!strings.Contains(errb.String(), "population off,") {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}

@@ -49,6 +49,9 @@ type keyedRun struct {
 	population string
 	// learnFrom is -learn-from (pipeline.Config.LearnFrom).
 	learnFrom string
+	// sharedAcross is -shared-across-partitions
+	// (keyed.Settings.SharedAcrossPartitions).
+	sharedAcross bool
 	// detectors run per key with the key's cooldown, as in the service.
 	detectors []keyed.DetectorSpec
 	cooldown  int64
@@ -97,7 +100,7 @@ func (k keyedRun) run(ctx context.Context, stdout, stderr io.Writer) error {
 		}
 		alerts := &alertLog{}
 		cfg := backtest.ReplayConfig{Name: name, Pipeline: pipeline.Config{
-			Settings:    keyed.Settings{Learner: spec.Name, Params: spec.Params, Seed: k.seed, Vector: vec, QueryScale: k.queryScale, Standardize: k.standardize, Population: backtest.PopulationOf(k.population, spec.Name), LearnFrom: k.learnFrom, Detectors: k.detectors, AlertCooldown: k.cooldown, AlertMinRise: k.minRise},
+			Settings:    keyed.Settings{Learner: spec.Name, Params: spec.Params, Seed: k.seed, Vector: vec, QueryScale: k.queryScale, Standardize: k.standardize, Population: backtest.PopulationOf(k.population, spec.Name), LearnFrom: k.learnFrom, SharedAcrossPartitions: k.sharedAcross, Detectors: k.detectors, AlertCooldown: k.cooldown, AlertMinRise: k.minRise},
 			MaxKeyBytes: -1},
 			Outputs: alerts.add}
 		if !k.quiet {

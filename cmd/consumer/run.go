@@ -370,6 +370,7 @@ func pipelineConfig(cfg config.Config) (pipeline.Config, error) {
 	p.Standardize = cfg.Standardize
 	p.Population = cfg.Population
 	p.LearnFrom = cfg.LearnFrom
+	p.SharedAcrossPartitions = cfg.SharedAcrossPartitions
 	p.AwaitedInputs = cfg.AwaitedInputs
 	return p.WithDefaults(), p.Validate()
 }

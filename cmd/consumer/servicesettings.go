@@ -45,6 +45,9 @@ func serviceSettings(set map[string]bool, f *backtestFlags, stderr io.Writer) (s
 	if !set["learn-from"] {
 		f.learnFrom = c.LearnFrom
 	}
+	if !set["shared-across-partitions"] {
+		f.sharedAcross = c.SharedAcrossPartitions
+	}
 	if !set["standardize"] {
 		f.standardize = c.Standardize
 	}
@@ -64,7 +67,7 @@ func serviceSettings(set map[string]bool, f *backtestFlags, stderr io.Writer) (s
 	if spec.Params != nil {
 		params = string(spec.Params)
 	}
-	fmt.Fprintf(stderr, "no -learners: the service's configuration: learner %s %s, population %s, learn from %s, bias %v, standardize %v, query scale %g, %d detectors, cooldown %d, minimum rise %g\n",
-		spec.Name, params, f.population, f.learnFrom, f.bias, f.standardize, f.queryScale, len(run.detectors), f.cooldown, f.minRise)
+	fmt.Fprintf(stderr, "no -learners: the service's configuration: learner %s %s, population %s, learn from %s, shared across partitions %v, bias %v, standardize %v, query scale %g, %d detectors, cooldown %d, minimum rise %g\n",
+		spec.Name, params, f.population, f.learnFrom, f.sharedAcross, f.bias, f.standardize, f.queryScale, len(run.detectors), f.cooldown, f.minRise)
 	return run, nil
 }

@@ -1,0 +1,75 @@
+package keyed
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+
+	"github.com/driftstream/driftstream/checkpoint"
+	"github.com/driftstream/driftstream/topics"
+)
+
+// The shared part's offsets in the other partitions are written with it
+// (key-state version 7) and read back; every other state stays version 6;
+// a version 7 state whose peers are malformed is refused.
+func TestSharedPartKeepsItsPeers(t *testing.T) {
+	s := testSettings(t, "logreg", "")
+	s.Population, s.SharedAcrossPartitions = PopulationAdditive, true
+	h := &holder{}
+	m, err := New(s, h, &Totals{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.m = m
+	for _, in := range []struct {
+		p      int
+		offset int64
+		ev     topics.Event
+		want   PeerResult
+	}{
+		{3, 0, topics.Event{Kind: topics.Input, ID: "a", X: []float64{1, 0, 0, 0}, Label: 1}, PeerLearned},
+		{3, 0, topics.Event{Kind: topics.Input, ID: "a", X: []float64{1, 0, 0, 0}, Label: 1}, PeerSkipped},
+		{1, 9, topics.Event{Kind: topics.Input, ID: "b", X: []float64{0, 1, 0, 0}}, PeerIgnored},
+		{3, 4, topics.Event{Kind: topics.LabelRecord, ID: "b", Label: -1}, PeerIgnored},
+	} {
+		got, err := m.Peer(Input{Key: "x", Topic: EventsTopic, Partition: in.p, Offset: in.offset, Event: &in.ev})
+		if err != nil || got != in.want {
+			t.Fatalf("partition %d offset %d: %v %v, want %v", in.p, in.offset, got, err, in.want)
+		}
+	}
+	ps := h.ps
+	b, err := ps.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b[1] != 7 {
+		t.Fatalf("written as version %d, want 7", b[1])
+	}
+	back, err := m.Decode(&checkpoint.KeyRecord{Key: PopulationKey, State: b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, want := range []int64{checkpoint.NoOffset, 9, checkpoint.NoOffset, 4, checkpoint.NoOffset} {
+		if got := back.PeerApplied(p); got != want {
+			t.Errorf("partition %d: %d absorbed, want %d", p, got, want)
+		}
+	}
+	if again, _ := back.MarshalBinary(); !bytes.Equal(again, b) {
+		t.Error("the state read back writes other bytes")
+	}
+	ks, _ := m.NewState("k")
+	if kb, _ := ks.MarshalBinary(); kb[1] != 6 {
+		t.Errorf("a key's state written as version %d, want 6", kb[1])
+	}
+	// The peers section is the last: cut it, or make it unordered.
+	tail := len(b) - len(ps.peers.appendTo(nil))
+	for name, peers := range map[string][]byte{"unordered": {2, 3, 8, 1, 18}, "negative": {1, 1, 1}, "cut": {2, 1}} {
+		bad := append(append([]byte{}, b[:tail]...), peers...)
+		if _, err := m.Decode(&checkpoint.KeyRecord{Key: PopulationKey, State: bad}); !errors.Is(err, errState) {
+			t.Errorf("%s: %v, want a bad state", name, err)
+		}
+	}
+	if _, err := m.Peer(Input{Topic: LabelsTopic, Partition: 1, Event: &topics.Event{}}); err == nil {
+		t.Error("a labels-topic record of another partition was taken")
+	}
+}

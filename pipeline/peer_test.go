@@ -1,0 +1,225 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"hash/fnv"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/driftstream/driftstream/checkpoint"
+	"github.com/driftstream/driftstream/keyed"
+	"github.com/driftstream/driftstream/topics"
+)
+
+// sharedConfig is the additive model with its shared part across
+// partitions.
+func sharedConfig(t *testing.T) Config {
+	t.Helper()
+	cfg := additiveConfig(t, "logreg", "")
+	cfg.SharedAcrossPartitions = true
+	return cfg
+}
+
+// partitioned deals recs (one partition's offsets, events topic) over
+// parts partitions by key, numbering each partition's records from 0: the
+// stream a worker reading every partition meets, merged in the records'
+// order. It returns how many labeled events each partition got.
+func partitioned(recs []Record, parts int) ([]Record, []int) {
+	next := make([]int64, parts)
+	labeled := make([]int, parts)
+	out := make([]Record, len(recs))
+	for i, r := range recs {
+		h := fnv.New32a()
+		h.Write(r.Key)
+		p := int(h.Sum32() % uint32(parts))
+		r.Partition, r.Offset = p, next[p]
+		next[p]++
+		if ev, err := topics.Decode(r.Value, 0); err == nil && ev.Kind == topics.Input && ev.Label != 0 {
+			labeled[p]++
+		}
+		out[i] = r
+	}
+	return out, labeled
+}
+
+// from is whether merged record r is at or past where a source opened at
+// start reads its input.
+func from(r Record, own int, start From) bool {
+	if r.Partition == own {
+		return r.Offset >= start.Topics[r.Topic]
+	}
+	return r.Offset >= start.Peer(r.Partition)
+}
+
+// A worker sharing its shared part across partitions learns every labeled
+// event of the other partitions once, makes no output for them and keeps
+// none of their keys; crashed at random points and restored (its marker
+// holding the other partitions' positions, its shared part the offsets it
+// absorbed), it ends bit-identical to an uninterrupted run, having
+// predicted each of its own events exactly once.
+func TestSharedAcrossPartitionsCrashRestoreIsBitIdentical(t *testing.T) {
+	const parts, own = 3, 1
+	cfg := sharedConfig(t)
+	recs, labeled := partitioned(records(11, 4000, 30), parts)
+	ref, err := NewWorker(cfg, own)
+	if err != nil {
+		t.Fatal(err)
+	}
+	outs := run(t, ref, recs)
+	peers := int64(labeled[0] + labeled[2])
+	if st := ref.stats; st.PeerLearned != peers || st.PeerRejected != 0 || st.Skipped != 0 {
+		t.Fatalf("learned %d of the other partitions' labeled events (rejected %d, skipped %d), want %d", st.PeerLearned, st.PeerRejected, st.Skipped, peers)
+	}
+	for _, o := range outs {
+		if o.Source.Partition != own {
+			t.Fatalf("an output of a record of partition %d", o.Source.Partition)
+		}
+	}
+	for k := range ref.keys {
+		for _, r := range recs {
+			if string(r.Key) == k && r.Partition != own {
+				t.Fatalf("key %s of another partition held", k)
+			}
+		}
+	}
+	ps := ref.keys[keyed.PopulationKey]
+	if ps == nil || ps.PeerApplied(0) < 0 || ps.PeerApplied(2) < 0 || ps.PeerApplied(own) != checkpoint.NoOffset {
+		t.Fatal("the shared part does not record the other partitions' offsets")
+	}
+
+	// Crashes: each restart resumes every input at the restored cut.
+	store, _ := checkpoint.NewFileStore(t.TempDir(), 0)
+	r := rand.New(rand.NewPCG(3, 3))
+	w, _ := NewWorker(cfg, own)
+	preds := map[string]int{}
+	count := func(outs []Output) {
+		for _, o := range outs {
+			if o.Kind == OutPrediction {
+				var m topics.Prediction
+				json.Unmarshal(o.Value, &m)
+				preds[m.ID]++
+			}
+		}
+	}
+	start := From{Topics: [2]int64{0, 0}}
+	crashes, committed := 0, int64(0)
+	var checkpointed []int64 // the other partitions' next offsets at the last checkpoint
+	for done := false; !done; {
+		stop := 100 + r.IntN(600)
+		n := 0
+		done = true
+		for _, rec := range recs {
+			if !from(rec, own, start) {
+				continue
+			}
+			if n == stop {
+				done = false
+				break
+			}
+			n++
+			if err := w.Process(context.Background(), rec); err != nil {
+				t.Fatal(err)
+			}
+			if n%97 == 0 {
+				count(w.TakeOutputs())
+				if _, _, err := w.Checkpoint(context.Background(), store); err != nil {
+					t.Fatal(err)
+				}
+				committed = w.Through()[EventsTopic] + 1
+				checkpointed = w.Peers()
+			}
+		}
+		if done {
+			count(w.TakeOutputs())
+			break
+		}
+		w.TakeOutputs() // lost in the crash
+		crashes++
+		w, _ = NewWorker(cfg, own)
+		res, err := w.Restore(context.Background(), store)
+		if err != nil || len(res.Problems) > 0 {
+			t.Fatal(err, res.Problems)
+		}
+		w.SuppressBelow([2]int64{committed, committed})
+		start = From{Topics: res.From, Peers: w.Peers()}
+		if !slices.Equal(start.Peers, checkpointed) {
+			t.Fatalf("restored to read the other partitions at %v, checkpointed at %v", start.Peers, checkpointed)
+		}
+	}
+	if crashes < 3 {
+		t.Fatalf("%d crashes", crashes)
+	}
+	sameStates(t, w, ref)
+	for _, rec := range recs {
+		if ev, _ := topics.Decode(rec.Value, 0); rec.Partition == own && ev.Kind == topics.Input && preds[ev.ID] != 1 {
+			t.Fatalf("event %s predicted %d times", ev.ID, preds[ev.ID])
+		}
+	}
+}
+
+// The other partitions' records: a bad one is counted and dead-lettered by
+// nobody here (its own partition does); a labels-topic one, or any when
+// the shared part is not shared, is an error; a replayed one is skipped.
+func TestPeerRecords(t *testing.T) {
+	ctx := context.Background()
+	peer := func(offset int64, value string) Record {
+		return Record{Topic: EventsTopic, Partition: 1, Offset: offset, Key: []byte("other"), Value: []byte(value)}
+	}
+	w, err := NewWorker(sharedConfig(t), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []Record{
+		peer(0, `{"id":"a","x":[1,0,0,0],"label":1}`),
+		peer(1, `{"id":"b","x":[1,0`),                     // malformed
+		peer(2, `{"id":"c","x":[1e300,0,0,0],"label":1}`), // over the input bound
+		peer(3, `{"id":"d","x":[1,0,0,0]}`),               // no label: nothing to learn
+		peer(4, `{"id":"a","label":-1}`),                  // a label record: not joined
+		peer(5, `{"id":"e","x":[0,1,0,0],"label":-1}`),
+		peer(5, `{"id":"e","x":[0,1,0,0],"label":-1}`), // again: skipped
+	} {
+		if err := w.Process(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := w.stats; st.PeerLearned != 2 || st.PeerRejected != 2 || st.Skipped != 1 || st.DeadLetters != 0 || st.Events != 0 {
+		t.Fatalf("learned %d, rejected %d, skipped %d, dead letters %d, events %d; want 2, 2, 1, 0, 0", st.PeerLearned, st.PeerRejected, st.Skipped, st.DeadLetters, st.Events)
+	}
+	if outs := w.TakeOutputs(); len(outs) != 0 || w.Keys() != 1 {
+		t.Fatalf("%d outputs and %d keys, want none and the shared part", len(outs), w.Keys())
+	}
+	if got := w.Peers(); len(got) != 2 || got[1] != 6 || got[0] != 0 {
+		t.Fatalf("next offsets %v, want [0 6]", got)
+	}
+	if err := w.Process(ctx, Record{Topic: LabelsTopic, Partition: 1, Key: []byte("k"), Value: []byte(`{"id":"a","label":1}`)}); err == nil || !strings.Contains(err.Error(), "only other partitions' events topic") {
+		t.Fatalf("a labels-topic record of another partition: %v", err)
+	}
+	off, err := NewWorker(additiveConfig(t, "logreg", ""), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := off.Process(ctx, peer(0, `{"id":"a","x":[1,0,0,0],"label":1}`)); err == nil || !strings.Contains(err.Error(), "shared part across partitions is off") {
+		t.Fatalf("another partition's record without sharing: %v", err)
+	}
+}
+
+// The shared part across partitions needs the additive model and raw
+// inputs: the other combinations are refused with the reason.
+func TestSharedAcrossPartitionsNeedsTheAdditiveModel(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		population  string
+		standardize bool
+	}{
+		{"off", keyed.PopulationOff, false}, {"mixture", keyed.PopulationMixture, false}, {"standardized", keyed.PopulationAdditive, true},
+	} {
+		cfg := sharedConfig(t)
+		cfg.Population, cfg.Standardize = tc.population, tc.standardize
+		if _, err := NewWorker(cfg, 0); err == nil || !strings.Contains(err.Error(), "shared part across partitions needs") {
+			t.Errorf("%s: %v", tc.name, err)
+		}
+	}
+}
