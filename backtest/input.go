@@ -2,6 +2,7 @@ package backtest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -210,6 +211,9 @@ func (in *messageInput) deal(ctx context.Context) {
 // readPeers has every partition read the other partitions' events topic
 // too, after its own records of the same message (peerReader).
 func (in *messageInput) readPeers() error {
+	if in.separate {
+		return errors.New("a shared part across partitions reads the other partitions' events topic, not their labels topic: their delayed labels would never reach it")
+	}
 	in.peers = true
 	return nil
 }

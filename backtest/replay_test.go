@@ -243,10 +243,9 @@ func produceHistory(tb testing.TB, addr string, src streams.Source, opts Message
 // byte, when the records' timestamps increase along the history (the
 // producer's stamps here are 1 ms apart): the backtest deals every
 // partition the other partitions' records in the history's order. Every
-// partition's shared part learns the other partitions' labeled events:
-// with labels inline, (partitions − 1) × the labeled events in all; with
-// labels that come later in label records, none (the other partitions'
-// late labels are not joined). A topic backtest refuses the switch, which
+// partition's shared part learns the other partitions' labeled events,
+// inline or joined to the label records that come later: (partitions − 1)
+// × the labeled events in all. A topic backtest refuses the switch, which
 // it cannot honour.
 func TestSharedAcrossPartitionsSameAnswer(t *testing.T) {
 	const n, keys = 3000, 40
@@ -293,9 +292,6 @@ func TestSharedAcrossPartitionsSameAnswer(t *testing.T) {
 			}
 			tot := rep.Totals
 			want := (partitions - 1) * tot.Labeled
-			if delay > 0 {
-				want = 0
-			}
 			if tot.PeerLearned != want || st.PeerLearned != want || tot.Labeled != n || st.Mistakes != tot.Mistakes {
 				t.Fatalf("the other partitions' labels learned: backtest %d, service %d, want %d (labeled %d, mistakes %d and %d)", tot.PeerLearned, st.PeerLearned, want, tot.Labeled, tot.Mistakes, st.Mistakes)
 			}
@@ -307,6 +303,13 @@ func TestSharedAcrossPartitionsSameAnswer(t *testing.T) {
 			}
 			if _, err := Replay(context.Background(), ReplayConfig{Name: "topic", Pipeline: pcfg}, fromTopic); err == nil || !strings.Contains(err.Error(), "does not deal") {
 				t.Fatalf("a topic backtest with the shared part across partitions: %v", err)
+			}
+			separate, err := FromSource(newDrifting(2, n, keys), opts, partitions, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := Replay(context.Background(), ReplayConfig{Name: "separate", Pipeline: pcfg}, separate); err == nil || !strings.Contains(err.Error(), "not their labels topic") {
+				t.Fatalf("a backtest with a labels topic and the shared part across partitions: %v", err)
 			}
 		})
 	}

@@ -17,18 +17,117 @@ import (
 // own margin — the replicated form of docs/LEARNING.md, whose keys' margins
 // were measured to change the fourth decimal — and the keys learn only
 // their own partition's records. Every partition's shared part thus learns
-// every label of the topic in one order, a function of the logs. The other
-// partitions' late labels (labels topic, or label records) are not read: a
-// labeled event teaches, an unlabeled one only moves the position.
+// every label of the topic in one order, a function of the logs. A labeled
+// event teaches at once; an unlabeled one waits, its input kept, for a
+// label record of its partition, key and id on the events topic, within
+// the keys' bounds (Settings.MaxPending awaited events across the other
+// partitions, oldest given up first, and Settings.PendingTTL records of
+// its partition). The other partitions' labels topic is not read.
 //
 // The shared part's state keeps, per other partition, the last offset it
-// absorbed (checkpointed with it: key-state version 7), so that a replay
-// skips what it learned before its checkpoint, as keys skip their own
-// records by Applied.
+// absorbed, and the awaited events (checkpointed with it: key-state
+// version 7), so that a replay skips what it learned before its
+// checkpoint, as keys skip their own records by Applied.
 
 // peerOffsets is the last events-topic offset absorbed per other partition,
-// indexed by partition, checkpoint.NoOffset for none.
-type peerOffsets struct{ through []int64 }
+// indexed by partition, checkpoint.NoOffset for none, and the other
+// partitions' events awaiting their label.
+type peerOffsets struct {
+	through []int64
+	// wait holds the awaited events, oldest first; joined ones stay, done,
+	// until they reach the front. first is the sequence number of wait[0],
+	// index each live event's sequence number by its join key.
+	wait  []peerAwait
+	first uint64
+	index map[string]uint64
+}
+
+// peerAwait is another partition's event awaiting its label.
+type peerAwait struct {
+	partition int
+	offset    int64
+	key, id   string
+	xb        []byte // the input's encoding (learners.Vector.AppendBinary)
+	done      bool   // joined or given up
+}
+
+// joinKey names an event of partition p and key by its id.
+func joinKey(p int, key, id string) string {
+	return string(binary.AppendUvarint(nil, uint64(p))) + key + "\x00" + id
+}
+
+// await keeps e until its label comes, giving up the oldest beyond max
+// (counted in expired).
+func (o *peerOffsets) await(e peerAwait, max int) (expired int) {
+	if o.index == nil {
+		o.index = map[string]uint64{}
+	}
+	k := joinKey(e.partition, e.key, e.id)
+	if _, dup := o.index[k]; dup {
+		return 0 // its own partition refuses it as a duplicate id
+	}
+	for len(o.index) >= max && len(o.index) > 0 {
+		o.drop(&o.wait[o.live()])
+		expired++
+	}
+	o.index[k] = o.first + uint64(len(o.wait))
+	o.wait = append(o.wait, e)
+	o.trim()
+	return expired
+}
+
+// live is the index in wait of the oldest event not done (there is one).
+func (o *peerOffsets) live() int {
+	i := 0
+	for o.wait[i].done {
+		i++
+	}
+	return i
+}
+
+// drop marks e done and forgets its join key.
+func (o *peerOffsets) drop(e *peerAwait) {
+	e.done = true
+	e.xb = nil
+	delete(o.index, joinKey(e.partition, e.key, e.id))
+}
+
+// trim removes the done events at the front.
+func (o *peerOffsets) trim() {
+	n := 0
+	for n < len(o.wait) && o.wait[n].done {
+		n++
+	}
+	if n > 0 {
+		o.wait = append(o.wait[:0], o.wait[n:]...)
+		o.first += uint64(n)
+	}
+}
+
+// expire gives up the events, oldest first, whose partition has moved more
+// than ttl records past them.
+func (o *peerOffsets) expire(ttl int64) (expired int) {
+	for len(o.wait) > 0 && o.wait[0].offset+ttl < o.at(o.wait[0].partition) {
+		o.drop(&o.wait[0])
+		o.trim()
+		expired++
+	}
+	return expired
+}
+
+// join takes the awaited event of partition p, key and id out: its input's
+// encoding, false when none awaits.
+func (o *peerOffsets) join(p int, key, id string) ([]byte, bool) {
+	seq, ok := o.index[joinKey(p, key, id)]
+	if !ok {
+		return nil, false
+	}
+	e := &o.wait[seq-o.first]
+	xb := e.xb
+	o.drop(e)
+	o.trim()
+	return xb, true
+}
 
 // at is the last offset absorbed of partition p, NoOffset for none.
 func (o *peerOffsets) at(p int) int64 {
@@ -50,6 +149,15 @@ func (o *peerOffsets) set(p int, offset int64) {
 // shared part ps absorbed, checkpoint.NoOffset for none.
 func (ps *State) PeerApplied(p int) int64 { return ps.peers.at(p) }
 
+// PeerAwaiting is the number of the other partitions' events that the
+// shared part ps awaits the label of.
+func (ps *State) PeerAwaiting() int {
+	if ps.peers == nil {
+		return 0
+	}
+	return len(ps.peers.index)
+}
+
 // PeerResult is what Peer did with another partition's record.
 type PeerResult int
 
@@ -58,10 +166,14 @@ const (
 	// PeerSkipped: the shared part absorbed the record before its
 	// checkpoint (a replay).
 	PeerSkipped PeerResult = iota
-	// PeerIgnored: absorbed, nothing to learn (no label, a label record).
+	// PeerIgnored: absorbed, nothing to learn (a label record for no
+	// awaited event).
 	PeerIgnored
-	// PeerLearned: the shared part learned the event's label.
+	// PeerLearned: the shared part learned the event's label (inline, or
+	// a label record joined to its awaited event).
 	PeerLearned
+	// PeerAwaiting: an unlabeled event, kept until its label record.
+	PeerAwaiting
 	// PeerFailed: absorbed, but its input could not be made a vector or
 	// learning it would have made the shared part non-finite: the step
 	// was not taken (a replay does the same).
@@ -91,19 +203,42 @@ func (m *Model) Peer(in Input) (PeerResult, error) {
 	if ps.peers == nil {
 		ps.peers = &peerOffsets{}
 	}
-	ps.peers.set(in.Partition, in.Offset)
+	o := ps.peers
+	o.set(in.Partition, in.Offset)
 	m.shared.PopulationChanged(ps)
+	m.stats.PeerExpired += int64(o.expire(m.s.PendingTTL))
 	ev := in.Event
-	if ev.Kind != topics.Input || ev.Label == 0 {
-		return PeerIgnored, nil
+	var x learners.Vector
+	label := ev.Label
+	switch {
+	case ev.Kind == topics.LabelRecord:
+		xb, ok := o.join(in.Partition, in.Key, ev.ID)
+		if !ok {
+			return PeerIgnored, nil
+		}
+		r := wire.NewReader(xb, errState)
+		if err := x.UnmarshalBinary(r.View()); err != nil {
+			return PeerFailed, nil
+		}
+	case label == 0:
+		x, err := m.s.Vector.Vector(*ev)
+		if err != nil {
+			return PeerFailed, nil
+		}
+		xb, err := x.AppendBinary(nil)
+		if err != nil {
+			return PeerFailed, nil
+		}
+		m.stats.PeerExpired += int64(o.await(peerAwait{partition: in.Partition, offset: in.Offset, key: in.Key, id: ev.ID, xb: wire.AppendBytes(nil, xb)}, m.s.MaxPending))
+		return PeerAwaiting, nil
+	default:
+		if x, err = m.s.Vector.Vector(*ev); err != nil {
+			return PeerFailed, nil
+		}
 	}
-	x, err := m.s.Vector.Vector(*ev)
-	var p learners.Prediction
+	p, err := ps.learner.Predict(x)
 	if err == nil {
-		p, err = ps.learner.Predict(x)
-	}
-	if err == nil {
-		err = m.learnSum(ps, x, ev.Label, p.Score)
+		err = m.learnSum(ps, x, label, p.Score)
 	}
 	if err != nil {
 		return PeerFailed, nil
@@ -112,7 +247,7 @@ func (m *Model) Peer(in Input) (PeerResult, error) {
 }
 
 // appendTo appends the offsets in key-state version 7's layout: the
-// partitions with one, by partition.
+// partitions with one, by partition; then the awaited events, oldest first.
 func (o *peerOffsets) appendTo(b []byte) []byte {
 	n := 0
 	for _, t := range o.through {
@@ -125,6 +260,16 @@ func (o *peerOffsets) appendTo(b []byte) []byte {
 		if t != checkpoint.NoOffset {
 			b = binary.AppendUvarint(b, uint64(p))
 			b = binary.AppendVarint(b, t)
+		}
+	}
+	b = binary.AppendUvarint(b, uint64(len(o.index)))
+	for i := range o.wait {
+		if e := &o.wait[i]; !e.done {
+			b = binary.AppendUvarint(b, uint64(e.partition))
+			b = binary.AppendVarint(b, e.offset)
+			b = wire.AppendString(b, e.key)
+			b = wire.AppendString(b, e.id)
+			b = append(b, e.xb...) // with its length
 		}
 	}
 	return b
@@ -152,5 +297,23 @@ func decodePeers(r *wire.Reader) *peerOffsets {
 		o.set(int(p), t)
 		last = int(p)
 	}
+	n = r.Uvarint()
+	if n > maxPeerWait {
+		r.Fail("awaited events of other partitions")
+		return o
+	}
+	for range n {
+		e := peerAwait{partition: int(r.Uvarint()), offset: r.Varint(), key: string(r.View()), id: string(r.View())}
+		xb := r.View()
+		if r.Err != nil || e.partition >= maxPeers || e.offset < 0 {
+			r.Fail("an awaited event of another partition")
+			return o
+		}
+		e.xb = wire.AppendBytes(nil, xb)
+		o.await(e, maxPeerWait)
+	}
 	return o
 }
+
+// maxPeerWait bounds the awaited events a decoded state holds.
+const maxPeerWait = 1 << 24

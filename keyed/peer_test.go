@@ -29,8 +29,11 @@ func TestSharedPartKeepsItsPeers(t *testing.T) {
 	}{
 		{3, 0, topics.Event{Kind: topics.Input, ID: "a", X: []float64{1, 0, 0, 0}, Label: 1}, PeerLearned},
 		{3, 0, topics.Event{Kind: topics.Input, ID: "a", X: []float64{1, 0, 0, 0}, Label: 1}, PeerSkipped},
-		{1, 9, topics.Event{Kind: topics.Input, ID: "b", X: []float64{0, 1, 0, 0}}, PeerIgnored},
-		{3, 4, topics.Event{Kind: topics.LabelRecord, ID: "b", Label: -1}, PeerIgnored},
+		{1, 9, topics.Event{Kind: topics.Input, ID: "b", X: []float64{0, 1, 0, 0}}, PeerAwaiting},
+		{1, 10, topics.Event{Kind: topics.Input, ID: "c", X: []float64{0, 0, 1, 0}}, PeerAwaiting},
+		{3, 4, topics.Event{Kind: topics.LabelRecord, ID: "b", Label: -1}, PeerIgnored}, // another partition's b
+		{1, 11, topics.Event{Kind: topics.LabelRecord, ID: "b", Label: -1}, PeerLearned},
+		{1, 12, topics.Event{Kind: topics.LabelRecord, ID: "b", Label: -1}, PeerIgnored}, // joined already
 	} {
 		got, err := m.Peer(Input{Key: "x", Topic: EventsTopic, Partition: in.p, Offset: in.offset, Event: &in.ev})
 		if err != nil || got != in.want {
@@ -49,7 +52,7 @@ func TestSharedPartKeepsItsPeers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for p, want := range []int64{checkpoint.NoOffset, 9, checkpoint.NoOffset, 4, checkpoint.NoOffset} {
+	for p, want := range []int64{checkpoint.NoOffset, 12, checkpoint.NoOffset, 4, checkpoint.NoOffset} {
 		if got := back.PeerApplied(p); got != want {
 			t.Errorf("partition %d: %d absorbed, want %d", p, got, want)
 		}
@@ -57,6 +60,13 @@ func TestSharedPartKeepsItsPeers(t *testing.T) {
 	if again, _ := back.MarshalBinary(); !bytes.Equal(again, b) {
 		t.Error("the state read back writes other bytes")
 	}
+	// The awaited event c came back with its input: its label joins.
+	h.ps = back
+	lr := topics.Event{Kind: topics.LabelRecord, ID: "c", Label: 1}
+	if got, err := m.Peer(Input{Key: "x", Topic: EventsTopic, Partition: 1, Offset: 13, Event: &lr}); got != PeerLearned || err != nil {
+		t.Fatalf("c's label after the round trip: %v %v", got, err)
+	}
+	h.ps = ps
 	ks, _ := m.NewState("k")
 	if kb, _ := ks.MarshalBinary(); kb[1] != 6 {
 		t.Errorf("a key's state written as version %d, want 6", kb[1])
@@ -71,5 +81,42 @@ func TestSharedPartKeepsItsPeers(t *testing.T) {
 	}
 	if _, err := m.Peer(Input{Topic: LabelsTopic, Partition: 1, Event: &topics.Event{}}); err == nil {
 		t.Error("a labels-topic record of another partition was taken")
+	}
+}
+
+// The other partitions' awaited events are bounded as a key's are: the
+// oldest is given up beyond Settings.MaxPending, and an event whose
+// partition moved more than Settings.PendingTTL records past it expires;
+// each is counted once, and its label then teaches nothing.
+func TestPeerAwaitedEventsAreBounded(t *testing.T) {
+	s := testSettings(t, "logreg", "")
+	s.Population, s.SharedAcrossPartitions, s.MaxPending, s.PendingTTL = PopulationAdditive, true, 3, 10
+	h := &holder{}
+	tot := &Totals{}
+	m, err := New(s, h, tot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.m = m
+	peer := func(p int, offset int64, ev topics.Event) PeerResult {
+		t.Helper()
+		got, err := m.Peer(Input{Key: "x", Topic: EventsTopic, Partition: p, Offset: offset, Event: &ev})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	in := func(id string) topics.Event { return topics.Event{Kind: topics.Input, ID: id, X: []float64{1, 0, 0, 0}} }
+	label := func(id string) topics.Event { return topics.Event{Kind: topics.LabelRecord, ID: id, Label: 1} }
+	for i, id := range []string{"a", "b", "c", "d"} { // a is given up for d
+		peer(1, int64(i), in(id))
+	}
+	if tot.PeerExpired != 1 || peer(1, 4, label("a")) != PeerIgnored || peer(1, 5, label("b")) != PeerLearned {
+		t.Fatalf("over the bound: %d expired", tot.PeerExpired)
+	}
+	peer(2, 0, in("e"))
+	peer(1, 20, label("z")) // c and d are over 10 records behind partition 1: past the TTL
+	if tot.PeerExpired != 3 || peer(1, 21, label("c")) != PeerIgnored || peer(2, 5, label("e")) != PeerLearned {
+		t.Fatalf("past the TTL: %d expired", tot.PeerExpired)
 	}
 }

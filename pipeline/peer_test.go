@@ -26,23 +26,28 @@ func sharedConfig(t *testing.T) Config {
 // partitioned deals recs (one partition's offsets, events topic) over
 // parts partitions by key, numbering each partition's records from 0: the
 // stream a worker reading every partition meets, merged in the records'
-// order. It returns how many labeled events each partition got.
-func partitioned(recs []Record, parts int) ([]Record, []int) {
+// order. It returns how many events each partition got with their label
+// and without.
+func partitioned(recs []Record, parts int) (out []Record, labeled, unlabeled []int) {
 	next := make([]int64, parts)
-	labeled := make([]int, parts)
-	out := make([]Record, len(recs))
+	labeled, unlabeled = make([]int, parts), make([]int, parts)
+	out = make([]Record, len(recs))
 	for i, r := range recs {
 		h := fnv.New32a()
 		h.Write(r.Key)
 		p := int(h.Sum32() % uint32(parts))
 		r.Partition, r.Offset = p, next[p]
 		next[p]++
-		if ev, err := topics.Decode(r.Value, 0); err == nil && ev.Kind == topics.Input && ev.Label != 0 {
-			labeled[p]++
+		if ev, err := topics.Decode(r.Value, 0); err == nil && ev.Kind == topics.Input {
+			if ev.Label != 0 {
+				labeled[p]++
+			} else {
+				unlabeled[p]++
+			}
 		}
 		out[i] = r
 	}
-	return out, labeled
+	return out, labeled, unlabeled
 }
 
 // from is whether merged record r is at or past where a source opened at
@@ -55,23 +60,29 @@ func from(r Record, own int, start From) bool {
 }
 
 // A worker sharing its shared part across partitions learns every labeled
-// event of the other partitions once, makes no output for them and keeps
-// none of their keys; crashed at random points and restored (its marker
-// holding the other partitions' positions, its shared part the offsets it
-// absorbed), it ends bit-identical to an uninterrupted run, having
-// predicted each of its own events exactly once.
+// event of the other partitions once — inline, or joined to its label
+// record, each unlabeled one joined, given up or still awaited at the end —
+// makes no output for them and keeps none of their keys; crashed at random
+// points and restored (its marker holding the other partitions' positions,
+// its shared part the offsets it absorbed and the events it awaits), it
+// ends bit-identical to an uninterrupted run, having predicted each of its
+// own events exactly once.
 func TestSharedAcrossPartitionsCrashRestoreIsBitIdentical(t *testing.T) {
 	const parts, own = 3, 1
 	cfg := sharedConfig(t)
-	recs, labeled := partitioned(records(11, 4000, 30), parts)
+	recs, labeled, unlabeled := partitioned(records(11, 4000, 30), parts)
 	ref, err := NewWorker(cfg, own)
 	if err != nil {
 		t.Fatal(err)
 	}
 	outs := run(t, ref, recs)
-	peers := int64(labeled[0] + labeled[2])
-	if st := ref.stats; st.PeerLearned != peers || st.PeerRejected != 0 || st.Skipped != 0 {
-		t.Fatalf("learned %d of the other partitions' labeled events (rejected %d, skipped %d), want %d", st.PeerLearned, st.PeerRejected, st.Skipped, peers)
+	ps := ref.keys[keyed.PopulationKey]
+	inline, waiting := int64(labeled[0]+labeled[2]), int64(unlabeled[0]+unlabeled[2])
+	st := ref.stats
+	joined := st.PeerLearned - inline
+	if joined <= 0 || joined+st.PeerExpired+int64(ps.PeerAwaiting()) != waiting || st.PeerRejected != 0 || st.Skipped != 0 {
+		t.Fatalf("learned %d of the other partitions' labeled events (%d inline), gave up %d, %d awaited (of %d unlabeled); rejected %d, skipped %d",
+			st.PeerLearned, inline, st.PeerExpired, ps.PeerAwaiting(), waiting, st.PeerRejected, st.Skipped)
 	}
 	for _, o := range outs {
 		if o.Source.Partition != own {
@@ -85,8 +96,7 @@ func TestSharedAcrossPartitionsCrashRestoreIsBitIdentical(t *testing.T) {
 			}
 		}
 	}
-	ps := ref.keys[keyed.PopulationKey]
-	if ps == nil || ps.PeerApplied(0) < 0 || ps.PeerApplied(2) < 0 || ps.PeerApplied(own) != checkpoint.NoOffset {
+	if ps.PeerApplied(0) < 0 || ps.PeerApplied(2) < 0 || ps.PeerApplied(own) != checkpoint.NoOffset {
 		t.Fatal("the shared part does not record the other partitions' offsets")
 	}
 
@@ -176,23 +186,24 @@ func TestPeerRecords(t *testing.T) {
 		peer(0, `{"id":"a","x":[1,0,0,0],"label":1}`),
 		peer(1, `{"id":"b","x":[1,0`),                     // malformed
 		peer(2, `{"id":"c","x":[1e300,0,0,0],"label":1}`), // over the input bound
-		peer(3, `{"id":"d","x":[1,0,0,0]}`),               // no label: nothing to learn
-		peer(4, `{"id":"a","label":-1}`),                  // a label record: not joined
+		peer(3, `{"id":"d","x":[1,0,0,0]}`),               // no label: awaits it
+		peer(4, `{"id":"a","label":-1}`),                  // a's label came inline: nothing awaits
 		peer(5, `{"id":"e","x":[0,1,0,0],"label":-1}`),
 		peer(5, `{"id":"e","x":[0,1,0,0],"label":-1}`), // again: skipped
+		peer(6, `{"id":"d","label":1}`),                // joined
 	} {
 		if err := w.Process(ctx, r); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if st := w.stats; st.PeerLearned != 2 || st.PeerRejected != 2 || st.Skipped != 1 || st.DeadLetters != 0 || st.Events != 0 {
-		t.Fatalf("learned %d, rejected %d, skipped %d, dead letters %d, events %d; want 2, 2, 1, 0, 0", st.PeerLearned, st.PeerRejected, st.Skipped, st.DeadLetters, st.Events)
+	if st := w.stats; st.PeerLearned != 3 || st.PeerRejected != 2 || st.Skipped != 1 || st.DeadLetters != 0 || st.Events != 0 {
+		t.Fatalf("learned %d, rejected %d, skipped %d, dead letters %d, events %d; want 3, 2, 1, 0, 0", st.PeerLearned, st.PeerRejected, st.Skipped, st.DeadLetters, st.Events)
 	}
 	if outs := w.TakeOutputs(); len(outs) != 0 || w.Keys() != 1 {
 		t.Fatalf("%d outputs and %d keys, want none and the shared part", len(outs), w.Keys())
 	}
-	if got := w.Peers(); len(got) != 2 || got[1] != 6 || got[0] != 0 {
-		t.Fatalf("next offsets %v, want [0 6]", got)
+	if got := w.Peers(); len(got) != 2 || got[1] != 7 || got[0] != 0 {
+		t.Fatalf("next offsets %v, want [0 7]", got)
 	}
 	if err := w.Process(ctx, Record{Topic: LabelsTopic, Partition: 1, Key: []byte("k"), Value: []byte(`{"id":"a","label":1}`)}); err == nil || !strings.Contains(err.Error(), "only other partitions' events topic") {
 		t.Fatalf("a labels-topic record of another partition: %v", err)
