@@ -34,10 +34,12 @@ import (
 // partitions' events awaiting their label.
 type peerOffsets struct {
 	through []int64
-	// wait holds the awaited events, oldest first; joined ones stay, done,
-	// until they reach the front. first is the sequence number of wait[0],
-	// index each live event's sequence number by its join key.
+	// wait[head:] holds the awaited events, oldest first; joined ones stay,
+	// done, until they reach the front, and the slice is moved down only
+	// when most of it is behind head. first is the sequence number of
+	// wait[0], index each live event's sequence number by its join key.
 	wait  []peerAwait
+	head  int
 	first uint64
 	index map[string]uint64
 }
@@ -47,8 +49,8 @@ type peerAwait struct {
 	partition int
 	offset    int64
 	key, id   string
-	xb        []byte // the input's encoding (learners.Vector.AppendBinary)
-	done      bool   // joined or given up
+	x         learners.Vector // the input, encoded only by a checkpoint
+	done      bool            // joined or given up
 }
 
 // joinKey names an event of partition p and key by its id.
@@ -78,7 +80,7 @@ func (o *peerOffsets) await(e peerAwait, max int) (expired int) {
 
 // live is the index in wait of the oldest event not done (there is one).
 func (o *peerOffsets) live() int {
-	i := 0
+	i := o.head
 	for o.wait[i].done {
 		i++
 	}
@@ -88,45 +90,49 @@ func (o *peerOffsets) live() int {
 // drop marks e done and forgets its join key.
 func (o *peerOffsets) drop(e *peerAwait) {
 	e.done = true
-	e.xb = nil
+	e.x = learners.Vector{}
 	delete(o.index, joinKey(e.partition, e.key, e.id))
 }
 
-// trim removes the done events at the front.
+// trim passes the done events at the front, moving the rest down once
+// more than half of the slice is behind them.
 func (o *peerOffsets) trim() {
-	n := 0
-	for n < len(o.wait) && o.wait[n].done {
-		n++
+	for o.head < len(o.wait) && o.wait[o.head].done {
+		o.wait[o.head] = peerAwait{}
+		o.head++
 	}
-	if n > 0 {
-		o.wait = append(o.wait[:0], o.wait[n:]...)
-		o.first += uint64(n)
+	if o.head > 64 && 2*o.head > len(o.wait) {
+		n := copy(o.wait, o.wait[o.head:])
+		clear(o.wait[n:])
+		o.wait = o.wait[:n]
+		o.first += uint64(o.head)
+		o.head = 0
 	}
 }
 
 // expire gives up the events, oldest first, whose partition has moved more
 // than ttl records past them.
 func (o *peerOffsets) expire(ttl int64) (expired int) {
-	for len(o.wait) > 0 && o.wait[0].offset+ttl < o.at(o.wait[0].partition) {
-		o.drop(&o.wait[0])
+	for o.head < len(o.wait) && o.wait[o.head].offset+ttl < o.at(o.wait[o.head].partition) {
+		o.drop(&o.wait[o.head])
 		o.trim()
 		expired++
 	}
 	return expired
 }
 
-// join takes the awaited event of partition p, key and id out: its input's
-// encoding, false when none awaits.
-func (o *peerOffsets) join(p int, key, id string) ([]byte, bool) {
+// join takes the awaited event of partition p, key and id out: its input,
+// false when none awaits.
+func (o *peerOffsets) join(p int, key, id string) (learners.Vector, bool) {
 	seq, ok := o.index[joinKey(p, key, id)]
 	if !ok {
-		return nil, false
+		return learners.Vector{}, false
 	}
 	e := &o.wait[seq-o.first]
-	xb := e.xb
+	x := e.x
 	o.drop(e)
 	o.trim()
-	return xb, true
+	return x, true
 }
 
 // at is the last offset absorbed of partition p, NoOffset for none.
@@ -212,24 +218,16 @@ func (m *Model) Peer(in Input) (PeerResult, error) {
 	label := ev.Label
 	switch {
 	case ev.Kind == topics.LabelRecord:
-		xb, ok := o.join(in.Partition, in.Key, ev.ID)
-		if !ok {
+		var ok bool
+		if x, ok = o.join(in.Partition, in.Key, ev.ID); !ok {
 			return PeerIgnored, nil
-		}
-		r := wire.NewReader(xb, errState)
-		if err := x.UnmarshalBinary(r.View()); err != nil {
-			return PeerFailed, nil
 		}
 	case label == 0:
 		x, err := m.s.Vector.Vector(*ev)
 		if err != nil {
 			return PeerFailed, nil
 		}
-		xb, err := x.AppendBinary(nil)
-		if err != nil {
-			return PeerFailed, nil
-		}
-		m.stats.PeerExpired += int64(o.await(peerAwait{partition: in.Partition, offset: in.Offset, key: in.Key, id: ev.ID, xb: wire.AppendBytes(nil, xb)}, m.s.MaxPending))
+		m.stats.PeerExpired += int64(o.await(peerAwait{partition: in.Partition, offset: in.Offset, key: in.Key, id: ev.ID, x: x}, m.s.MaxPending))
 		return PeerAwaiting, nil
 	default:
 		if x, err = m.s.Vector.Vector(*ev); err != nil {
@@ -263,13 +261,15 @@ func (o *peerOffsets) appendTo(b []byte) []byte {
 		}
 	}
 	b = binary.AppendUvarint(b, uint64(len(o.index)))
-	for i := range o.wait {
+	var xb []byte
+	for i := o.head; i < len(o.wait); i++ {
 		if e := &o.wait[i]; !e.done {
 			b = binary.AppendUvarint(b, uint64(e.partition))
 			b = binary.AppendVarint(b, e.offset)
 			b = wire.AppendString(b, e.key)
 			b = wire.AppendString(b, e.id)
-			b = append(b, e.xb...) // with its length
+			xb, _ = e.x.AppendBinary(xb[:0]) // a vector made by the model: it encodes
+			b = wire.AppendBytes(b, xb)
 		}
 	}
 	return b
@@ -309,7 +309,10 @@ func decodePeers(r *wire.Reader) *peerOffsets {
 			r.Fail("an awaited event of another partition")
 			return o
 		}
-		e.xb = wire.AppendBytes(nil, xb)
+		if err := e.x.UnmarshalBinary(xb); err != nil {
+			r.Fail("an awaited event's input of another partition")
+			return o
+		}
 		o.await(e, maxPeerWait)
 	}
 	return o

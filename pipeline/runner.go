@@ -27,7 +27,9 @@ type RunnerConfig struct {
 	// Committed are the group's committed offsets: outputs for records below
 	// them were delivered before and are not repeated.
 	Committed [2]int64
-	// CheckpointEvery checkpoints after this many records, or after
+	// CheckpointEvery checkpoints after this many of the partition's own
+	// records (other partitions' records, read for a shared part across
+	// partitions, do not count), or after
 	// CheckpointPeriod, whichever comes first.
 	CheckpointEvery  int
 	CheckpointPeriod time.Duration
@@ -432,6 +434,9 @@ func (l *loop) take(ctx context.Context, batch []Fetched) (stop bool, err error)
 		e := r.pub.record(r.w, b, topic, max(0, f.HighWatermark-f.Offset-1))
 		for _, h := range r.hooks.record {
 			h.Record(f, e)
+		}
+		if topic == peerInput {
+			continue // the interval counts the partition's own records
 		}
 		if l.since++; l.since >= r.cfg.CheckpointEvery {
 			if err := l.checkpoint(nil); err != nil {
