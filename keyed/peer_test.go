@@ -106,7 +106,9 @@ func TestPeerAwaitedEventsAreBounded(t *testing.T) {
 		}
 		return got
 	}
-	in := func(id string) topics.Event { return topics.Event{Kind: topics.Input, ID: id, X: []float64{1, 0, 0, 0}} }
+	in := func(id string) topics.Event {
+		return topics.Event{Kind: topics.Input, ID: id, X: []float64{1, 0, 0, 0}}
+	}
 	label := func(id string) topics.Event { return topics.Event{Kind: topics.LabelRecord, ID: id, Label: 1} }
 	for i, id := range []string{"a", "b", "c", "d"} { // a is given up for d
 		peer(1, int64(i), in(id))
