@@ -72,7 +72,7 @@ func (s *Service) openSource(ctx context.Context, p int, start pipeline.From) (p
 		src.wg.Add(1)
 		go func() {
 			defer src.wg.Done()
-			err := s.follow(rctx, ch, in.topicIdx, in.topic, in.partition, in.from, merged)
+			err := s.follow(rctx, ch, in.topicIdx, in.topic, in.partition, in.from, merged, p)
 			if err == nil || rctx.Err() != nil {
 				return
 			}
@@ -98,11 +98,17 @@ func (s *Service) openSource(ctx context.Context, p int, start pipeline.From) (p
 // mergeBatch bounds the merged records handed to the Runner at once.
 const mergeBatch = 512
 
-// follow reads topic/p from offset from into ch until ctx ends or a read
-// fails; every send gives way to cancellation, so a stopped partition never
+// follow reads topic/p from offset from into ch, for partition reader's
+// worker (another partition's, for a shared part across partitions), until
+// ctx ends or a read fails; every send gives way to cancellation, so a stopped partition never
 // leaves a reader blocked.
-func (s *Service) follow(ctx context.Context, ch chan<- []pipeline.Fetched, topicIdx int, topic string, p int, from int64, idle bool) error {
+func (s *Service) follow(ctx context.Context, ch chan<- []pipeline.Fetched, topicIdx int, topic string, p int, from int64, idle bool, reader int) error {
 	deleted := func(from, first int64) {
+		if reader != p { // another partition's, for the shared part: its keys lost nothing
+			s.log.Info("another partition's records were deleted by retention before the shared part read them; reading from the first one kept",
+				"topic", topic, "partition", p, "reader", reader, "from", from, "first", first, "unread", first-from)
+			return
+		}
 		s.log.Warn("records were deleted by retention before this read; reading from the first one kept: those not processed yet are lost, and those re-read for the inputs of events awaiting their label take those inputs with them (driftstream_label_inputs_lost_total)",
 			"topic", topic, "partition", p, "from", from, "first", first, "lost", first-from)
 	}
