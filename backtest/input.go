@@ -2,7 +2,6 @@ package backtest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -36,8 +35,8 @@ type messageInput struct {
 	opts     MessageOptions
 	parts    int
 	separate bool // label records on their own topic (index 1)
-	// peers deals each partition the other partitions' events topic too
-	// (a shared part across partitions: readPeers).
+	// peers deals each partition the other partitions' records too (a
+	// shared part across partitions: readPeers).
 	peers    bool
 	chans    []chan []pipeline.Fetched
 	opened   []bool
@@ -186,9 +185,9 @@ func (in *messageInput) deal(ctx context.Context) {
 		offset := next[p][topic]
 		next[p][topic]++
 		rec := pipeline.Record{Topic: topic, Partition: p, Offset: offset, Key: m.Key, Value: m.Value, Decoded: m.Event, Time: m.Time}
-		if in.peers && topic == pipeline.EventsTopic {
+		if in.peers {
 			for q := range pending { // the other partitions read it too, in the same order
-				if q != p && offset >= in.from[q].Peer(p) {
+				if q != p && offset >= in.from[q].Peer(p, topic) {
 					if err := add(q, rec); err != nil {
 						return err
 					}
@@ -208,12 +207,9 @@ func (in *messageInput) deal(ctx context.Context) {
 	in.err = err
 }
 
-// readPeers has every partition read the other partitions' events topic
+// readPeers has every partition read the other partitions' input topics
 // too, after its own records of the same message (peerReader).
 func (in *messageInput) readPeers() error {
-	if in.separate {
-		return errors.New("a shared part across partitions reads the other partitions' events topic, not their labels topic: their delayed labels would never reach it")
-	}
 	in.peers = true
 	return nil
 }

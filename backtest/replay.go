@@ -28,7 +28,7 @@ type Input interface {
 }
 
 // peerReader is an Input that can deal each partition the other
-// partitions' records of the events topic too, in one order: a shared part
+// partitions' records too, in one order: a shared part
 // across partitions (keyed.Settings.SharedAcrossPartitions).
 type peerReader interface {
 	// readPeers switches it on, before the first Open.

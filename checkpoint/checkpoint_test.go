@@ -490,16 +490,17 @@ func TestMarkerReread(t *testing.T) {
 // without is written as version 3, as before; a malformed peer list is
 // corrupt.
 func TestMarkerPeers(t *testing.T) {
+	none := [2]int64{NoOffset, NoOffset}
 	for _, tc := range []struct {
 		name    string
-		peers   []int64
+		peers   [][2]int64
 		version byte
-		from    [3]int64 // PeerFrom(0..2)
+		from    [3][2]int64 // PeerFrom(0..2)
 	}{
-		{"none", nil, 3, [3]int64{0, 0, 0}},
-		{"all unread", []int64{NoOffset, NoOffset}, 3, [3]int64{0, 0, 0}},
-		{"two", []int64{NoOffset, 0, 41}, 4, [3]int64{0, 1, 42}},
-		{"one", []int64{7}, 4, [3]int64{8, 0, 0}},
+		{"none", nil, 3, [3][2]int64{}},
+		{"all unread", [][2]int64{none, none}, 3, [3][2]int64{}},
+		{"two", [][2]int64{none, {0, NoOffset}, {41, 9}}, 4, [3][2]int64{{0, 0}, {1, 0}, {42, 10}}},
+		{"one", [][2]int64{{7, 3}}, 4, [3][2]int64{{8, 4}, {0, 0}, {0, 0}}},
 	} {
 		m := Marker{Partition: 1, Epoch: 5, Through: [2]int64{100, 7}, Reread: 3, Peers: tc.peers}
 		b := EncodeMarker(m)
@@ -512,24 +513,26 @@ func TestMarkerPeers(t *testing.T) {
 		}
 		for p, want := range tc.from {
 			if got := rec.Marker.PeerFrom(p); got != want {
-				t.Errorf("%s: partition %d resumes at %d, want %d", tc.name, p, got, want)
+				t.Errorf("%s: partition %d resumes at %v, want %v", tc.name, p, got, want)
 			}
 		}
 		if tc.version == 4 && !reflect.DeepEqual(rec.Marker.Peers, tc.peers) {
 			t.Errorf("%s: peers read back as %v", tc.name, rec.Marker.Peers)
 		}
 	}
-	if got := (*Marker)(nil).PeerFrom(3); got != 0 {
-		t.Errorf("no marker: partition 3 resumes at %d", got)
+	if got := (*Marker)(nil).PeerFrom(3); got != [2]int64{} {
+		t.Errorf("no marker: partition 3 resumes at %v", got)
 	}
 	// Version 4 bodies with bad peer lists: an empty one, partitions out
-	// of order, a negative offset, a truncated pair.
+	// of order, an offset below −1, both topics without one, a truncated
+	// entry.
 	base := EncodeMarker(Marker{Partition: 1, Epoch: 5, Through: [2]int64{100, 7}})[6:]
 	for name, tail := range map[string][]byte{
 		"empty":     {0},
-		"unordered": {2, 3, 2, 1, 2},
-		"negative":  {1, 0, 1},
-		"truncated": {2, 0, 2},
+		"unordered": {2, 3, 2, 2, 1, 2, 2},
+		"below -1":  {1, 0, 3, 2},
+		"unread":    {1, 0, 1, 1},
+		"truncated": {1, 0, 2},
 	} {
 		body := append(slices.Clone(base), tail...)
 		rec := append([]byte{4, kindMarker, 0, 0, 0, 0}, body...)

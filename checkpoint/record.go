@@ -51,8 +51,9 @@ import (
 
 // RecordVersion is the format version of markers. A version 4 marker is
 // version 3 followed by Peers: uvarint N, then N × (uvarint partition,
-// varint through), by partition, the partitions with an offset; a marker
-// without peers is written as version 3. Markers end with Reread since
+// varint through of its events topic, varint through of its labels topic;
+// −1 for none, not both), by partition, the partitions with an offset; a
+// marker without peers is written as version 3. Markers end with Reread since
 // version 3; version 2 markers are read with Reread 0 (their key states
 // held every awaited input). Key and ownership records are written as
 // version 2 (keyRecordVersion), which versions 3 and 4 did not change, and
@@ -121,19 +122,23 @@ type Marker struct {
 	// that the keys re-read those inputs as they skip their events. 0: none.
 	Reread int64
 	// Peers is, with a shared part across partitions, the last offset of
-	// each other partition's events topic processed (indexed by
-	// partition, NoOffset for none): where their reading resumes.
-	Peers []int64
+	// each other partition's input topics processed (indexed by partition,
+	// then by input topic as Through; NoOffset for none): where their
+	// reading resumes.
+	Peers [][2]int64
 }
 
-// PeerFrom is the offset of partition p's events topic at which a restore
-// from m resumes reading it (0 with no marker or no offset for p).
-func (m *Marker) PeerFrom(p int) int64 {
-	if m == nil || p >= len(m.Peers) || m.Peers[p] == NoOffset {
-		return 0
+// PeerFrom is the offsets of partition p's input topics at which a restore
+// from m resumes reading them (0 with no marker or no offset for p).
+func (m *Marker) PeerFrom(p int) [2]int64 {
+	if m == nil || p >= len(m.Peers) {
+		return [2]int64{}
 	}
-	return m.Peers[p] + 1
+	return [2]int64{m.Peers[p][0] + 1, m.Peers[p][1] + 1}
 }
+
+// noPeer is a partition of Marker.Peers with no offset.
+var noPeer = [2]int64{NoOffset, NoOffset}
 
 // RereadFrom is the events-topic offset from which a restore from m reads
 // the events topic again for the awaited inputs the key records leave out
@@ -218,7 +223,7 @@ func EncodeMarker(m Marker) []byte {
 	b = binary.AppendUvarint(b, uint64(m.Reread))
 	n := 0
 	for _, t := range m.Peers {
-		if t != NoOffset {
+		if t != noPeer {
 			n++
 		}
 	}
@@ -226,9 +231,10 @@ func EncodeMarker(m Marker) []byte {
 		b[0] = RecordVersion
 		b = binary.AppendUvarint(b, uint64(n))
 		for p, t := range m.Peers {
-			if t != NoOffset {
+			if t != noPeer {
 				b = binary.AppendUvarint(b, uint64(p))
-				b = binary.AppendVarint(b, t)
+				b = binary.AppendVarint(b, t[0])
+				b = binary.AppendVarint(b, t[1])
 			}
 		}
 	}
@@ -319,22 +325,22 @@ func decode(data []byte, owned bool) (Record, error) {
 }
 
 // decodePeers reads a version 4 marker's peers.
-func decodePeers(r *wire.Reader) []int64 {
+func decodePeers(r *wire.Reader) [][2]int64 {
 	n := r.Uvarint()
 	if n == 0 || n > maxPeers {
 		r.Fail("peer count")
 		return nil
 	}
-	var peers []int64
+	var peers [][2]int64
 	last := -1
 	for range n {
-		p, t := r.Uvarint(), r.Varint()
-		if r.Err != nil || p >= maxPeers || int(p) <= last || t < 0 {
+		p, t := r.Uvarint(), [2]int64{r.Varint(), r.Varint()}
+		if r.Err != nil || p >= maxPeers || int(p) <= last || t[0] < NoOffset || t[1] < NoOffset || t == noPeer {
 			r.Fail("peer offset")
 			return nil
 		}
 		for len(peers) <= int(p) {
-			peers = append(peers, NoOffset)
+			peers = append(peers, noPeer)
 		}
 		peers[p] = t
 		last = int(p)

@@ -10,7 +10,12 @@ package keyed
 //
 //	uvarint N, N × peer       the other partitions the shared part absorbed
 //	                          records of (peer.go), by partition: uvarint
-//	                          partition, varint the last offset absorbed
+//	                          partition, varint the last offset absorbed of
+//	                          its events topic and of its labels topic (−1:
+//	                          none; not both)
+//	uvarint W, W × awaited    the other partitions' events awaiting their
+//	                          label, oldest first: uvarint partition, varint
+//	                          offset, bytes key, bytes id, bytes vector
 //
 // Every other state is written as version 6.
 //

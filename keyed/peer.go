@@ -11,29 +11,30 @@ import (
 )
 
 // A shared part across partitions (Settings.SharedAcrossPartitions, issue
-// 45): a partition's worker also reads the other partitions of the events
-// topic, merged with its own records by record timestamp, and hands their
+// 45): a partition's worker also reads the other partitions of the input
+// topics, merged with its own records by record timestamp, and hands their
 // records to Peer. The shared part learns each labeled event of them at its
 // own margin — the replicated form of docs/LEARNING.md, whose keys' margins
 // were measured to change the fourth decimal — and the keys learn only
 // their own partition's records. Every partition's shared part thus learns
 // every label of the topic in one order, a function of the logs. A labeled
 // event teaches at once; an unlabeled one waits, its input kept, for a
-// label record of its partition, key and id on the events topic, within
-// the keys' bounds (Settings.MaxPending awaited events across the other
-// partitions, oldest given up first, and Settings.PendingTTL records of
-// its partition). The other partitions' labels topic is not read.
+// label record of its partition, key and id (on the events topic or the
+// labels topic), within the keys' bounds (Settings.MaxPending awaited
+// events across the other partitions, oldest given up first, and
+// Settings.PendingTTL events-topic records of its partition). A label
+// that comes before its event teaches nothing (the keys keep theirs).
 //
-// The shared part's state keeps, per other partition, the last offset it
-// absorbed, and the awaited events (checkpointed with it: key-state
+// The shared part's state keeps, per other partition and input topic, the
+// last offset it absorbed, and the awaited events (checkpointed with it: key-state
 // version 7), so that a replay skips what it learned before its
 // checkpoint, as keys skip their own records by Applied.
 
-// peerOffsets is the last events-topic offset absorbed per other partition,
-// indexed by partition, checkpoint.NoOffset for none, and the other
+// peerOffsets is the last offset absorbed per other partition and input
+// topic, indexed by partition, checkpoint.NoOffset for none, and the other
 // partitions' events awaiting their label.
 type peerOffsets struct {
-	through []int64
+	through [][2]int64
 	// wait[head:] holds the awaited events, oldest first; joined ones stay,
 	// done, until they reach the front, and the slice is moved down only
 	// when most of it is behind head. first is the sequence number of
@@ -113,7 +114,7 @@ func (o *peerOffsets) trim() {
 // expire gives up the events, oldest first, whose partition has moved more
 // than ttl records past them.
 func (o *peerOffsets) expire(ttl int64) (expired int) {
-	for o.head < len(o.wait) && o.wait[o.head].offset+ttl < o.at(o.wait[o.head].partition) {
+	for o.head < len(o.wait) && o.wait[o.head].offset+ttl < o.at(o.wait[o.head].partition, EventsTopic) {
 		o.drop(&o.wait[o.head])
 		o.trim()
 		expired++
@@ -135,25 +136,27 @@ func (o *peerOffsets) join(p int, key, id string) (learners.Vector, bool) {
 	return x, true
 }
 
-// at is the last offset absorbed of partition p, NoOffset for none.
-func (o *peerOffsets) at(p int) int64 {
+// at is the last offset absorbed of partition p's input topic, NoOffset
+// for none.
+func (o *peerOffsets) at(p, topic int) int64 {
 	if o == nil || p >= len(o.through) {
 		return checkpoint.NoOffset
 	}
-	return o.through[p]
+	return o.through[p][topic]
 }
 
-// set records offset as the last absorbed of partition p.
-func (o *peerOffsets) set(p int, offset int64) {
+// set records offset as the last absorbed of partition p's input topic.
+func (o *peerOffsets) set(p, topic int, offset int64) {
 	for len(o.through) <= p {
-		o.through = append(o.through, checkpoint.NoOffset)
+		o.through = append(o.through, [2]int64{checkpoint.NoOffset, checkpoint.NoOffset})
 	}
-	o.through[p] = offset
+	o.through[p][topic] = offset
 }
 
-// PeerApplied is the last offset of partition p's events topic that the
-// shared part ps absorbed, checkpoint.NoOffset for none.
-func (ps *State) PeerApplied(p int) int64 { return ps.peers.at(p) }
+// PeerApplied is the last offset of partition p's input topic (EventsTopic,
+// LabelsTopic) that the shared part ps absorbed, checkpoint.NoOffset for
+// none.
+func (ps *State) PeerApplied(p, topic int) int64 { return ps.peers.at(p, topic) }
 
 // PeerAwaiting is the number of the other partitions' events that the
 // shared part ps awaits the label of.
@@ -186,9 +189,10 @@ const (
 	PeerFailed
 )
 
-// Peer hands the shared part a record of another partition of the events
-// topic (in.Partition), decoded and range-checked by the holder: the shared
-// part learns a labeled event at its own margin and records the offset. It
+// Peer hands the shared part a record of another partition (in.Partition)
+// of an input topic, decoded and range-checked by the holder: the shared
+// part learns a labeled event at its own margin, or keeps an unlabeled one
+// for its label record, and records the offset. It
 // fails only when the settings do not share across partitions or the
 // shared part's holder fails (a key store); a record it cannot learn from
 // is PeerFailed.
@@ -196,27 +200,29 @@ func (m *Model) Peer(in Input) (PeerResult, error) {
 	if !m.s.SharedAcrossPartitions {
 		return PeerSkipped, fmt.Errorf("a record of partition %d handed to a model that does not share across partitions", in.Partition)
 	}
-	if in.Topic != EventsTopic {
-		return PeerSkipped, fmt.Errorf("another partition's record of input topic %d: only the events topic is shared", in.Topic)
+	if in.Topic != EventsTopic && in.Topic != LabelsTopic {
+		return PeerSkipped, fmt.Errorf("another partition's record of input topic %d", in.Topic)
 	}
 	ps, err := m.shared.Population()
 	if err != nil {
 		return PeerSkipped, err
 	}
-	if in.Offset <= ps.peers.at(in.Partition) {
+	if in.Offset <= ps.peers.at(in.Partition, in.Topic) {
 		return PeerSkipped, nil
 	}
 	if ps.peers == nil {
 		ps.peers = &peerOffsets{}
 	}
 	o := ps.peers
-	o.set(in.Partition, in.Offset)
+	o.set(in.Partition, in.Topic, in.Offset)
 	m.shared.PopulationChanged(ps)
 	m.stats.PeerExpired += int64(o.expire(m.s.PendingTTL))
 	ev := in.Event
 	var x learners.Vector
 	label := ev.Label
 	switch {
+	case in.Topic == LabelsTopic && ev.Kind != topics.LabelRecord:
+		return PeerFailed, nil // its own partition dead-letters it
 	case ev.Kind == topics.LabelRecord:
 		var ok bool
 		if x, ok = o.join(in.Partition, in.Key, ev.ID); !ok {
@@ -247,17 +253,19 @@ func (m *Model) Peer(in Input) (PeerResult, error) {
 // appendTo appends the offsets in key-state version 7's layout: the
 // partitions with one, by partition; then the awaited events, oldest first.
 func (o *peerOffsets) appendTo(b []byte) []byte {
+	none := [2]int64{checkpoint.NoOffset, checkpoint.NoOffset}
 	n := 0
 	for _, t := range o.through {
-		if t != checkpoint.NoOffset {
+		if t != none {
 			n++
 		}
 	}
 	b = binary.AppendUvarint(b, uint64(n))
 	for p, t := range o.through {
-		if t != checkpoint.NoOffset {
+		if t != none {
 			b = binary.AppendUvarint(b, uint64(p))
-			b = binary.AppendVarint(b, t)
+			b = binary.AppendVarint(b, t[EventsTopic])
+			b = binary.AppendVarint(b, t[LabelsTopic])
 		}
 	}
 	b = binary.AppendUvarint(b, uint64(len(o.index)))
@@ -289,12 +297,13 @@ func decodePeers(r *wire.Reader) *peerOffsets {
 	}
 	last := -1
 	for range n {
-		p, t := r.Uvarint(), r.Varint()
-		if r.Err != nil || p >= maxPeers || int(p) <= last || t < 0 {
+		p, ev, lb := r.Uvarint(), r.Varint(), r.Varint()
+		if r.Err != nil || p >= maxPeers || int(p) <= last || ev < checkpoint.NoOffset || lb < checkpoint.NoOffset || ev == lb && ev == checkpoint.NoOffset {
 			r.Fail("peer offset")
 			return o
 		}
-		o.set(int(p), t)
+		o.set(int(p), EventsTopic, ev)
+		o.set(int(p), LabelsTopic, lb)
 		last = int(p)
 	}
 	n = r.Uvarint()

@@ -22,20 +22,24 @@ func TestSharedPartKeepsItsPeers(t *testing.T) {
 	}
 	h.m = m
 	for _, in := range []struct {
-		p      int
-		offset int64
-		ev     topics.Event
-		want   PeerResult
+		p, topic int
+		offset   int64
+		ev       topics.Event
+		want     PeerResult
 	}{
-		{3, 0, topics.Event{Kind: topics.Input, ID: "a", X: []float64{1, 0, 0, 0}, Label: 1}, PeerLearned},
-		{3, 0, topics.Event{Kind: topics.Input, ID: "a", X: []float64{1, 0, 0, 0}, Label: 1}, PeerSkipped},
-		{1, 9, topics.Event{Kind: topics.Input, ID: "b", X: []float64{0, 1, 0, 0}}, PeerAwaiting},
-		{1, 10, topics.Event{Kind: topics.Input, ID: "c", X: []float64{0, 0, 1, 0}}, PeerAwaiting},
-		{3, 4, topics.Event{Kind: topics.LabelRecord, ID: "b", Label: -1}, PeerIgnored}, // another partition's b
-		{1, 11, topics.Event{Kind: topics.LabelRecord, ID: "b", Label: -1}, PeerLearned},
-		{1, 12, topics.Event{Kind: topics.LabelRecord, ID: "b", Label: -1}, PeerIgnored}, // joined already
+		{3, EventsTopic, 0, topics.Event{Kind: topics.Input, ID: "a", X: []float64{1, 0, 0, 0}, Label: 1}, PeerLearned},
+		{3, EventsTopic, 0, topics.Event{Kind: topics.Input, ID: "a", X: []float64{1, 0, 0, 0}, Label: 1}, PeerSkipped},
+		{1, EventsTopic, 9, topics.Event{Kind: topics.Input, ID: "b", X: []float64{0, 1, 0, 0}}, PeerAwaiting},
+		{1, EventsTopic, 10, topics.Event{Kind: topics.Input, ID: "c", X: []float64{0, 0, 1, 0}}, PeerAwaiting},
+		{1, EventsTopic, 11, topics.Event{Kind: topics.Input, ID: "d", X: []float64{0, 0, 0, 1}}, PeerAwaiting},
+		{3, EventsTopic, 4, topics.Event{Kind: topics.LabelRecord, ID: "b", Label: -1}, PeerIgnored}, // another partition's b
+		{1, EventsTopic, 12, topics.Event{Kind: topics.LabelRecord, ID: "b", Label: -1}, PeerLearned},
+		{1, EventsTopic, 13, topics.Event{Kind: topics.LabelRecord, ID: "b", Label: -1}, PeerIgnored}, // joined already
+		{1, LabelsTopic, 5, topics.Event{Kind: topics.LabelRecord, ID: "d", Label: 1}, PeerLearned},   // on the labels topic
+		{1, LabelsTopic, 5, topics.Event{Kind: topics.LabelRecord, ID: "d", Label: 1}, PeerSkipped},
+		{1, LabelsTopic, 6, topics.Event{Kind: topics.Input, ID: "e", X: []float64{1, 0, 0, 0}, Label: 1}, PeerFailed}, // not a label record
 	} {
-		got, err := m.Peer(Input{Key: "x", Topic: EventsTopic, Partition: in.p, Offset: in.offset, Event: &in.ev})
+		got, err := m.Peer(Input{Key: "x", Topic: in.topic, Partition: in.p, Offset: in.offset, Event: &in.ev})
 		if err != nil || got != in.want {
 			t.Fatalf("partition %d offset %d: %v %v, want %v", in.p, in.offset, got, err, in.want)
 		}
@@ -52,9 +56,10 @@ func TestSharedPartKeepsItsPeers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for p, want := range []int64{checkpoint.NoOffset, 12, checkpoint.NoOffset, 4, checkpoint.NoOffset} {
-		if got := back.PeerApplied(p); got != want {
-			t.Errorf("partition %d: %d absorbed, want %d", p, got, want)
+	none := [2]int64{checkpoint.NoOffset, checkpoint.NoOffset}
+	for p, want := range [][2]int64{none, {13, 6}, none, {4, checkpoint.NoOffset}, none} {
+		if got := [2]int64{back.PeerApplied(p, EventsTopic), back.PeerApplied(p, LabelsTopic)}; got != want {
+			t.Errorf("partition %d: %v absorbed, want %v", p, got, want)
 		}
 	}
 	if again, _ := back.MarshalBinary(); !bytes.Equal(again, b) {
@@ -63,7 +68,7 @@ func TestSharedPartKeepsItsPeers(t *testing.T) {
 	// The awaited event c came back with its input: its label joins.
 	h.ps = back
 	lr := topics.Event{Kind: topics.LabelRecord, ID: "c", Label: 1}
-	if got, err := m.Peer(Input{Key: "x", Topic: EventsTopic, Partition: 1, Offset: 13, Event: &lr}); got != PeerLearned || err != nil {
+	if got, err := m.Peer(Input{Key: "x", Topic: EventsTopic, Partition: 1, Offset: 14, Event: &lr}); got != PeerLearned || err != nil {
 		t.Fatalf("c's label after the round trip: %v %v", got, err)
 	}
 	h.ps = ps
@@ -79,8 +84,8 @@ func TestSharedPartKeepsItsPeers(t *testing.T) {
 			t.Errorf("%s: %v, want a bad state", name, err)
 		}
 	}
-	if _, err := m.Peer(Input{Topic: LabelsTopic, Partition: 1, Event: &topics.Event{}}); err == nil {
-		t.Error("a labels-topic record of another partition was taken")
+	if _, err := m.Peer(Input{Topic: 2, Partition: 1, Event: &topics.Event{}}); err == nil {
+		t.Error("a record of an unknown input topic was taken")
 	}
 }
 

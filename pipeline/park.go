@@ -154,9 +154,9 @@ type parkManifest struct {
 	keys        int
 	fingerprint [32]byte
 	scope       string
-	// peers is the worker's last offset of each other partition's events
-	// topic (Worker.peers), written after scope when there is one.
-	peers []int64
+	// peers is the worker's last offset of each other partition's input
+	// topics (Worker.peers), written after scope when there is one.
+	peers [][2]int64
 }
 
 // encode writes the manifest: magic, version, fields, CRC-32C of them all.
@@ -174,7 +174,8 @@ func (m *parkManifest) encode() []byte {
 	if len(m.peers) > 0 {
 		b = binary.AppendUvarint(b, uint64(len(m.peers)))
 		for _, t := range m.peers {
-			b = binary.AppendVarint(b, t)
+			b = binary.AppendVarint(b, t[0])
+			b = binary.AppendVarint(b, t[1])
 		}
 	}
 	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, crcTable))
@@ -215,7 +216,7 @@ func decodeManifest(b []byte) (parkManifest, error) {
 			r.Fail("peer count")
 		}
 		for i := uint64(0); i < n && r.Err == nil; i++ {
-			if t := r.Varint(); t < checkpoint.NoOffset {
+			if t := [2]int64{r.Varint(), r.Varint()}; t[0] < checkpoint.NoOffset || t[1] < checkpoint.NoOffset {
 				r.Fail("peer offset")
 			} else {
 				m.peers = append(m.peers, t)

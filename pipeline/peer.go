@@ -28,13 +28,13 @@ func (w *Worker) peer(r Record) error {
 	if !w.cfg.SharedAcrossPartitions {
 		return fmt.Errorf("worker of partition %d got a record of partition %d (the shared part across partitions is off)", w.partition, r.Partition)
 	}
-	if r.Topic != EventsTopic || r.Partition < 0 {
-		return fmt.Errorf("worker of partition %d got a record of partition %d of input topic %d: only other partitions' events topic is read", w.partition, r.Partition, r.Topic)
+	if r.Partition < 0 {
+		return fmt.Errorf("worker of partition %d got a record of partition %d", w.partition, r.Partition)
 	}
 	for len(w.peers) <= r.Partition {
-		w.peers = append(w.peers, checkpoint.NoOffset)
+		w.peers = append(w.peers, [2]int64{checkpoint.NoOffset, checkpoint.NoOffset})
 	}
-	w.peers[r.Partition] = max(w.peers[r.Partition], r.Offset)
+	w.peers[r.Partition][r.Topic] = max(w.peers[r.Partition][r.Topic], r.Offset)
 	ev, err := w.decode(r)
 	if err == nil {
 		err = checkRange(ev, w.cfg.MaxAbsValue)
@@ -58,16 +58,16 @@ func (w *Worker) peer(r Record) error {
 	return nil
 }
 
-// Peers is the next offset to read of each other partition's events topic,
-// indexed by partition (0 for a partition not read yet), nil without a
-// shared part across partitions or before the first such record.
-func (w *Worker) Peers() []int64 {
+// Peers is the next offset to read of each other partition's input topics,
+// indexed by partition (0 for one not read yet), nil without a shared part
+// across partitions or before the first such record.
+func (w *Worker) Peers() [][2]int64 {
 	if len(w.peers) == 0 {
 		return nil
 	}
-	next := make([]int64, len(w.peers))
+	next := make([][2]int64, len(w.peers))
 	for p, t := range w.peers {
-		next[p] = t + 1 // NoOffset + 1 = 0
+		next[p] = [2]int64{t[0] + 1, t[1] + 1} // NoOffset + 1 = 0
 	}
 	return next
 }

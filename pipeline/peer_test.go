@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
 	"slices"
@@ -24,27 +25,32 @@ func sharedConfig(t *testing.T) Config {
 }
 
 // partitioned deals recs (one partition's offsets, events topic) over
-// parts partitions by key, numbering each partition's records from 0: the
+// parts partitions by key, numbering each partition's records of each
+// topic from 0 (label records on the labels topic when separate): the
 // stream a worker reading every partition meets, merged in the records'
 // order. It returns how many events each partition got with their label
 // and without.
-func partitioned(recs []Record, parts int) (out []Record, labeled, unlabeled []int) {
-	next := make([]int64, parts)
+func partitioned(recs []Record, parts int, separate bool) (out []Record, labeled, unlabeled []int) {
+	next := make([][2]int64, parts)
 	labeled, unlabeled = make([]int, parts), make([]int, parts)
 	out = make([]Record, len(recs))
 	for i, r := range recs {
 		h := fnv.New32a()
 		h.Write(r.Key)
 		p := int(h.Sum32() % uint32(parts))
-		r.Partition, r.Offset = p, next[p]
-		next[p]++
-		if ev, err := topics.Decode(r.Value, 0); err == nil && ev.Kind == topics.Input {
+		ev, err := topics.Decode(r.Value, 0)
+		if err == nil && ev.Kind == topics.Input {
 			if ev.Label != 0 {
 				labeled[p]++
 			} else {
 				unlabeled[p]++
 			}
 		}
+		if separate && err == nil && ev.Kind == topics.LabelRecord {
+			r.Topic = LabelsTopic
+		}
+		r.Partition, r.Offset = p, next[p][r.Topic]
+		next[p][r.Topic]++
 		out[i] = r
 	}
 	return out, labeled, unlabeled
@@ -56,7 +62,7 @@ func from(r Record, own int, start From) bool {
 	if r.Partition == own {
 		return r.Offset >= start.Topics[r.Topic]
 	}
-	return r.Offset >= start.Peer(r.Partition)
+	return r.Offset >= start.Peer(r.Partition, r.Topic)
 }
 
 // A worker sharing its shared part across partitions learns every labeled
@@ -66,11 +72,18 @@ func from(r Record, own int, start From) bool {
 // points and restored (its marker holding the other partitions' positions,
 // its shared part the offsets it absorbed and the events it awaits), it
 // ends bit-identical to an uninterrupted run, having predicted each of its
-// own events exactly once.
+// own events exactly once; with labels on the events topic and on a labels
+// topic of their own.
 func TestSharedAcrossPartitionsCrashRestoreIsBitIdentical(t *testing.T) {
+	for _, separate := range []bool{false, true} {
+		t.Run(fmt.Sprintf("separate=%v", separate), func(t *testing.T) { sharedCrashRestore(t, separate) })
+	}
+}
+
+func sharedCrashRestore(t *testing.T, separate bool) {
 	const parts, own = 3, 1
 	cfg := sharedConfig(t)
-	recs, labeled, unlabeled := partitioned(records(11, 4000, 30), parts)
+	recs, labeled, unlabeled := partitioned(records(11, 4000, 30), parts, separate)
 	ref, err := NewWorker(cfg, own)
 	if err != nil {
 		t.Fatal(err)
@@ -96,7 +109,7 @@ func TestSharedAcrossPartitionsCrashRestoreIsBitIdentical(t *testing.T) {
 			}
 		}
 	}
-	if ps.PeerApplied(0) < 0 || ps.PeerApplied(2) < 0 || ps.PeerApplied(own) != checkpoint.NoOffset {
+	if ps.PeerApplied(0, EventsTopic) < 0 || ps.PeerApplied(2, EventsTopic) < 0 || ps.PeerApplied(own, EventsTopic) != checkpoint.NoOffset {
 		t.Fatal("the shared part does not record the other partitions' offsets")
 	}
 
@@ -115,8 +128,8 @@ func TestSharedAcrossPartitionsCrashRestoreIsBitIdentical(t *testing.T) {
 		}
 	}
 	start := From{Topics: [2]int64{0, 0}}
-	crashes, committed := 0, int64(0)
-	var checkpointed []int64 // the other partitions' next offsets at the last checkpoint
+	crashes, committed := 0, [2]int64{}
+	var checkpointed [][2]int64 // the other partitions' next offsets at the last checkpoint
 	for done := false; !done; {
 		stop := 100 + r.IntN(600)
 		n := 0
@@ -138,7 +151,7 @@ func TestSharedAcrossPartitionsCrashRestoreIsBitIdentical(t *testing.T) {
 				if _, _, err := w.Checkpoint(context.Background(), store); err != nil {
 					t.Fatal(err)
 				}
-				committed = w.Through()[EventsTopic] + 1
+				committed = [2]int64{w.Through()[EventsTopic] + 1, w.Through()[LabelsTopic] + 1}
 				checkpointed = w.Peers()
 			}
 		}
@@ -153,7 +166,7 @@ func TestSharedAcrossPartitionsCrashRestoreIsBitIdentical(t *testing.T) {
 		if err != nil || len(res.Problems) > 0 {
 			t.Fatal(err, res.Problems)
 		}
-		w.SuppressBelow([2]int64{committed, committed})
+		w.SuppressBelow(committed)
 		start = From{Topics: res.From, Peers: w.Peers()}
 		if !slices.Equal(start.Peers, checkpointed) {
 			t.Fatalf("restored to read the other partitions at %v, checkpointed at %v", start.Peers, checkpointed)
@@ -171,12 +184,18 @@ func TestSharedAcrossPartitionsCrashRestoreIsBitIdentical(t *testing.T) {
 }
 
 // The other partitions' records: a bad one is counted and dead-lettered by
-// nobody here (its own partition does); a labels-topic one, or any when
-// the shared part is not shared, is an error; a replayed one is skipped.
+// nobody here (its own partition does); a replayed one is skipped; a label
+// on their labels topic joins as one on their events topic; any, when the
+// shared part is not shared, is an error.
 func TestPeerRecords(t *testing.T) {
 	ctx := context.Background()
 	peer := func(offset int64, value string) Record {
 		return Record{Topic: EventsTopic, Partition: 1, Offset: offset, Key: []byte("other"), Value: []byte(value)}
+	}
+	label := func(offset int64, value string) Record {
+		r := peer(offset, value)
+		r.Topic = LabelsTopic
+		return r
 	}
 	w, err := NewWorker(sharedConfig(t), 0)
 	if err != nil {
@@ -191,22 +210,22 @@ func TestPeerRecords(t *testing.T) {
 		peer(5, `{"id":"e","x":[0,1,0,0],"label":-1}`),
 		peer(5, `{"id":"e","x":[0,1,0,0],"label":-1}`), // again: skipped
 		peer(6, `{"id":"d","label":1}`),                // joined
+		peer(7, `{"id":"f","x":[0,0,1,0]}`),
+		label(0, `{"id":"f","label":-1}`),              // joined from the labels topic
+		label(1, `{"id":"g","x":[0,0,1,0],"label":1}`), // not a label record
 	} {
 		if err := w.Process(ctx, r); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if st := w.stats; st.PeerLearned != 3 || st.PeerRejected != 2 || st.Skipped != 1 || st.DeadLetters != 0 || st.Events != 0 {
-		t.Fatalf("learned %d, rejected %d, skipped %d, dead letters %d, events %d; want 3, 2, 1, 0, 0", st.PeerLearned, st.PeerRejected, st.Skipped, st.DeadLetters, st.Events)
+	if st := w.stats; st.PeerLearned != 4 || st.PeerRejected != 3 || st.Skipped != 1 || st.DeadLetters != 0 || st.Events != 0 {
+		t.Fatalf("learned %d, rejected %d, skipped %d, dead letters %d, events %d; want 4, 3, 1, 0, 0", st.PeerLearned, st.PeerRejected, st.Skipped, st.DeadLetters, st.Events)
 	}
 	if outs := w.TakeOutputs(); len(outs) != 0 || w.Keys() != 1 {
 		t.Fatalf("%d outputs and %d keys, want none and the shared part", len(outs), w.Keys())
 	}
-	if got := w.Peers(); len(got) != 2 || got[1] != 7 || got[0] != 0 {
-		t.Fatalf("next offsets %v, want [0 7]", got)
-	}
-	if err := w.Process(ctx, Record{Topic: LabelsTopic, Partition: 1, Key: []byte("k"), Value: []byte(`{"id":"a","label":1}`)}); err == nil || !strings.Contains(err.Error(), "only other partitions' events topic") {
-		t.Fatalf("a labels-topic record of another partition: %v", err)
+	if got := w.Peers(); len(got) != 2 || got[1] != [2]int64{8, 2} || got[0] != [2]int64{0, 0} {
+		t.Fatalf("next offsets %v, want [[0 0] [8 2]]", got)
 	}
 	off, err := NewWorker(additiveConfig(t, "logreg", ""), 0)
 	if err != nil {

@@ -41,16 +41,16 @@ type From struct {
 	Topics [2]int64
 	// Peers is, with a shared part across partitions
 	// (keyed.Settings.SharedAcrossPartitions), the next offset of each
-	// other partition's events topic, indexed by partition: a partition
-	// past its end, or the source's own, starts at 0 (its first record).
+	// other partition's input topics, indexed by partition then as
+	// Topics; a partition not read yet starts at 0 (its first record).
 	// Nil without one, or before the first record of another partition.
-	Peers []int64
+	Peers [][2]int64
 }
 
-// Peer is the offset at which partition p's events topic starts.
-func (f From) Peer(p int) int64 {
+// Peer is the offset at which partition p's input topic starts.
+func (f From) Peer(p, topic int) int64 {
 	if p < len(f.Peers) {
-		return f.Peers[p]
+		return f.Peers[p][topic]
 	}
 	return 0
 }

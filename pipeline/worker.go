@@ -30,9 +30,9 @@ type Worker struct {
 	// records must be superseded.
 	dirty   []string
 	through [2]int64 // last offset processed per topic
-	// peers is the last offset processed of each other partition's events
-	// topic, indexed by partition (SharedAcrossPartitions; peer.go).
-	peers []int64
+	// peers is the last offset processed of each other partition's input
+	// topics, indexed by partition (SharedAcrossPartitions; peer.go).
+	peers [][2]int64
 	// reread is where the worker stands in re-reading the events topic for
 	// the awaited inputs its keys' changelog records left out (reread.go).
 	reread   reread

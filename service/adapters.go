@@ -35,15 +35,14 @@ type kafkaSource struct {
 
 // openSource starts the readers of partition p at start. With a labels
 // topic, or a shared part across partitions (which also reads every other
-// partition of the events topic), each input's reader feeds a channel of
+// partition of the input topics), each input's reader feeds a channel of
 // its own and pipeline.Merge interleaves them by record timestamp, so that
 // the order the partition's records meet in is a function of the logs.
 func (s *Service) openSource(ctx context.Context, p int, start pipeline.From) (pipeline.Source, error) {
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	src := &kafkaSource{ch: make(chan []pipeline.Fetched, sourceBuffer), cancel: cancel}
 	// The inputs: the partition's events (and labels) topic, then the
-	// other partitions of the events topic, in partition order (the
-	// merge's tie rule).
+	// other partitions' in partition order (the merge's tie rule).
 	type input struct {
 		topicIdx, partition int
 		topic               string
@@ -55,8 +54,12 @@ func (s *Service) openSource(ctx context.Context, p int, start pipeline.From) (p
 	}
 	if s.cfg.Pipeline.SharedAcrossPartitions {
 		for q := range s.eventPartitions {
-			if q != p {
-				inputs = append(inputs, input{pipeline.EventsTopic, q, s.cfg.Topics.Events, start.Peer(q)})
+			if q == p {
+				continue
+			}
+			inputs = append(inputs, input{pipeline.EventsTopic, q, s.cfg.Topics.Events, start.Peer(q, pipeline.EventsTopic)})
+			if s.cfg.Topics.Labels != "" {
+				inputs = append(inputs, input{pipeline.LabelsTopic, q, s.cfg.Topics.Labels, start.Peer(q, pipeline.LabelsTopic)})
 			}
 		}
 	}

@@ -248,9 +248,6 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 		return nil, err
 	}
 	cfg.Pipeline = cfg.Pipeline.WithDefaults()
-	if cfg.Pipeline.SharedAcrossPartitions && cfg.Topics.Labels != "" {
-		return nil, fmt.Errorf("a shared part across partitions reads the other partitions' events topic, not their labels topic %q: their delayed labels would never reach it; send label records on the events topic, or leave DRIFTSTREAM_SHARED_ACROSS_PARTITIONS off", cfg.Topics.Labels)
-	}
 	switch cfg.OnOutputError {
 	case "":
 		cfg.OnOutputError = OnOutputErrorDeadLetter
