@@ -73,7 +73,7 @@ func Replay(ctx context.Context, cfg ReplayConfig, in Input) (*Report, error) {
 	if cfg.Pipeline.SharedAcrossPartitions {
 		pr, ok := in.(peerReader)
 		if !ok {
-			return nil, fmt.Errorf("replay %s: a shared part across partitions reads the other partitions' events, which this input does not deal (a keyed file or generated stream does; two files or a topic do not yet)", cfg.Name)
+			return nil, fmt.Errorf("replay %s: a shared part across partitions reads the other partitions' events, which this input does not deal (a keyed file, a generated stream or a topic range does; two files do not)", cfg.Name)
 		}
 		if err := pr.readPeers(); err != nil {
 			return nil, fmt.Errorf("replay %s: %w", cfg.Name, err)

@@ -73,6 +73,9 @@ type topicInput struct {
 	parts []int
 	spans map[int][2]span // per partition, per input topic
 	total int64
+	// peers reads each partition the other partitions' inputs too (a
+	// shared part across partitions: readPeers).
+	peers bool
 }
 
 // FromTopic resolves the range's offsets in every partition, once: records
@@ -178,36 +181,51 @@ func (in *topicInput) Total() int64      { return in.total }
 func (in *topicInput) Err() error        { return nil }
 
 // Open reads partition p from max(from, the range start) to the range end
-// on each input topic.
+// on each input topic; with readPeers, the other partitions' too.
 func (in *topicInput) Open(ctx context.Context, p int, start pipeline.From) (pipeline.Source, error) {
-	from := start.Topics
-	sp, ok := in.spans[p]
-	if !ok {
+	if _, ok := in.spans[p]; !ok {
 		return nil, fmt.Errorf("partition %d is not in the range", p)
+	}
+	type input struct {
+		topicIdx, partition int
+		start, end          int64
+	}
+	topics := [2]string{in.rng.Topic, in.rng.LabelsTopic}
+	var inputs []input
+	add := func(q int, from [2]int64) {
+		for i, topic := range topics {
+			if topic != "" {
+				inputs = append(inputs, input{i, q, max(from[i], in.spans[q][i].start), in.spans[q][i].end})
+			}
+		}
+	}
+	add(p, start.Topics) // the partition's own, then the others' in partition order (the service's)
+	if in.peers {
+		for _, q := range in.parts {
+			if q != p {
+				add(q, [2]int64{start.Peer(q, pipeline.EventsTopic), start.Peer(q, pipeline.LabelsTopic)})
+			}
+		}
 	}
 	rctx, cancel := context.WithCancel(ctx)
 	src := &chanSource{ch: make(chan []pipeline.Fetched, 8)}
 	var wg sync.WaitGroup
-	topics := [2]string{in.rng.Topic, in.rng.LabelsTopic}
-	// With a labels topic, both topics' records meet in the service's
-	// order: pipeline.Merge by record timestamp, waiting for either as long
-	// as it has records left in the range (a bounded input never makes the
-	// merge go on without it).
-	merged := topics[pipeline.LabelsTopic] != ""
-	var inputs [2]chan []pipeline.Fetched
-	for i, topic := range topics {
-		if topic == "" {
-			continue
-		}
+	// With more than one input, they meet in the service's order:
+	// pipeline.Merge by record timestamp, waiting for each as long as it
+	// has records left in the range (a bounded input never makes the merge
+	// go on without it).
+	merged := len(inputs) > 1
+	chans := make([]<-chan []pipeline.Fetched, len(inputs))
+	from := make([]int64, len(inputs))
+	for k, n := range inputs {
 		ch := src.ch
 		if merged {
-			inputs[i] = make(chan []pipeline.Fetched, 8)
-			ch = inputs[i]
+			c := make(chan []pipeline.Fetched, 8)
+			ch, chans[k], from[k] = c, c, n.start
 		}
-		start := max(from[i], sp[i].start)
-		if start >= sp[i].end {
+		if n.start >= n.end {
 			if merged {
-				close(inputs[i]) // nothing of it in the range
+				close(ch) // nothing of it in the range
 			}
 			continue
 		}
@@ -217,12 +235,13 @@ func (in *topicInput) Open(ctx context.Context, p int, start pipeline.From) (pip
 			if merged {
 				defer close(ch)
 			}
-			err := in.read(rctx, ch, i, topic, p, start, sp[i].end)
+			topic := topics[n.topicIdx]
+			err := in.read(rctx, ch, n.topicIdx, topic, n.partition, n.start, n.end)
 			if err == nil || rctx.Err() != nil {
 				return
 			}
 			select { // the Runner retries it when pipeline.IsRetriable
-			case ch <- []pipeline.Fetched{{Err: fmt.Errorf("read %s/%d: %w", topic, p, err)}}:
+			case ch <- []pipeline.Fetched{{Err: fmt.Errorf("read %s/%d: %w", topic, n.partition, err)}}:
 			case <-rctx.Done():
 			}
 		}()
@@ -232,7 +251,7 @@ func (in *topicInput) Open(ctx context.Context, p int, start pipeline.From) (pip
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			pipeline.Merge(rctx, []<-chan []pipeline.Fetched{inputs[0], inputs[1]}, from[:], -1, 512, src.ch, nil)
+			pipeline.Merge(rctx, chans, from, -1, 512, src.ch, nil)
 		}()
 		go func() { wg.Wait(); close(closed) }()
 	} else {
@@ -240,6 +259,13 @@ func (in *topicInput) Open(ctx context.Context, p int, start pipeline.From) (pip
 	}
 	src.close = func() { cancel(); <-closed }
 	return src, nil
+}
+
+// readPeers has every partition read the other partitions' input topics
+// too (peerReader).
+func (in *topicInput) readPeers() error {
+	in.peers = true
+	return nil
 }
 
 // read hands ch the records of topic/p from start up to end, in the

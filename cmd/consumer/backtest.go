@@ -164,7 +164,7 @@ func (f *backtestFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.labelsDelay, "labels-delay", 0, "with -keyed: send each label as a label record this many events after its event (0: inline)")
 	fs.IntVar(&f.partitions, "partitions", 1, "with -keyed: partitions of the topic the data would be written to")
 	fs.StringVar(&f.population, "population", keyed.PopulationOff, "a population model per partition (the service's DRIFTSTREAM_POPULATION): off, additive (a shared part each key's prediction adds to its own), mixture or on (a learner that seeds new keys, followed per key by a weighted majority), or a learner of -learners (its runs alone keep a mixture)")
-	fs.BoolVar(&f.sharedAcross, "shared-across-partitions", false, "-keyed with -partitions and population additive: one shared part across partitions, each partition reading the others' events (the service's DRIFTSTREAM_SHARED_ACROSS_PARTITIONS)")
+	fs.BoolVar(&f.sharedAcross, "shared-across-partitions", false, "-keyed (with -partitions) and topic backtests, population additive: one shared part across partitions, each partition reading the others' records (the service's DRIFTSTREAM_SHARED_ACROSS_PARTITIONS)")
 	fs.StringVar(&f.learnFrom, "learn-from", keyed.LearnAll, "-keyed and topic backtests: which labels teach a key, all or queried (the service's DRIFTSTREAM_LEARN_FROM); single-stream backtests and reproductions run the papers' protocol, queried")
 	fs.StringVar(&f.partitioner, "partitioner", topics.DefaultPartitioner, "with -keyed: the producer's key → partition hash that deals the keys over -partitions (cmd/producer's -partitioner): "+strings.Join(topics.Partitioners, ", "))
 	fs.Float64Var(&f.queryScale, "query-scale", 1, "-keyed and topic backtests: margin rule b/(b+|score|) for learners without a query rule (the service's DRIFTSTREAM_QUERY_SCALE)")
@@ -402,7 +402,7 @@ var (
 	modeFlags   = map[string][]string{
 		"single-stream": slices.Concat(streamFlags, []string{"repeats", "query-rate-target", "window", "list-generators", "population"}),
 		"-keyed":        slices.Concat(streamFlags, []string{"keyed", "keys", "key", "labels-delay", "labels-data", "partitions", "partitioner", "query-scale", "population", "learn-from", "shared-across-partitions"}),
-		"topic":         {"brokers", "topic", "labels-topic", "from", "to", "dim", "hash-bits", "query-scale", "population", "learn-from"},
+		"topic":         {"brokers", "topic", "labels-topic", "from", "to", "dim", "hash-bits", "query-scale", "population", "learn-from", "shared-across-partitions"},
 	}
 )
 

@@ -52,11 +52,27 @@ func writeWithLabels(t *testing.T, addr, events, labels string, keys, n int) []s
 // after every kill), and every event is predicted. On the in-process broker
 // and, with DRIFTSTREAM_KAFKA_ADDR, on a real one (scripts/integration.sh).
 func TestBlackBoxKill9WithLabelsTopic(t *testing.T) {
+	killedLikeTheBacktest(t, 10)
+}
+
+// The same with one shared part across partitions (the additive model,
+// every partition also reading the others' events and labels topics,
+// merged by timestamp): after the kills, every prediction is the one a
+// topic backtest with the shared part across partitions makes — each
+// restore resumed the other partitions' reading at its marker's cut, and
+// the shared part skipped what it had learned.
+func TestBlackBoxKill9SharedAcrossPartitions(t *testing.T) {
+	killedLikeTheBacktest(t, 11, "-learner", "logreg", "-learner-params", "{}", "-population", "additive", "-shared-across-partitions")
+}
+
+// killedLikeTheBacktest runs TestBlackBoxKill9WithLabelsTopic's kills
+// (their timing drawn from seed) with the consumers' arguments extra.
+func killedLikeTheBacktest(t *testing.T, seed uint64, extra ...string) {
 	b := newBlackBox(t)
 	kafkatest.CreateTopic(t, b.addr, kafka.TopicConfig{Topic: b.topic("labels"), NumPartitions: blackBoxPartitions, ReplicationFactor: 1})
-	b.args = append(b.args, "-labels-topic", b.topic("labels"))
+	b.args = append(append(b.args, "-labels-topic", b.topic("labels")), extra...)
 	ids := writeWithLabels(t, b.addr, b.topic("events"), b.topic("labels"), 120, 60000)
-	r := rand.New(rand.NewPCG(10, 10))
+	r := rand.New(rand.NewPCG(seed, seed))
 	for i := range 5 {
 		p := b.start()
 		if i%4 != 3 { // some kills land during restore, most while processing
