@@ -125,23 +125,7 @@ func TestSameCodeSameAnswer(t *testing.T) {
 				t.Fatal(err)
 			}
 			for name, in := range map[string]Input{"file": fromSource, "topic": fromTopic} {
-				col := &collector{preds: map[string][]byte{}}
-				rep, err := Replay(context.Background(), ReplayConfig{Name: name, Pipeline: pcfg, Outputs: col.outputs}, in)
-				if err != nil {
-					t.Fatal(err)
-				}
-				differ := 0
-				for id, want := range served {
-					if !bytes.Equal(col.preds[id], want) {
-						differ++
-						if differ <= 3 {
-							t.Logf("%s: backtest %s\nservice %s", id, col.preds[id], want)
-						}
-					}
-				}
-				if len(col.preds) != n || differ != 0 {
-					t.Fatalf("%s backtest: %d predictions, %d differ from the service's %d", name, len(col.preds), differ, len(served))
-				}
+				rep := sameAsServed(t, name, pcfg, in, served, n)
 				tot := rep.Totals
 				if tot.Events != st.Events || tot.Labeled != st.Labeled || tot.Mistakes != st.Mistakes || tot.Queries != st.Queries {
 					t.Fatalf("%s backtest totals %+v, service %+v", name, tot, st)
@@ -159,6 +143,29 @@ func TestSameCodeSameAnswer(t *testing.T) {
 			}
 		})
 	}
+}
+
+// sameAsServed replays in and fails t unless it predicts n events, each
+// prediction byte for byte the one served.
+func sameAsServed(t *testing.T, name string, pcfg pipeline.Config, in Input, served map[string][]byte, n int) *Report {
+	t.Helper()
+	col := &collector{preds: map[string][]byte{}}
+	rep, err := Replay(context.Background(), ReplayConfig{Name: name, Pipeline: pcfg, Outputs: col.outputs}, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	differ := 0
+	for id, want := range served {
+		if !bytes.Equal(col.preds[id], want) {
+			if differ++; differ <= 3 {
+				t.Logf("%s: backtest %s\nservice %s", id, col.preds[id], want)
+			}
+		}
+	}
+	if len(col.preds) != n || differ != 0 {
+		t.Fatalf("%s backtest: %d predictions, %d differ from the service's %d", name, len(col.preds), differ, len(served))
+	}
+	return rep
 }
 
 // serve runs the service on the topics "events" (and labels, when named)
@@ -298,20 +305,7 @@ func TestSharedAcrossPartitionsSameAnswer(t *testing.T) {
 				name string
 				in   Input
 			}{{"source", fromSource}, {"topic", fromTopic}} {
-				col := &collector{preds: map[string][]byte{}}
-				rep, err := Replay(context.Background(), ReplayConfig{Name: in.name, Pipeline: pcfg, Outputs: col.outputs}, in.in)
-				if err != nil {
-					t.Fatal(err)
-				}
-				differ := 0
-				for id, want := range served {
-					if !bytes.Equal(col.preds[id], want) {
-						differ++
-					}
-				}
-				if len(col.preds) != n || differ != 0 {
-					t.Fatalf("%s backtest: %d predictions, %d differ from the service's %d", in.name, len(col.preds), differ, len(served))
-				}
+				rep := sameAsServed(t, in.name, pcfg, in.in, served, n)
 				tot := rep.Totals
 				want := (partitions - 1) * tot.Labeled
 				if tot.PeerLearned != want || st.PeerLearned != want || tot.Labeled != n || st.Mistakes != tot.Mistakes {

@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
@@ -118,15 +117,7 @@ func sharedCrashRestore(t *testing.T, separate bool) {
 	r := rand.New(rand.NewPCG(3, 3))
 	w, _ := NewWorker(cfg, own)
 	preds := map[string]int{}
-	count := func(outs []Output) {
-		for _, o := range outs {
-			if o.Kind == OutPrediction {
-				var m topics.Prediction
-				json.Unmarshal(o.Value, &m)
-				preds[m.ID]++
-			}
-		}
-	}
+	count := countPredictions(preds)
 	start := From{Topics: [2]int64{0, 0}}
 	crashes, committed := 0, [2]int64{}
 	var checkpointed [][2]int64 // the other partitions' next offsets at the last checkpoint

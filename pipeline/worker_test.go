@@ -316,15 +316,7 @@ func crashing(t *testing.T, recs []Record, newWorker func() *Worker, checkpointe
 	w := newWorker()
 	preds := map[string]int{}
 	pos, committed := 0, int64(0)
-	count := func(outs []Output) {
-		for _, o := range outs {
-			if o.Kind == OutPrediction {
-				var m topics.Prediction
-				json.Unmarshal(o.Value, &m)
-				preds[m.ID]++
-			}
-		}
-	}
+	count := countPredictions(preds)
 	for pos < len(recs) {
 		stop := min(len(recs), pos+50+r.IntN(400))
 		for ; pos < stop; pos++ {
@@ -363,6 +355,20 @@ func crashing(t *testing.T, recs []Record, newWorker func() *Worker, checkpointe
 		}
 	}
 	return w
+}
+
+// countPredictions returns a function that counts outputs' predictions
+// into preds, by event id.
+func countPredictions(preds map[string]int) func([]Output) {
+	return func(outs []Output) {
+		for _, o := range outs {
+			if o.Kind == OutPrediction {
+				var m topics.Prediction
+				json.Unmarshal(o.Value, &m)
+				preds[m.ID]++
+			}
+		}
+	}
 }
 
 // sameStates fails t unless got and want hold the same keys with
