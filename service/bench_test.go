@@ -285,6 +285,9 @@ func benchConfig(addr, run, learner string, dim int) (Config, error) {
 	settings := keyed.Settings{Learner: learner, Seed: 1, Vector: vec, QueryScale: 1, Detectors: config.DefaultDetectors()}
 	if learner == "shipped" { // the service's defaults: logreg, its additive population model, the intercept, every label teaching
 		settings.Learner, settings.Population, settings.LearnFrom, settings.Vector = "logreg", keyed.PopulationAdditive, keyed.LearnAll, vec.WithBias()
+		// DRIFTSTREAM_BENCH_SHARED=1: one shared part across the partitions,
+		// each reading every partition (DRIFTSTREAM_SHARED_ACROSS_PARTITIONS).
+		settings.SharedAcrossPartitions = os.Getenv("DRIFTSTREAM_BENCH_SHARED") != ""
 	}
 	cfg := Config{Brokers: []string{addr}, Group: "bench-" + run, Partitions: 4, Replication: 1,
 		Topics: Topics{Events: "events", Predictions: "predictions-" + run, Queries: "label-queries-" + run, DeadLetters: "dead-letters-" + run,

@@ -35,7 +35,8 @@ import (
 // 'RealKafkaCPU/shipped' runs those). With DRIFTSTREAM_BENCH_LATE set, half
 // the events carry their label, a quarter get it 30–80 events later in a
 // label record, a quarter never; the decoding pass-through writes one
-// output per event.
+// output per event. With DRIFTSTREAM_BENCH_SHARED set, the shipped
+// configuration shares its shared part across the 4 partitions.
 //
 //	scripts/kafka-broker.sh start 4.4.0 29092 /tmp/kafka
 //	DRIFTSTREAM_KAFKA_ADDR=127.0.0.1:29092 DRIFTSTREAM_BENCH_EVENTS=300000 \
