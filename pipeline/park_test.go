@@ -8,6 +8,7 @@ import (
 	"hash/crc32"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 
 	"github.com/driftstream/driftstream/checkpoint"
@@ -192,4 +193,27 @@ func TestUnparkRefusesAnotherState(t *testing.T) {
 			t.Fatal("Park of a state held in memory only succeeded")
 		}
 	})
+}
+
+// A manifest carries the other partitions' positions (a shared part across
+// partitions) after its scope, and one without them reads back without;
+// a damaged peer list is refused as not parked.
+func TestManifestPeers(t *testing.T) {
+	for _, peers := range [][][2]int64{nil, {{-1, -1}, {41, 7}, {3, -1}}} {
+		m := parkManifest{partition: 2, end: 90, epoch: 5, through: [2]int64{40, 8}, keys: 12, scope: "changelog-a", peers: peers}
+		got, err := decodeManifest(m.encode())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, m) {
+			t.Fatalf("read back as %+v, want %+v", got, m)
+		}
+	}
+	b := (&parkManifest{scope: "s", peers: [][2]int64{{1, 1}}}).encode()
+	b = b[:len(b)-4]
+	b = append(b[:len(b)-2], 0x05, 0x05) // the one peer's offsets below −1
+	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, crcTable))
+	if _, err := decodeManifest(b); !errors.Is(err, ErrNotParked) {
+		t.Fatalf("a damaged peer list: %v", err)
+	}
 }
