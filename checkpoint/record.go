@@ -128,15 +128,6 @@ type Marker struct {
 	Peers [][2]int64
 }
 
-// PeerFrom is the offsets of partition p's input topics at which a restore
-// from m resumes reading them (0 with no marker or no offset for p).
-func (m *Marker) PeerFrom(p int) [2]int64 {
-	if m == nil || p >= len(m.Peers) {
-		return [2]int64{}
-	}
-	return [2]int64{m.Peers[p][0] + 1, m.Peers[p][1] + 1}
-}
-
 // noPeer is a partition of Marker.Peers with no offset.
 var noPeer = [2]int64{NoOffset, NoOffset}
 
