@@ -45,6 +45,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"slices"
 
 	"github.com/driftstream/driftstream/internal/wire"
 )
@@ -212,24 +213,60 @@ func EncodeMarker(m Marker) []byte {
 		b = binary.AppendVarint(b, o)
 	}
 	b = binary.AppendUvarint(b, uint64(m.Reread))
+	if slices.ContainsFunc(m.Peers, func(t [2]int64) bool { return t != noPeer }) {
+		b[0] = RecordVersion
+		b = AppendPeers(b, m.Peers)
+	}
+	return frame(b, 0)
+}
+
+// AppendPeers appends peers — per partition, the last offset of each
+// input topic (NoOffset: none) — in the layout of a version 4 marker's
+// Peers, which key states and park manifests use too: uvarint N, then N ×
+// (uvarint partition, varint events-topic offset, varint labels-topic
+// offset), by partition, for the partitions with an offset.
+func AppendPeers(b []byte, peers [][2]int64) []byte {
 	n := 0
-	for _, t := range m.Peers {
+	for _, t := range peers {
 		if t != noPeer {
 			n++
 		}
 	}
-	if n > 0 {
-		b[0] = RecordVersion
-		b = binary.AppendUvarint(b, uint64(n))
-		for p, t := range m.Peers {
-			if t != noPeer {
-				b = binary.AppendUvarint(b, uint64(p))
-				b = binary.AppendVarint(b, t[0])
-				b = binary.AppendVarint(b, t[1])
-			}
+	b = binary.AppendUvarint(b, uint64(n))
+	for p, t := range peers {
+		if t != noPeer {
+			b = binary.AppendUvarint(b, uint64(p))
+			b = binary.AppendVarint(b, t[0])
+			b = binary.AppendVarint(b, t[1])
 		}
 	}
-	return frame(b, 0)
+	return b
+}
+
+// ReadPeers reads what AppendPeers wrote (nil for none), failing r on
+// partitions out of order or beyond 65,535 and on offsets below NoOffset
+// or a partition with none.
+func ReadPeers(r *wire.Reader) [][2]int64 {
+	n := r.Uvarint()
+	if n > maxPeers {
+		r.Fail("peer count")
+		return nil
+	}
+	var peers [][2]int64
+	last := -1
+	for range n {
+		p, t := r.Uvarint(), [2]int64{r.Varint(), r.Varint()}
+		if r.Err != nil || p >= maxPeers || int(p) <= last || t[0] < NoOffset || t[1] < NoOffset || t == noPeer {
+			r.Fail("peer offset")
+			return nil
+		}
+		for len(peers) <= int(p) {
+			peers = append(peers, noPeer)
+		}
+		peers[p] = t
+		last = int(p)
+	}
+	return peers
 }
 
 // EncodeOwnership serializes an ownership record.
@@ -300,7 +337,9 @@ func decode(data []byte, owned bool) (Record, error) {
 			}
 		}
 		if version >= 4 {
-			m.Peers = decodePeers(r)
+			if m.Peers = ReadPeers(r); m.Peers == nil {
+				r.Fail("peers") // a version 4 marker has some
+			}
 		}
 		return Record{Marker: &m}, r.Done()
 	case kindOwner:
@@ -313,28 +352,4 @@ func decode(data []byte, owned bool) (Record, error) {
 		return Record{Owner: &o}, r.Done()
 	}
 	return Record{}, fmt.Errorf("unknown record kind %q: %w", data[1], ErrCorrupt)
-}
-
-// decodePeers reads a version 4 marker's peers.
-func decodePeers(r *wire.Reader) [][2]int64 {
-	n := r.Uvarint()
-	if n == 0 || n > maxPeers {
-		r.Fail("peer count")
-		return nil
-	}
-	var peers [][2]int64
-	last := -1
-	for range n {
-		p, t := r.Uvarint(), [2]int64{r.Varint(), r.Varint()}
-		if r.Err != nil || p >= maxPeers || int(p) <= last || t[0] < NoOffset || t[1] < NoOffset || t == noPeer {
-			r.Fail("peer offset")
-			return nil
-		}
-		for len(peers) <= int(p) {
-			peers = append(peers, noPeer)
-		}
-		peers[p] = t
-		last = int(p)
-	}
-	return peers
 }

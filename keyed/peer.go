@@ -3,6 +3,7 @@ package keyed
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 
 	"github.com/driftstream/driftstream/checkpoint"
 	"github.com/driftstream/driftstream/internal/wire"
@@ -20,10 +21,15 @@ import (
 // every label of the topic in one order, a function of the logs. A labeled
 // event teaches at once; an unlabeled one waits, its input kept, for a
 // label record of its partition, key and id (on the events topic or the
-// labels topic), within the keys' bounds (Settings.MaxPending awaited
-// events across the other partitions, oldest given up first, and
-// Settings.PendingTTL events-topic records of its partition). A label
-// that comes before its event teaches nothing (the keys keep theirs).
+// labels topic), within a key's bounds (Settings.MaxPending awaited events
+// and Settings.MaxPendingBytes of them across the other partitions, oldest
+// given up first, so that the shared part's record fits where a key's
+// does; Settings.PendingTTL events-topic records of its partition). A
+// label that comes before its event teaches nothing (the keys keep
+// theirs). The awaited events are not a key's labelWait: theirs are in
+// one partition's offset order, which the other partitions' interleaved
+// offsets are not; each is a key's pending, though, whose input is encoded
+// once (labelwait.go).
 //
 // The shared part's state keeps, per other partition and input topic, the
 // last offset it absorbed, and the awaited events (checkpointed with it: key-state
@@ -43,25 +49,29 @@ type peerOffsets struct {
 	head  int
 	first uint64
 	index map[string]uint64
+	held  int // the awaited events' bytes, counted as a key's (size)
 }
 
-// peerAwait is another partition's event awaiting its label.
+// peerAwait is another partition's event awaiting its label: a key's
+// pending event (id, offset, its input) of partition's key.
 type peerAwait struct {
 	partition int
-	offset    int64
-	key, id   string
-	x         learners.Vector // the input, encoded only by a checkpoint
-	done      bool            // joined or given up
+	key       string
+	pending
+	done bool // joined or given up
 }
+
+// size is the bytes the event counts against Settings.MaxPendingBytes.
+func (e *peerAwait) size() int { return e.pending.size() + len(e.key) }
 
 // joinKey names an event of partition p and key by its id.
 func joinKey(p int, key, id string) string {
 	return string(binary.AppendUvarint(nil, uint64(p))) + key + "\x00" + id
 }
 
-// await keeps e until its label comes, giving up the oldest beyond max
-// (counted in expired).
-func (o *peerOffsets) await(e peerAwait, max int) (expired int) {
+// await keeps e until its label comes, giving up the oldest while more
+// than max events or maxBytes of them wait (counted in expired).
+func (o *peerOffsets) await(e peerAwait, max, maxBytes int) (expired int) {
 	if o.index == nil {
 		o.index = map[string]uint64{}
 	}
@@ -69,12 +79,13 @@ func (o *peerOffsets) await(e peerAwait, max int) (expired int) {
 	if _, dup := o.index[k]; dup {
 		return 0 // its own partition refuses it as a duplicate id
 	}
-	for len(o.index) >= max && len(o.index) > 0 {
+	o.index[k] = o.first + uint64(len(o.wait))
+	o.wait = append(o.wait, e)
+	o.held += e.size()
+	for len(o.index) > 0 && (len(o.index) > max || o.held > maxBytes) {
 		o.drop(&o.wait[o.live()])
 		expired++
 	}
-	o.index[k] = o.first + uint64(len(o.wait))
-	o.wait = append(o.wait, e)
 	o.trim()
 	return expired
 }
@@ -90,16 +101,15 @@ func (o *peerOffsets) live() int {
 
 // drop marks e done and forgets its join key.
 func (o *peerOffsets) drop(e *peerAwait) {
-	e.done = true
-	e.x = learners.Vector{}
 	delete(o.index, joinKey(e.partition, e.key, e.id))
+	o.held -= e.size()
+	*e = peerAwait{done: true}
 }
 
 // trim passes the done events at the front, moving the rest down once
 // more than half of the slice is behind them.
 func (o *peerOffsets) trim() {
 	for o.head < len(o.wait) && o.wait[o.head].done {
-		o.wait[o.head] = peerAwait{}
 		o.head++
 	}
 	if o.head > 64 && 2*o.head > len(o.wait) {
@@ -124,16 +134,16 @@ func (o *peerOffsets) expire(ttl int64) (expired int) {
 
 // join takes the awaited event of partition p, key and id out: its input,
 // false when none awaits.
-func (o *peerOffsets) join(p int, key, id string) (learners.Vector, bool) {
+func (o *peerOffsets) join(p int, key, id string) (learners.Vector, bool, error) {
 	seq, ok := o.index[joinKey(p, key, id)]
 	if !ok {
-		return learners.Vector{}, false
+		return learners.Vector{}, false, nil
 	}
 	e := &o.wait[seq-o.first]
-	x := e.x
+	x, err := e.input()
 	o.drop(e)
 	o.trim()
-	return x, true
+	return x, true, err
 }
 
 // at is the last offset absorbed of partition p's input topic, NoOffset
@@ -225,15 +235,20 @@ func (m *Model) Peer(in Input) (PeerResult, error) {
 		return PeerFailed, nil // its own partition dead-letters it
 	case ev.Kind == topics.LabelRecord:
 		var ok bool
-		if x, ok = o.join(in.Partition, in.Key, ev.ID); !ok {
+		if x, ok, err = o.join(in.Partition, in.Key, ev.ID); !ok {
 			return PeerIgnored, nil
+		}
+		if err != nil { // bytes this process encoded: memory gone bad
+			return PeerSkipped, fmt.Errorf("the input of another partition's awaited event %q: %w", ev.ID, err)
 		}
 	case label == 0:
 		x, err := m.s.Vector.Vector(*ev)
 		if err != nil {
 			return PeerFailed, nil
 		}
-		m.stats.PeerExpired += int64(o.await(peerAwait{partition: in.Partition, offset: in.Offset, key: in.Key, id: ev.ID, x: x}, m.s.MaxPending))
+		e := peerAwait{partition: in.Partition, key: in.Key, pending: pending{id: ev.ID, offset: in.Offset}}
+		e.keep(x)
+		m.stats.PeerExpired += int64(o.await(e, m.s.MaxPending, m.s.MaxPendingBytes))
 		return PeerAwaiting, nil
 	default:
 		if x, err = m.s.Vector.Vector(*ev); err != nil {
@@ -250,79 +265,42 @@ func (m *Model) Peer(in Input) (PeerResult, error) {
 	return PeerLearned, nil
 }
 
-// appendTo appends the offsets in key-state version 7's layout: the
-// partitions with one, by partition; then the awaited events, oldest first.
+// appendTo appends the offsets in key-state version 7's layout (the
+// marker's: checkpoint.AppendPeers), then the awaited events, oldest
+// first, each input encoded once (pending.appendInput).
 func (o *peerOffsets) appendTo(b []byte) []byte {
-	none := [2]int64{checkpoint.NoOffset, checkpoint.NoOffset}
-	n := 0
-	for _, t := range o.through {
-		if t != none {
-			n++
-		}
-	}
-	b = binary.AppendUvarint(b, uint64(n))
-	for p, t := range o.through {
-		if t != none {
-			b = binary.AppendUvarint(b, uint64(p))
-			b = binary.AppendVarint(b, t[EventsTopic])
-			b = binary.AppendVarint(b, t[LabelsTopic])
-		}
-	}
+	b = checkpoint.AppendPeers(b, o.through)
 	b = binary.AppendUvarint(b, uint64(len(o.index)))
-	var xb []byte
 	for i := o.head; i < len(o.wait); i++ {
 		if e := &o.wait[i]; !e.done {
 			b = binary.AppendUvarint(b, uint64(e.partition))
 			b = binary.AppendVarint(b, e.offset)
 			b = wire.AppendString(b, e.key)
 			b = wire.AppendString(b, e.id)
-			xb, _ = e.x.AppendBinary(xb[:0]) // a vector made by the model: it encodes
-			b = wire.AppendBytes(b, xb)
+			b = e.appendInput(b)
 		}
 	}
 	return b
 }
 
-// maxPeers bounds the partitions a decoded state names (a corrupt count
-// must not allocate without bound): Kafka's own limits are far below it.
-const maxPeers = 1 << 16
-
 // decodePeers reads what appendTo wrote.
 func decodePeers(r *wire.Reader) *peerOffsets {
-	o := &peerOffsets{}
+	o := &peerOffsets{through: checkpoint.ReadPeers(r)}
 	n := r.Uvarint()
-	if n > maxPeers {
-		r.Fail("peer count")
-		return o
-	}
-	last := -1
-	for range n {
-		p, ev, lb := r.Uvarint(), r.Varint(), r.Varint()
-		if r.Err != nil || p >= maxPeers || int(p) <= last || ev < checkpoint.NoOffset || lb < checkpoint.NoOffset || ev == lb && ev == checkpoint.NoOffset {
-			r.Fail("peer offset")
-			return o
-		}
-		o.set(int(p), EventsTopic, ev)
-		o.set(int(p), LabelsTopic, lb)
-		last = int(p)
-	}
-	n = r.Uvarint()
 	if n > maxPeerWait {
 		r.Fail("awaited events of other partitions")
 		return o
 	}
 	for range n {
-		e := peerAwait{partition: int(r.Uvarint()), offset: r.Varint(), key: string(r.View()), id: string(r.View())}
-		xb := r.View()
-		if r.Err != nil || e.partition >= maxPeers || e.offset < 0 {
+		e := peerAwait{partition: int(r.Uvarint())}
+		e.offset, e.key, e.id = r.Varint(), string(r.View()), string(r.View())
+		var x learners.Vector
+		if err := x.UnmarshalBinary(r.View()); r.Err != nil || err != nil || e.partition >= len(o.through) || e.offset < 0 {
 			r.Fail("an awaited event of another partition")
 			return o
 		}
-		if err := e.x.UnmarshalBinary(xb); err != nil {
-			r.Fail("an awaited event's input of another partition")
-			return o
-		}
-		o.await(e, maxPeerWait)
+		e.keep(x)
+		o.await(e, maxPeerWait, math.MaxInt) // as checkpointed: within the bounds then
 	}
 	return o
 }

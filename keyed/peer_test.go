@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/driftstream/driftstream/checkpoint"
+	"github.com/driftstream/driftstream/internal/wire"
+	"github.com/driftstream/driftstream/learners"
 	"github.com/driftstream/driftstream/topics"
 )
 
@@ -76,12 +78,31 @@ func TestSharedPartKeepsItsPeers(t *testing.T) {
 	if kb, _ := ks.MarshalBinary(); kb[1] != 6 {
 		t.Errorf("a key's state written as version %d, want 6", kb[1])
 	}
-	// The peers section is the last: cut it, or make it unordered.
+	// The peers section is the last: each fault alone in it is refused,
+	// and the same section without the fault reads.
 	tail := len(b) - len(ps.peers.appendTo(nil))
-	for name, peers := range map[string][]byte{"unordered": {2, 3, 8, 1, 18}, "negative": {1, 1, 1}, "cut": {2, 1}} {
-		bad := append(append([]byte{}, b[:tail]...), peers...)
-		if _, err := m.Decode(&checkpoint.KeyRecord{Key: PopulationKey, State: bad}); !errors.Is(err, errState) {
-			t.Errorf("%s: %v, want a bad state", name, err)
+	x, _ := learners.NewDense([]float64{1, 0, 0, 0})
+	xb, _ := x.AppendBinary(nil)
+	awaited := func(p byte) []byte { // partition 2 read through offset 1 on both topics, then one awaited event of p
+		return wire.AppendBytes(append([]byte{}, 1, 2, 2, 2, 1, p, 2, 1, 'x', 1, 'y'), xb)
+	}
+	for _, tc := range []struct {
+		name  string
+		peers []byte
+		ok    bool
+	}{
+		{"valid", []byte{1, 2, 2, 2, 0}, true},
+		{"valid, with an awaited event", awaited(2), true},
+		{"unordered", []byte{2, 3, 2, 2, 1, 2, 2, 0}, false},
+		{"below -1", []byte{1, 2, 3, 2, 0}, false},
+		{"no offset", []byte{1, 2, 1, 1, 0}, false},
+		{"an awaited event of a partition not read", awaited(5), false},
+		{"cut", []byte{2, 1}, false},
+	} {
+		bad := append(append([]byte{}, b[:tail]...), tc.peers...)
+		_, err := m.Decode(&checkpoint.KeyRecord{Key: PopulationKey, State: bad})
+		if tc.ok && err != nil || !tc.ok && !errors.Is(err, errState) {
+			t.Errorf("%s: %v", tc.name, err)
 		}
 	}
 	if _, err := m.Peer(Input{Topic: 2, Partition: 1, Event: &topics.Event{}}); err == nil {
@@ -90,7 +111,8 @@ func TestSharedPartKeepsItsPeers(t *testing.T) {
 }
 
 // The other partitions' awaited events are bounded as a key's are: the
-// oldest is given up beyond Settings.MaxPending, and an event whose
+// oldest is given up beyond Settings.MaxPending events or
+// Settings.MaxPendingBytes of them, and an event whose
 // partition moved more than Settings.PendingTTL records past it expires;
 // each is counted once, and its label then teaches nothing.
 func TestPeerAwaitedEventsAreBounded(t *testing.T) {
@@ -125,5 +147,21 @@ func TestPeerAwaitedEventsAreBounded(t *testing.T) {
 	peer(1, 20, label("z")) // c and d are over 10 records behind partition 1: past the TTL
 	if tot.PeerExpired != 3 || peer(1, 21, label("c")) != PeerIgnored || peer(2, 5, label("e")) != PeerLearned {
 		t.Fatalf("past the TTL: %d expired", tot.PeerExpired)
+	}
+	// The bytes bound, as a key's: with room for two events' bytes, a third
+	// gives up the oldest, so that the shared part's record stays within
+	// what a key's may hold.
+	x, err := m.s.Vector.Vector(in("f"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	one := peerAwait{key: "x", pending: pending{id: "f"}}
+	one.keep(x)
+	m.s.MaxPending, m.s.MaxPendingBytes = 100, 2*one.size()
+	for i, id := range []string{"f", "g", "h"} { // f is given up for h
+		peer(3, int64(i), in(id))
+	}
+	if tot.PeerExpired != 4 || h.ps.PeerAwaiting() != 2 || peer(3, 3, label("f")) != PeerIgnored || peer(3, 4, label("g")) != PeerLearned {
+		t.Fatalf("over the bytes bound: %d expired, %d awaited", tot.PeerExpired, h.ps.PeerAwaiting())
 	}
 }

@@ -87,8 +87,9 @@ type Settings struct {
 	// Standardized inputs are always in the changelog record.
 	AwaitedInputs string
 	// SharedAcrossPartitions has the additive model's shared part learn,
-	// besides its own partition's labels, every labeled event of the other
-	// partitions of the events topic, at its own margin (Model.Peer): one
+	// besides its own partition's labels, every label of the other
+	// partitions' events (inline, or joined to their label records), at
+	// its own margin (Model.Peer): one
 	// shared part across partitions, which a deployment with few keys per
 	// partition needs (docs/LEARNING.md). It needs PopulationAdditive and
 	// raw inputs (not Standardize: the other partitions' keys' statistics

@@ -31,8 +31,8 @@ type State struct {
 	mix *mixture
 	std *learners.Standardizer // nil unless Settings.Standardize
 	// peers is, on the shared part's state with SharedAcrossPartitions,
-	// the last events-topic offset it absorbed of each other partition
-	// (peer.go); nil otherwise.
+	// the last offset it absorbed of each other partition's input topics
+	// and their events awaiting a label (peer.go); nil otherwise.
 	peers *peerOffsets
 	// Mark is the holder's bookkeeping (package pipeline's: changed since
 	// the last checkpoint, newer than the key store's copy); the Model

@@ -121,7 +121,7 @@ func Counters() []Counter {
 		{"drift_detections_below_rise", "Drift detections whose signal rose less than DRIFTSTREAM_ALERT_MIN_RISE from its reference window to its recent one (or on a key too young to measure it): no alert.", func(t *Totals) int64 { return t.DetectionsBelowRise }},
 		{"shared_part_peer_labels", "Labeled events of the other partitions that the partition's shared part learned (DRIFTSTREAM_SHARED_ACROSS_PARTITIONS): every partition counts every other's, so this is (partitions − 1) × the labeled events when each partition reads the others.", func(t *Totals) int64 { return t.PeerLearned }},
 		{"shared_part_peer_rejected", "Records of the other partitions that the shared part could not read or learn from (their own partition dead-letters them).", func(t *Totals) int64 { return t.PeerRejected }},
-		{"shared_part_peer_expired", "Unlabeled events of the other partitions whose label the shared part gave up waiting for (DRIFTSTREAM_MAX_PENDING across the other partitions, DRIFTSTREAM_PENDING_TTL records of their partition).", func(t *Totals) int64 { return t.PeerExpired }},
+		{"shared_part_peer_expired", "Unlabeled events of the other partitions whose label the shared part gave up waiting for (DRIFTSTREAM_MAX_PENDING and DRIFTSTREAM_MAX_PENDING_BYTES across the other partitions, DRIFTSTREAM_PENDING_TTL records of their partition).", func(t *Totals) int64 { return t.PeerExpired }},
 		{"drift_incidents_resolved", "Drift incidents closed: the signal back near its reference, or DRIFTSTREAM_ALERT_COOLDOWN events without a detection.", func(t *Totals) int64 { return t.IncidentsResolved }},
 	}
 }

@@ -155,7 +155,8 @@ type parkManifest struct {
 	fingerprint [32]byte
 	scope       string
 	// peers is the worker's last offset of each other partition's input
-	// topics (Worker.peers), written after scope when there is one.
+	// topics (Worker.peers), written after scope when there is one, as a
+	// marker writes them (checkpoint.AppendPeers).
 	peers [][2]int64
 }
 
@@ -172,11 +173,7 @@ func (m *parkManifest) encode() []byte {
 	b = append(b, m.fingerprint[:]...)
 	b = wire.AppendString(b, m.scope)
 	if len(m.peers) > 0 {
-		b = binary.AppendUvarint(b, uint64(len(m.peers)))
-		for _, t := range m.peers {
-			b = binary.AppendVarint(b, t[0])
-			b = binary.AppendVarint(b, t[1])
-		}
+		b = checkpoint.AppendPeers(b, m.peers)
 	}
 	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, crcTable))
 }
@@ -210,18 +207,8 @@ func decodeManifest(b []byte) (parkManifest, error) {
 		r.B = r.B[len(m.fingerprint):]
 	}
 	m.scope = string(r.Bytes())
-	if len(r.B) > 0 && r.Err == nil { // peers
-		n := r.Uvarint()
-		if n > 1<<16 {
-			r.Fail("peer count")
-		}
-		for i := uint64(0); i < n && r.Err == nil; i++ {
-			if t := [2]int64{r.Varint(), r.Varint()}; t[0] < checkpoint.NoOffset || t[1] < checkpoint.NoOffset {
-				r.Fail("peer offset")
-			} else {
-				m.peers = append(m.peers, t)
-			}
-		}
+	if len(r.B) > 0 && r.Err == nil {
+		m.peers = checkpoint.ReadPeers(r)
 	}
 	if err := r.Done(); err != nil {
 		return m, fmt.Errorf("manifest: %w", err)

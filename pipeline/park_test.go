@@ -211,7 +211,7 @@ func TestManifestPeers(t *testing.T) {
 	}
 	b := (&parkManifest{scope: "s", peers: [][2]int64{{1, 1}}}).encode()
 	b = b[:len(b)-4]
-	b = append(b[:len(b)-2], 0x05, 0x05) // the one peer's offsets below −1
+	b = append(b[:len(b)-2], 0x05, 0x05) // the one peer's offsets: below −1
 	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, crcTable))
 	if _, err := decodeManifest(b); !errors.Is(err, ErrNotParked) {
 		t.Fatalf("a damaged peer list: %v", err)

@@ -10,7 +10,7 @@ import (
 
 // A shared part across partitions (keyed.Settings.SharedAcrossPartitions):
 // the partition's Source also delivers the other partitions' records of the
-// events topic, merged with its own by record timestamp (Merge), and the
+// input topics, merged with its own by record timestamp (Merge), and the
 // worker hands each to its shared part (keyed.Model.Peer). They make no
 // output and touch no key: their own partition predicts, dead-letters and
 // checkpoints them. The worker keeps the last offset it processed of each
