@@ -186,26 +186,14 @@ func (in *topicInput) Open(ctx context.Context, p int, start pipeline.From) (pip
 	if _, ok := in.spans[p]; !ok {
 		return nil, fmt.Errorf("partition %d is not in the range", p)
 	}
-	type input struct {
-		topicIdx, partition int
-		start, end          int64
-	}
 	topics := [2]string{in.rng.Topic, in.rng.LabelsTopic}
-	var inputs []input
-	add := func(q int, from [2]int64) {
-		for i, topic := range topics {
-			if topic != "" {
-				inputs = append(inputs, input{i, q, max(from[i], in.spans[q][i].start), in.spans[q][i].end})
-			}
-		}
-	}
-	add(p, start.Topics) // the partition's own, then the others' in partition order (the service's)
+	var peers []int
 	if in.peers {
-		for _, q := range in.parts {
-			if q != p {
-				add(q, [2]int64{start.Peer(q, pipeline.EventsTopic), start.Peer(q, pipeline.LabelsTopic)})
-			}
-		}
+		peers = in.parts
+	}
+	inputs := start.Inputs(p, topics[pipeline.LabelsTopic] != "", peers) // the service's order
+	for k, n := range inputs {
+		inputs[k].From = max(n.From, in.spans[n.Partition][n.Topic].start)
 	}
 	rctx, cancel := context.WithCancel(ctx)
 	src := &chanSource{ch: make(chan []pipeline.Fetched, 8)}
@@ -221,9 +209,10 @@ func (in *topicInput) Open(ctx context.Context, p int, start pipeline.From) (pip
 		ch := src.ch
 		if merged {
 			c := make(chan []pipeline.Fetched, 8)
-			ch, chans[k], from[k] = c, c, n.start
+			ch, chans[k], from[k] = c, c, n.From
 		}
-		if n.start >= n.end {
+		end := in.spans[n.Partition][n.Topic].end
+		if n.From >= end {
 			if merged {
 				close(ch) // nothing of it in the range
 			}
@@ -235,13 +224,13 @@ func (in *topicInput) Open(ctx context.Context, p int, start pipeline.From) (pip
 			if merged {
 				defer close(ch)
 			}
-			topic := topics[n.topicIdx]
-			err := in.read(rctx, ch, n.topicIdx, topic, n.partition, n.start, n.end)
+			topic := topics[n.Topic]
+			err := in.read(rctx, ch, n.Topic, topic, n.Partition, n.From, end)
 			if err == nil || rctx.Err() != nil {
 				return
 			}
 			select { // the Runner retries it when pipeline.IsRetriable
-			case ch <- []pipeline.Fetched{{Err: fmt.Errorf("read %s/%d: %w", topic, n.partition, err)}}:
+			case ch <- []pipeline.Fetched{{Err: fmt.Errorf("read %s/%d: %w", topic, n.Partition, err)}}:
 			case <-rctx.Done():
 			}
 		}()

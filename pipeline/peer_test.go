@@ -244,3 +244,26 @@ func TestSharedAcrossPartitionsNeedsTheAdditiveModel(t *testing.T) {
 		}
 	}
 }
+
+// A source's inputs come in the order Merge ranks ties in, the one the
+// service and the topic backtest share: the partition's own topics, then
+// every other partition's by partition, each from where From says.
+func TestSourceInputsInTieOrder(t *testing.T) {
+	f := From{Topics: [2]int64{7, 3}, Peers: [][2]int64{{5, 1}}}
+	for _, tc := range []struct {
+		name   string
+		labels bool
+		peers  []int
+		want   []SourceInput
+	}{
+		{"alone", false, nil, []SourceInput{{EventsTopic, 2, 7}}},
+		{"labels topic", true, nil, []SourceInput{{EventsTopic, 2, 7}, {LabelsTopic, 2, 3}}},
+		{"shared", false, []int{0, 1, 2}, []SourceInput{{EventsTopic, 2, 7}, {EventsTopic, 0, 5}, {EventsTopic, 1, 0}}},
+		{"shared, labels topic", true, []int{0, 1, 2}, []SourceInput{{EventsTopic, 2, 7}, {LabelsTopic, 2, 3},
+			{EventsTopic, 0, 5}, {LabelsTopic, 0, 1}, {EventsTopic, 1, 0}, {LabelsTopic, 1, 0}}},
+	} {
+		if got := f.Inputs(2, tc.labels, tc.peers); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

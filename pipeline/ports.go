@@ -55,6 +55,35 @@ func (f From) Peer(p, topic int) int64 {
 	return 0
 }
 
+// SourceInput is one log a partition's source reads: an input topic
+// (EventsTopic or LabelsTopic) of a partition, from an offset.
+type SourceInput struct {
+	Topic, Partition int
+	From             int64
+}
+
+// Inputs lists the logs a source of partition p opened at f reads, in the
+// order Merge breaks timestamp ties in: p's events topic, its labels topic
+// (with labels), then, for a shared part across partitions, each other
+// partition of peers (ascending) the same way. The service and the topic
+// backtest both read in this order, so that they merge alike.
+func (f From) Inputs(p int, labels bool, peers []int) []SourceInput {
+	var in []SourceInput
+	add := func(q int, from [2]int64) {
+		in = append(in, SourceInput{EventsTopic, q, from[EventsTopic]})
+		if labels {
+			in = append(in, SourceInput{LabelsTopic, q, from[LabelsTopic]})
+		}
+	}
+	add(p, f.Topics)
+	for _, q := range peers {
+		if q != p {
+			add(q, [2]int64{f.Peer(q, EventsTopic), f.Peer(q, LabelsTopic)})
+		}
+	}
+	return in
+}
+
 // Sink writes outputs to where they are read (output topics, a report).
 type Sink interface {
 	// Write returns once every output is durable.

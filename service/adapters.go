@@ -41,28 +41,15 @@ type kafkaSource struct {
 func (s *Service) openSource(ctx context.Context, p int, start pipeline.From) (pipeline.Source, error) {
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	src := &kafkaSource{ch: make(chan []pipeline.Fetched, sourceBuffer), cancel: cancel}
-	// The inputs: the partition's events (and labels) topic, then the
-	// other partitions' in partition order (the merge's tie rule).
-	type input struct {
-		topicIdx, partition int
-		topic               string
-		from                int64
-	}
-	inputs := []input{{pipeline.EventsTopic, p, s.cfg.Topics.Events, start.Topics[pipeline.EventsTopic]}}
-	if s.cfg.Topics.Labels != "" {
-		inputs = append(inputs, input{pipeline.LabelsTopic, p, s.cfg.Topics.Labels, start.Topics[pipeline.LabelsTopic]})
-	}
+	topics := [2]string{s.cfg.Topics.Events, s.cfg.Topics.Labels}
+	var peers []int
 	if s.cfg.Pipeline.SharedAcrossPartitions {
-		for q := range s.eventPartitions {
-			if q == p {
-				continue
-			}
-			inputs = append(inputs, input{pipeline.EventsTopic, q, s.cfg.Topics.Events, start.Peer(q, pipeline.EventsTopic)})
-			if s.cfg.Topics.Labels != "" {
-				inputs = append(inputs, input{pipeline.LabelsTopic, q, s.cfg.Topics.Labels, start.Peer(q, pipeline.LabelsTopic)})
-			}
+		peers = make([]int, s.eventPartitions)
+		for q := range peers {
+			peers[q] = q
 		}
 	}
+	inputs := start.Inputs(p, topics[pipeline.LabelsTopic] != "", peers)
 	merged := len(inputs) > 1
 	chans := make([]<-chan []pipeline.Fetched, len(inputs))
 	from := make([]int64, len(inputs))
@@ -70,17 +57,18 @@ func (s *Service) openSource(ctx context.Context, p int, start pipeline.From) (p
 		ch := src.ch
 		if merged {
 			c := make(chan []pipeline.Fetched, sourceBuffer)
-			ch, chans[i], from[i] = c, c, in.from
+			ch, chans[i], from[i] = c, c, in.From
 		}
 		src.wg.Add(1)
 		go func() {
 			defer src.wg.Done()
-			err := s.follow(rctx, ch, in.topicIdx, in.topic, in.partition, in.from, merged, p)
+			topic := topics[in.Topic]
+			err := s.follow(rctx, ch, in.Topic, topic, in.Partition, in.From, merged, p)
 			if err == nil || rctx.Err() != nil {
 				return
 			}
 			select { // the Runner retries it when pipeline.IsRetriable
-			case ch <- []pipeline.Fetched{{Err: fmt.Errorf("read %s/%d: %w", in.topic, in.partition, err)}}:
+			case ch <- []pipeline.Fetched{{Err: fmt.Errorf("read %s/%d: %w", topic, in.Partition, err)}}:
 			case <-rctx.Done():
 			}
 		}()
@@ -91,7 +79,7 @@ func (s *Service) openSource(ctx context.Context, p int, start pipeline.From) (p
 			defer src.wg.Done()
 			pipeline.Merge(rctx, chans, from, s.cfg.MergeWait, mergeBatch, src.ch, func(i int, next, end int64) {
 				s.count.wentOn(p)
-				s.log.Debug("the merge went on without a caught-up topic after the merge wait", "partition", p, "topic", inputs[i].topic, "topic_partition", inputs[i].partition, "next", next, "end", end)
+				s.log.Debug("the merge went on without a caught-up topic after the merge wait", "partition", p, "topic", topics[inputs[i].Topic], "topic_partition", inputs[i].Partition, "next", next, "end", end)
 			})
 		}()
 	}
@@ -101,10 +89,10 @@ func (s *Service) openSource(ctx context.Context, p int, start pipeline.From) (p
 // mergeBatch bounds the merged records handed to the Runner at once.
 const mergeBatch = 512
 
-// follow reads topic/p from offset from into ch, for partition reader's
-// worker (another partition's, for a shared part across partitions), until
-// ctx ends or a read fails; every send gives way to cancellation, so a stopped partition never
-// leaves a reader blocked.
+// follow reads topic/p from offset from into ch for partition reader's
+// worker (another partition's, for a shared part across partitions) until
+// ctx ends or a read fails; every send gives way to cancellation, so a
+// stopped partition never leaves a reader blocked.
 func (s *Service) follow(ctx context.Context, ch chan<- []pipeline.Fetched, topicIdx int, topic string, p int, from int64, idle bool, reader int) error {
 	deleted := func(from, first int64) {
 		if reader != p { // another partition's, for the shared part: its keys lost nothing
