@@ -207,8 +207,8 @@ func (in *messageInput) deal(ctx context.Context) {
 	in.err = err
 }
 
-// readPeers has every partition read the other partitions' input topics
-// too, after its own records of the same message (peerReader).
+// readPeers has every partition read the other partitions' records too,
+// each partition all of them in the history's order (peerReader).
 func (in *messageInput) readPeers() error {
 	in.peers = true
 	return nil
