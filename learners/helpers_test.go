@@ -322,6 +322,7 @@ func allCases() []learnerCase {
 		gaussCase("bbq-i", `{"kappa":0.3,"rho":0.5}`),
 		gaussCase("logreg", ""),
 		sparseCase("logreg", `{"eta":0.5,"l2":0.001}`),
+		gaussCase("logreg", `{"slow":0}`),
 	}
 }
 

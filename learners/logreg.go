@@ -1,6 +1,7 @@
 package learners
 
 import (
+	"fmt"
 	"math"
 )
 
@@ -11,6 +12,12 @@ type LogRegParams struct {
 	// Decay below 1 forgets old gradients, so that steps stay large enough
 	// to follow a drifting concept (AdaGrad's shrink as 1/√t).
 	Decay float64 `json:"decay" doc:"in (0, 1]: each touch multiplies a coordinate's accumulator Gᵢ by it before adding gᵢ² (1: AdaGrad, whose steps shrink as 1/√t; below 1, RMSProp-like steps that keep tracking a drift)"`
+	// Slow and Select pick the step size by measurement, online: a fast
+	// copy of the weights follows drift, a slow one averages out label
+	// noise, and the learner predicts by whichever has had the lower log
+	// loss lately.
+	Slow   float64 `json:"slow" doc:"in [0, 1): a second copy of the weights steps by slow·η·gᵢ/√Gᵢ (Gᵢ the fast copy's accumulator), and the learner predicts by the copy whose recent log loss is lower (0: one copy, the fast)"`
+	Select float64 `json:"select" doc:"in (0, 1): each label multiplies the copies' running log-loss difference by it before adding its own (the horizon of the choice is about 1/(1−select) labels)"`
 }
 
 // logreg is online logistic regression with per-coordinate adaptive steps
@@ -24,6 +31,16 @@ type LogRegParams struct {
 // 2012) and the steps stay near η·√(1−decay). It learns from every label,
 // right or wrong, and its margin is a log-odds: Posterior is σ(w·x).
 //
+// Two step sizes (Slow > 0, the default): no one step suits every stream —
+// on a fast-drifting real stream large steps win by points, on a slowly
+// drifting noisy one small steps do (docs/LEARNING.md). So the learner keeps
+// a second, slow copy ws of the weights, stepping by Slow·η on the fast
+// copy's accumulators, and a running difference D of the two copies' log
+// losses (D ← Select·D + loss(fast) − loss(slow) at each label); it
+// predicts by the slow copy while D > 0, by the fast one otherwise. Each
+// copy learns at its own margin: within a sum of parts, the sum's margin
+// with this part's chosen copy replaced by that copy.
+//
 // It is beyond the five papers: the baseline a user would otherwise pick
 // (River's LogisticRegression), in the catalog so that the service's keys
 // can be it.
@@ -33,6 +50,12 @@ type logreg struct {
 	eta, l2, decay float64
 	w, g2          []float64
 	version        uint64
+
+	// The slow copy (nil when Slow is 0): its weights, its step factor
+	// Slow·η, the choice's forgetting and the running loss difference.
+	ws                []float64
+	slowEta, selDecay float64
+	lossDiff          float64
 }
 
 func newLogReg(p *LogRegParams, cfg Config) (Learner, error) {
@@ -45,11 +68,40 @@ func newLogReg(p *LogRegParams, cfg Config) (Learner, error) {
 	if !(p.Decay > 0 && p.Decay <= 1) {
 		return nil, paramError("logreg", "decay", p.Decay, "must be in (0, 1]")
 	}
+	if !(p.Slow >= 0 && p.Slow < 1) {
+		return nil, paramError("logreg", "slow", p.Slow, "must be in [0, 1)")
+	}
+	if !(p.Select > 0 && p.Select < 1) {
+		return nil, paramError("logreg", "select", p.Select, "must be in (0, 1)")
+	}
 	m, err := newMeta("logreg", cfg, p)
 	if err != nil {
 		return nil, err
 	}
-	return &logreg{meta: m, eta: p.Eta, l2: p.L2, decay: p.Decay, w: make([]float64, cfg.Dim), g2: make([]float64, cfg.Dim), version: 1}, nil
+	l := &logreg{meta: m, eta: p.Eta, l2: p.L2, decay: p.Decay, w: make([]float64, cfg.Dim), g2: make([]float64, cfg.Dim), version: 1}
+	if p.Slow > 0 {
+		l.ws, l.slowEta, l.selDecay = make([]float64, cfg.Dim), p.Slow*p.Eta, p.Select
+	}
+	return l, nil
+}
+
+// chosen is the copy of the weights the learner predicts by.
+func (l *logreg) chosen() []float64 {
+	if l.ws != nil && l.lossDiff > 0 {
+		return l.ws
+	}
+	return l.w
+}
+
+// lossSlope is the log loss log(1 + e^(−y·m)) and its slope in m,
+// −y·σ(−y·m), from one exponential and without overflow.
+func lossSlope(y int, m float64) (loss, slope float64) {
+	z := float64(y) * m
+	e := math.Exp(-math.Abs(z))
+	if z >= 0 {
+		return math.Log1p(e), -float64(y) * e / (1 + e)
+	}
+	return -z + math.Log1p(e), -float64(y) / (1 + e)
 }
 
 // Sigmoid is 1/(1+e^(−z)), computed without overflow for any finite z: a
@@ -66,7 +118,7 @@ func (l *logreg) Predict(x Vector) (Prediction, error) {
 	if err := checkDim(x, l.dim); err != nil {
 		return Prediction{}, err
 	}
-	m := dot(l.w, x)
+	m := dot(l.chosen(), x)
 	if err := checkMargin(m); err != nil {
 		return Prediction{}, err
 	}
@@ -76,7 +128,7 @@ func (l *logreg) Predict(x Vector) (Prediction, error) {
 }
 
 func (l *logreg) Learn(x Vector, y int, p Prediction) error {
-	m, err := linearMargin(x, y, p, l.dim, l.version, func() float64 { return dot(l.w, x) })
+	m, err := linearMargin(x, y, p, l.dim, l.version, func() float64 { return dot(l.chosen(), x) })
 	if err != nil {
 		return err
 	}
@@ -96,9 +148,14 @@ func (l *logreg) LearnSum(x Vector, y int, sum float64) error {
 // QueryProbAt is 1: logistic regression learns every label.
 func (*logreg) QueryProbAt(float64) float64 { return 1 }
 
-// step is the adaptive step on the log loss at margin m: a loop over a
-// dense input's values, a callback per entry of a sparse one.
+// step is the adaptive step on the log loss at margin m, the margin of the
+// model this learner's chosen copy is part of: a loop over a dense input's
+// values, a callback per entry of a sparse one.
 func (l *logreg) step(x Vector, y int, m float64) {
+	if l.ws != nil {
+		l.stepBoth(x, y, m)
+		return
+	}
 	g := -float64(y) * Sigmoid(-float64(y)*m)
 	if vals, ok := x.DenseValues(); ok {
 		w, g2 := l.w[:len(vals)], l.g2[:len(vals)]
@@ -121,11 +178,55 @@ func (l *logreg) coordinate(w, g2 []float64, i int, gx float64) {
 	w[i] -= l.eta * gi / math.Sqrt(g2[i])
 }
 
+// stepBoth steps both copies, each at the model's margin m with the chosen
+// copy's margin replaced by its own, and scores them first: the fast copy's
+// slope feeds the accumulators both divide by.
+func (l *logreg) stepBoth(x Vector, y int, m float64) {
+	mw, ms := dot(l.w, x), dot(l.ws, x)
+	rest := m - mw // the other parts' margin
+	if l.lossDiff > 0 {
+		rest = m - ms
+	}
+	mw, ms = rest+mw, rest+ms
+	lw, g := lossSlope(y, mw)
+	ls, gs := lossSlope(y, ms)
+	l.lossDiff = l.selDecay*l.lossDiff + lw - ls
+	if vals, ok := x.DenseValues(); ok {
+		w, ws, g2 := l.w[:len(vals)], l.ws[:len(vals)], l.g2[:len(vals)]
+		for i, v := range vals {
+			l.coordinates(w, ws, g2, i, g*v, gs*v)
+		}
+	} else {
+		x.Entries(func(i int, v float64) { l.coordinates(l.w, l.ws, l.g2, i, g*v, gs*v) })
+	}
+	l.version++
+}
+
+// coordinates moves w[i] by its share gx of the fast copy's slope and ws[i]
+// by its share gsx of the slow copy's, both over the fast copy's √Gᵢ.
+func (l *logreg) coordinates(w, ws, g2 []float64, i int, gx, gsx float64) {
+	gi := gx + l.l2*w[i]
+	if gi == 0 {
+		return
+	}
+	g2[i] = l.decay*g2[i] + gi*gi
+	r := math.Sqrt(g2[i])
+	w[i] -= l.eta * gi / r
+	ws[i] -= l.slowEta * (gsx + l.l2*ws[i]) / r
+}
+
+// MarshalBinary lays out, after the header: the version (u64), w and G
+// (f64 × d each), then with a slow copy its weights (f64 × d) and the loss
+// difference (f64).
 func (l *logreg) MarshalBinary() ([]byte, error) {
 	e := l.header()
 	e.u64(l.version)
 	e.f64s(l.w)
 	e.f64s(l.g2)
+	if l.ws != nil {
+		e.f64s(l.ws)
+		e.f64(l.lossDiff)
+	}
 	return e.b, nil
 }
 
@@ -136,11 +237,23 @@ func (l *logreg) UnmarshalBinary(data []byte) error {
 	}
 	version := d.u64()
 	w, g2 := d.f64s(l.dim), d.f64s(l.dim)
+	var ws []float64
+	var diff float64
+	if l.ws != nil {
+		if ws, diff = d.f64s(l.dim), d.f64(); d.err() == nil && (math.IsNaN(diff) || math.IsInf(diff, 0)) {
+			d.fail(fmt.Sprintf("loss difference %g", diff))
+		}
+	}
 	if err := d.end(); err != nil {
 		return err
 	}
-	l.version, l.w, l.g2 = version, w, g2
+	l.version, l.w, l.g2, l.ws, l.lossDiff = version, w, g2, ws, diff
 	return nil
 }
 
-func (LogRegParams) maxWords(d int) (int64, error) { return 2 * int64(d), nil }
+func (p LogRegParams) maxWords(d int) (int64, error) {
+	if p.Slow > 0 {
+		return 3*int64(d) + 1, nil
+	}
+	return 2 * int64(d), nil
+}

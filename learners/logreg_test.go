@@ -1,6 +1,7 @@
 package learners
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -205,5 +206,165 @@ func TestLogRegDecayTracksADrift(t *testing.T) {
 	tracking, adagrad := acc(""), acc(`{"decay":1}`)
 	if tracking < adagrad+0.03 {
 		t.Fatalf("second half accuracy: decay 0.99 %.3f, AdaGrad %.3f", tracking, adagrad)
+	}
+}
+
+// logRegReplay is the two-copy logreg of the doc comment, written again
+// from it: fast weights w and slow ws over the fast copy's accumulators g2,
+// a running loss difference, each copy stepping at rest + its own margin.
+type logRegReplay struct {
+	eta, decay, slow, sel float64
+	w, ws, g2             []float64
+	diff                  float64
+}
+
+func (r *logRegReplay) margin(w []float64, x []float64) float64 {
+	m := 0.0
+	for i, v := range x {
+		m += w[i] * v
+	}
+	return m
+}
+
+func (r *logRegReplay) chosen() []float64 {
+	if r.diff > 0 {
+		return r.ws
+	}
+	return r.w
+}
+
+func (r *logRegReplay) learn(x []float64, y int, rest float64) {
+	mw, ms := rest+r.margin(r.w, x), rest+r.margin(r.ws, x)
+	loss := func(m float64) float64 { return math.Log(1 + math.Exp(-float64(y)*m)) }
+	r.diff = r.sel*r.diff + loss(mw) - loss(ms)
+	g, gs := -float64(y)/(1+math.Exp(float64(y)*mw)), -float64(y)/(1+math.Exp(float64(y)*ms))
+	for i, v := range x {
+		if g*v == 0 {
+			continue
+		}
+		r.g2[i] = r.decay*r.g2[i] + g*v*g*v
+		r.w[i] -= r.eta * g * v / math.Sqrt(r.g2[i])
+		r.ws[i] -= r.slow * r.eta * gs * v / math.Sqrt(r.g2[i])
+	}
+}
+
+// The two step sizes replayed by hand: the fast copy is the one-copy
+// learner bit for bit, the slow copy steps by slow·η over the fast copy's
+// accumulators, predictions come from the copy with the lower recent log
+// loss, and inside a sum each copy learns at the other parts' margin plus
+// its own.
+func TestLogRegTwoStepSizes(t *testing.T) {
+	const d = 6
+	s := gaussStream(21, 3000, d, 500)
+	for _, c := range []struct {
+		name string
+		rest func(i int) float64 // the other parts' margin; nil: Learn alone
+	}{{"alone", nil}, {"in a sum", func(i int) float64 { return math.Sin(float64(i)) }}} {
+		t.Run(c.name, func(t *testing.T) {
+			l := mustNew(t, "logreg", `{"eta":0.3,"decay":0.95,"slow":0.1,"select":0.9}`, Config{Dim: d})
+			one := mustNew(t, "logreg", `{"eta":0.3,"decay":0.95,"slow":0}`, Config{Dim: d})
+			r := &logRegReplay{eta: 0.3, decay: 0.95, slow: 0.1, sel: 0.9, w: make([]float64, d), ws: make([]float64, d), g2: make([]float64, d)}
+			slowChosen := 0
+			for i, x := range s.xs {
+				v, _ := x.DenseValues()
+				p, err := l.Predict(x)
+				if err != nil {
+					t.Fatal(err)
+				}
+				// To rounding: dot may sum in another order (packed_amd64.s).
+				if want := r.margin(r.chosen(), v); math.Abs(p.Score-want) > 1e-12 || p.Posterior() != Sigmoid(p.Score) {
+					t.Fatalf("round %d: margin %g, replay %g", i, p.Score, want)
+				}
+				if r.diff > 0 {
+					slowChosen++
+				}
+				if c.rest == nil {
+					err = l.Learn(x, s.ys[i], l.Decide(p))
+					q, _ := one.Predict(x)
+					if err := one.Learn(x, s.ys[i], one.Decide(q)); err != nil {
+						t.Fatal(err)
+					}
+					r.learn(v, s.ys[i], 0)
+				} else {
+					err = l.(Summand).LearnSum(x, s.ys[i], c.rest(i)+p.Score)
+					r.learn(v, s.ys[i], c.rest(i))
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			lr := l.(*logreg)
+			for i := range r.w {
+				if math.Abs(lr.w[i]-r.w[i]) > 1e-12 || math.Abs(lr.ws[i]-r.ws[i]) > 1e-12 {
+					t.Fatalf("weights %v / %v, replay %v / %v", lr.w, lr.ws, r.w, r.ws)
+				}
+				if c.rest == nil && lr.w[i] != one.(*logreg).w[i] {
+					t.Fatalf("fast copy %v, one-copy learner %v", lr.w, one.(*logreg).w)
+				}
+			}
+			if math.Abs(lr.lossDiff-r.diff) > 1e-9 {
+				t.Fatalf("loss difference %g, replay %g", lr.lossDiff, r.diff)
+			}
+			if slowChosen == 0 || slowChosen == len(s.xs) {
+				t.Fatalf("the slow copy was chosen in %d of %d rounds: the choice was never exercised", slowChosen, len(s.xs))
+			}
+		})
+	}
+}
+
+// The choice earns its keep both ways: on a stationary stream with 20%
+// label noise the two copies predict about as well as slow steps alone and
+// better than fast steps alone; on a concept re-drawn every 300 rounds, about
+// as well as fast steps alone and better than slow steps alone.
+func TestLogRegChoosesTheStepThatFits(t *testing.T) {
+	acc := func(params string, s stream) float64 {
+		l := mustNew(t, "logreg", params, Config{Dim: 10})
+		rs := play(t, l, s)
+		right := 0
+		for i := range rs {
+			if rs[i].label == s.ys[i] {
+				right++
+			}
+		}
+		return float64(right) / float64(len(rs))
+	}
+	noisy := gaussStream(31, 20000, 10, 0)
+	r := rand.New(rand.NewPCG(31, 2))
+	for i := range noisy.ys {
+		if r.Float64() < 0.2 {
+			noisy.ys[i] = -noisy.ys[i]
+		}
+	}
+	for _, c := range []struct {
+		name        string
+		s           stream
+		fits, other string
+	}{
+		{"stationary and noisy", noisy, `{"eta":0.02,"slow":0}`, `{"slow":0}`},
+		{"drifting", gaussStream(32, 20000, 10, 300), `{"slow":0}`, `{"eta":0.02,"slow":0}`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			both, fits, other := acc("", c.s), acc(c.fits, c.s), acc(c.other, c.s)
+			t.Logf("two copies %.4f, the step that fits %.4f, the other %.4f", both, fits, other)
+			if both < fits-0.01 || both < other+0.01 {
+				t.Fatalf("two copies %.4f against %.4f (fits) and %.4f", both, fits, other)
+			}
+		})
+	}
+}
+
+// A snapshot whose loss difference is not finite is refused.
+func TestLogRegRefusesABadLossDifference(t *testing.T) {
+	l := mustNew(t, "logreg", "", Config{Dim: 2})
+	b := snapshot(t, l)
+	for _, bad := range []float64{math.NaN(), math.Inf(-1)} {
+		c := append([]byte(nil), b...)
+		binary.LittleEndian.PutUint64(c[len(c)-8:], math.Float64bits(bad))
+		if err := mustNew(t, "logreg", "", Config{Dim: 2}).(*logreg).UnmarshalBinary(c); err == nil {
+			t.Fatalf("loss difference %g accepted", bad)
+		}
+	}
+	if err := mustNew(t, "logreg", "", Config{Dim: 2}).(*logreg).UnmarshalBinary(b); err != nil {
+		t.Fatalf("the control: %v", err)
 	}
 }
