@@ -1,6 +1,7 @@
 package learners
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 )
@@ -18,6 +19,21 @@ type LogRegParams struct {
 	// loss lately.
 	Slow   float64 `json:"slow" doc:"in [0, 1): a second copy of the weights steps by slow·η·gᵢ/√Gᵢ (Gᵢ the fast copy's accumulator), and the learner predicts by the copy whose recent log loss is lower (0: one copy, the fast)"`
 	Select float64 `json:"select" doc:"in (0, 1): each label multiplies the copies' running log-loss difference by it before adding its own (the horizon of the choice is about 1/(1−select) labels)"`
+}
+
+// MarshalJSON writes the parameters, which name the learner's state (its
+// identity): with one step size (Slow 0) as the one-step learner wrote them
+// before Slow and Select existed, so that its checkpoints stay valid.
+func (p LogRegParams) MarshalJSON() ([]byte, error) {
+	if p.Slow == 0 {
+		return json.Marshal(struct {
+			Eta   float64 `json:"eta"`
+			L2    float64 `json:"l2"`
+			Decay float64 `json:"decay"`
+		}{p.Eta, p.L2, p.Decay})
+	}
+	type plain LogRegParams // without this method
+	return json.Marshal(plain(p))
 }
 
 // logreg is online logistic regression with per-coordinate adaptive steps
@@ -87,11 +103,15 @@ func newLogReg(p *LogRegParams, cfg Config) (Learner, error) {
 
 // chosen is the copy of the weights the learner predicts by.
 func (l *logreg) chosen() []float64 {
-	if l.ws != nil && l.lossDiff > 0 {
+	if l.slowChosen() {
 		return l.ws
 	}
 	return l.w
 }
+
+// slowChosen says the slow copy has had the lower log loss lately (ties go
+// to the fast copy, so a fresh learner predicts by it).
+func (l *logreg) slowChosen() bool { return l.ws != nil && l.lossDiff > 0 }
 
 // lossSlope is the log loss log(1 + e^(−y·m)) and its slope in m,
 // −y·σ(−y·m), from one exponential and without overflow.
@@ -184,7 +204,7 @@ func (l *logreg) coordinate(w, g2 []float64, i int, gx float64) {
 func (l *logreg) stepBoth(x Vector, y int, m float64) {
 	mw, ms := dot(l.w, x), dot(l.ws, x)
 	rest := m - mw // the other parts' margin
-	if l.lossDiff > 0 {
+	if l.slowChosen() {
 		rest = m - ms
 	}
 	mw, ms = rest+mw, rest+ms

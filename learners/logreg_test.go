@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
@@ -366,5 +367,40 @@ func TestLogRegRefusesABadLossDifference(t *testing.T) {
 	}
 	if err := mustNew(t, "logreg", "", Config{Dim: 2}).(*logreg).UnmarshalBinary(b); err != nil {
 		t.Fatalf("the control: %v", err)
+	}
+}
+
+// A snapshot of the one-step learner, as every build before the second
+// step size wrote it (its parameters name no "slow"; the bytes are pinned
+// in TestSnapshotBytesAreStable), restores as the one-step learner and
+// goes on as it does; a configuration without "slow" takes the default.
+func TestLogRegOneStepSnapshotsOfBefore(t *testing.T) {
+	s := gaussStream(41, 400, 4, 0)
+	one := mustNew(t, "logreg", `{"slow":0}`, Config{Dim: 4})
+	play(t, one, stream{xs: s.xs[:200], ys: s.ys[:200]})
+	snap := snapshot(t, one)
+	if strings.Contains(string(snap), "slow") || !strings.Contains(string(snap), `{"eta":0.25,"l2":0,"decay":0.99}`) {
+		t.Fatalf("the one-step snapshot's parameters are not those of before: %q", snap)
+	}
+	back, err := Restore(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.(*logreg).ws != nil {
+		t.Fatal("restored with a slow copy")
+	}
+	rest := stream{xs: s.xs[200:], ys: s.ys[200:]}
+	play(t, one, rest)
+	play(t, back, rest)
+	if string(snapshot(t, one)) != string(snapshot(t, back)) {
+		t.Fatal("the restored one-step learner went on differently")
+	}
+	if l := mustNew(t, "logreg", `{"eta":0.5}`, Config{Dim: 4}).(*logreg); l.ws == nil || l.slowEta != 0.5*0.08 {
+		t.Fatalf("a configuration without slow: slow copy %v, step %g", l.ws != nil, l.slowEta)
+	}
+	two := mustNew(t, "logreg", "", Config{Dim: 4})
+	play(t, two, s)
+	if back, err := Restore(snapshot(t, two)); err != nil || back.(*logreg).ws == nil {
+		t.Fatalf("a two-step snapshot restored as %v, %v", back, err)
 	}
 }

@@ -54,6 +54,36 @@ type entry struct {
 	// size is the state's largest size in 8-byte words, and the decoded
 	// parameters.
 	size func(raw json.RawMessage, dim int) (int64, any, error)
+	// added lists parameters added after snapshots of the learner were
+	// written, each with the value that gives the learner those snapshots
+	// are of (a snapshot names every parameter its learner had; one it
+	// lacks is not today's default).
+	added map[string]json.RawMessage
+}
+
+// snapshotParams is a snapshot's parameters raw with every parameter the
+// learner gained since snapshots without it were written.
+func (e entry) snapshotParams(raw json.RawMessage) (json.RawMessage, error) {
+	if len(e.added) == 0 {
+		return raw, nil
+	}
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &keys); err != nil {
+		return nil, fmt.Errorf("snapshot parameters: %w: %w", err, ErrSnapshot)
+	}
+	if keys == nil {
+		keys = map[string]json.RawMessage{}
+	}
+	missing := false
+	for k, v := range e.added {
+		if _, ok := keys[k]; !ok {
+			keys[k], missing = v, true
+		}
+	}
+	if !missing {
+		return raw, nil
+	}
+	return json.Marshal(keys)
 }
 
 // define builds a catalog entry whose parameters are the exported fields of P
@@ -103,6 +133,16 @@ func define[P stateSizer](name, summary, source string, sampling bool, defaults 
 			return words, p, nil
 		},
 	}
+}
+
+// withAdded marks parameter name as added after snapshots without it were
+// written, which are of the learner with that parameter at value (JSON).
+func (e entry) withAdded(name, value string) entry {
+	if e.added == nil {
+		e.added = map[string]json.RawMessage{}
+	}
+	e.added[name] = json.RawMessage(value)
+	return e
 }
 
 // Catalog describes every learner, in catalog order.
@@ -235,14 +275,22 @@ func RestoreWithin(snapshot []byte, maxBytes int64) (Learner, error) {
 		return nil, err
 	}
 	name := string(h.name)
-	size, err := StateBytes(name, h.params, h.dim)
+	var params json.RawMessage = h.params
+	for _, e := range entries() {
+		if e.info.Name == name {
+			if params, err = e.snapshotParams(params); err != nil {
+				return nil, fmt.Errorf("restore %s: %w", name, err)
+			}
+		}
+	}
+	size, err := StateBytes(name, params, h.dim)
 	if err != nil {
 		return nil, fmt.Errorf("restore %s: %w", name, err)
 	}
 	if size > maxBytes {
 		return nil, fmt.Errorf("restore %s: dimension %d needs up to %d bytes of state, more than the limit of %d: %w", name, h.dim, size, maxBytes, ErrSnapshot)
 	}
-	l, err := New(name, h.params, Config{Dim: h.dim})
+	l, err := New(name, params, Config{Dim: h.dim})
 	if err != nil {
 		return nil, fmt.Errorf("restore %s: %w", name, err)
 	}
@@ -477,6 +525,7 @@ func buildEntries() []entry {
 			func() BBQParams { return BBQParams{Kappa: 0.5, A: 1, Rho: 1} }, newBBQI),
 		define("logreg", "online logistic regression with per-coordinate adaptive steps (AdaGrad); a probability with every prediction",
 			"beyond the papers: Duchi, Hazan, Singer, Adaptive subgradient methods (JMLR 2011); per-coordinate rates as in McMahan et al., Ad click prediction (KDD 2013)", false,
-			func() LogRegParams { return LogRegParams{Eta: 0.25, Decay: 0.99, Slow: 0.08, Select: 0.999} }, newLogReg),
+			func() LogRegParams { return LogRegParams{Eta: 0.25, Decay: 0.99, Slow: 0.08, Select: 0.999} }, newLogReg).
+			withAdded("slow", "0"), // snapshots of before it are of one step size
 	}
 }

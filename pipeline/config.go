@@ -98,7 +98,7 @@ func (c *Config) KeyRecordBytes() (int64, error) {
 		return 0, err
 	}
 	if state > c.MaxKeyMemory {
-		return 0, fmt.Errorf("learner %s in dimension %d holds up to %s per key, over the per-key memory budget of %s: lower the dimension (or hash bits), use a diagonal or first-order learner, or raise DRIFTSTREAM_MAX_KEY_MEMORY: %w",
+		return 0, fmt.Errorf("learner %s in dimension %d holds up to %s per key, over the per-key memory budget of %s: lower the dimension (or hash bits), use a diagonal or first-order learner or logreg of one step size (\"slow\": 0), or raise DRIFTSTREAM_MAX_KEY_MEMORY: %w",
 			c.Learner, c.Vector.Dim, byteSize(state), byteSize(c.MaxKeyMemory), ErrTooLarge)
 	}
 	if c.Standardize {
@@ -114,7 +114,7 @@ func (c *Config) KeyRecordBytes() (int64, error) {
 	}
 	total := state + int64(c.MaxPendingBytes) + keyOverhead + detectors
 	if c.MaxKeyBytes > 0 && total > c.MaxKeyBytes {
-		return 0, fmt.Errorf("a key record of learner %s in dimension %d can reach %s (state %s + pending queries %s), over DRIFTSTREAM_MAX_KEY_BYTES = %s, which must stay below the broker's message.max.bytes (1 MB by default): lower the dimension (or hash bits), use a diagonal learner (\"diagonal\": true) or a first-order one, lower DRIFTSTREAM_MAX_PENDING_BYTES, or raise both limits together: %w",
+		return 0, fmt.Errorf("a key record of learner %s in dimension %d can reach %s (state %s + pending queries %s), over DRIFTSTREAM_MAX_KEY_BYTES = %s, which must stay below the broker's message.max.bytes (1 MB by default): lower the dimension (or hash bits), use a diagonal learner (\"diagonal\": true), a first-order one or logreg of one step size (\"slow\": 0: two thirds of its state), lower DRIFTSTREAM_MAX_PENDING_BYTES, or raise both limits together: %w",
 			c.Learner, c.Vector.Dim, byteSize(total), byteSize(state), byteSize(int64(c.MaxPendingBytes)), byteSize(c.MaxKeyBytes), ErrTooLarge)
 	}
 	return total, nil

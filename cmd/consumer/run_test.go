@@ -116,7 +116,7 @@ func TestRunUsageErrors(t *testing.T) {
 		// Sizes are checked before anything is allocated: a full second-order
 		// learner over 2^16 hashed features would need 34 GB per key.
 		{[]string{"-brokers", "x:1", "-learner", "lasec-ss", "-hash-bits", "16"}, "over the per-key memory budget of 256.0 MiB"},
-		{[]string{"-brokers", "x:1", "-hash-bits", "16"}, "a key record of learner logreg in dimension 65537 can reach 1.1 MiB"},
+		{[]string{"-brokers", "x:1", "-hash-bits", "16"}, "a key record of learner logreg in dimension 65537 can reach 1.6 MiB"},
 		{[]string{"-brokers", "x:1", "-learner", "lasec-ss", "-dim", "500"}, "over DRIFTSTREAM_MAX_KEY_BYTES"},
 		{[]string{"-brokers", "x:1", "-learner", "lasec-ss", "-hash-bits", "10"}, `"diagonal": true`},
 		{[]string{"-brokers", "x:1", "-dim", "3", "-retry-timeout", "0s"}, "DRIFTSTREAM_RETRY_TIMEOUT"},
