@@ -173,6 +173,9 @@ func TestMergeWaitsForRecordsOnTheBroker(t *testing.T) {
 			}
 			// The labels input delivers: merged by time again, no further count.
 			in[1] <- []Fetched{rec(1, 7, 25)}
+			for len(in[1]) > 0 { // taken before the next event, or that event may go out first
+				time.Sleep(time.Millisecond)
+			}
 			in[0] <- []Fetched{rec(0, 3, 30)}
 			if b := <-out; len(b) != 1 || b[0].Topic != 1 {
 				t.Errorf("%s: after the labels came back: %v", tc.name, offsets(b))
