@@ -13,12 +13,12 @@ type LogRegParams struct {
 	// Decay below 1 forgets old gradients, so that steps stay large enough
 	// to follow a drifting concept (AdaGrad's shrink as 1/√t).
 	Decay float64 `json:"decay" doc:"in (0, 1]: each touch multiplies a coordinate's accumulator Gᵢ by it before adding gᵢ² (1: AdaGrad, whose steps shrink as 1/√t; below 1, RMSProp-like steps that keep tracking a drift)"`
-	// Slow and Select pick the step size by measurement, online: a fast
+	// Slow and Select weigh two step sizes by measurement, online: a fast
 	// copy of the weights follows drift, a slow one averages out label
-	// noise, and the learner predicts by whichever has had the lower log
-	// loss lately.
-	Slow   float64 `json:"slow" doc:"in [0, 1): a second copy of the weights steps by slow·η·gᵢ/√Gᵢ (Gᵢ the fast copy's accumulator), and the learner predicts by the copy whose recent log loss is lower (0: one copy, the fast)"`
-	Select float64 `json:"select" doc:"in (0, 1): each label multiplies the copies' running log-loss difference by it before adding its own (the horizon of the choice is about 1/(1−select) labels)"`
+	// noise, and the learner predicts by their mix weighted by their
+	// recent log losses.
+	Slow   float64 `json:"slow" doc:"in [0, 1): a second copy of the weights steps by slow·η·gᵢ/√Gᵢ (Gᵢ the fast copy's accumulator), and the learner predicts by the two copies' margins weighted by exponential weights on their recent log losses (0: one copy, the fast)"`
+	Select float64 `json:"select" doc:"in (0, 1): each label multiplies the copies' running log-loss difference by it before adding its own (the weights' horizon is about 1/(1−select) labels)"`
 }
 
 // MarshalJSON writes the parameters, which name the learner's state (its
@@ -52,10 +52,13 @@ func (p LogRegParams) MarshalJSON() ([]byte, error) {
 // drifting noisy one small steps do (docs/LEARNING.md). So the learner keeps
 // a second, slow copy ws of the weights, stepping by Slow·η on the fast
 // copy's accumulators, and a running difference D of the two copies' log
-// losses (D ← Select·D + loss(fast) − loss(slow) at each label); it
-// predicts by the slow copy while D > 0, by the fast one otherwise. Each
-// copy learns at its own margin: within a sum of parts, the sum's margin
-// with this part's chosen copy replaced by that copy.
+// losses (D ← Select·D + loss(fast) − loss(slow) at each label). Its margin
+// is a·(w·x) + (1−a)·(ws·x) with a = σ(−D): exponential weights on the
+// copies' recent log losses (a Bayesian mixture's weights, forgetting at
+// Select), 1/2 each on a fresh learner. Each copy learns at its own margin:
+// the model's margin with this learner's mixed margin replaced by the
+// copy's (alone, the copy's own; within a sum of parts, the other parts'
+// plus the copy's).
 //
 // It is beyond the five papers: the baseline a user would otherwise pick
 // (River's LogisticRegression), in the catalog so that the service's keys
@@ -68,10 +71,11 @@ type logreg struct {
 	version        uint64
 
 	// The slow copy (nil when Slow is 0): its weights, its step factor
-	// Slow·η, the choice's forgetting and the running loss difference.
+	// Slow·η, the weights' forgetting, the running loss difference D and
+	// the fast copy's weight σ(−D), kept with it.
 	ws                []float64
 	slowEta, selDecay float64
-	lossDiff          float64
+	lossDiff, fastW   float64
 }
 
 func newLogReg(p *LogRegParams, cfg Config) (Learner, error) {
@@ -96,22 +100,21 @@ func newLogReg(p *LogRegParams, cfg Config) (Learner, error) {
 	}
 	l := &logreg{meta: m, eta: p.Eta, l2: p.L2, decay: p.Decay, w: make([]float64, cfg.Dim), g2: make([]float64, cfg.Dim), version: 1}
 	if p.Slow > 0 {
-		l.ws, l.slowEta, l.selDecay = make([]float64, cfg.Dim), p.Slow*p.Eta, p.Select
+		l.ws, l.slowEta, l.selDecay, l.fastW = make([]float64, cfg.Dim), p.Slow*p.Eta, p.Select, 0.5
 	}
 	return l, nil
 }
 
-// chosen is the copy of the weights the learner predicts by.
-func (l *logreg) chosen() []float64 {
-	if l.slowChosen() {
-		return l.ws
-	}
-	return l.w
-}
+// mixed is the learner's margin from its copies' margins mw and ms.
+func (l *logreg) mixed(mw, ms float64) float64 { return l.fastW*mw + (1-l.fastW)*ms }
 
-// slowChosen says the slow copy has had the lower log loss lately (ties go
-// to the fast copy, so a fresh learner predicts by it).
-func (l *logreg) slowChosen() bool { return l.ws != nil && l.lossDiff > 0 }
+// margin is the learner's margin on x.
+func (l *logreg) margin(x Vector) float64 {
+	if l.ws == nil {
+		return dot(l.w, x)
+	}
+	return l.mixed(dot(l.w, x), dot(l.ws, x))
+}
 
 // lossSlope is the log loss log(1 + e^(−y·m)) and its slope in m,
 // −y·σ(−y·m), from one exponential and without overflow.
@@ -138,7 +141,7 @@ func (l *logreg) Predict(x Vector) (Prediction, error) {
 	if err := checkDim(x, l.dim); err != nil {
 		return Prediction{}, err
 	}
-	m := dot(l.chosen(), x)
+	m := l.margin(x)
 	if err := checkMargin(m); err != nil {
 		return Prediction{}, err
 	}
@@ -148,7 +151,7 @@ func (l *logreg) Predict(x Vector) (Prediction, error) {
 }
 
 func (l *logreg) Learn(x Vector, y int, p Prediction) error {
-	m, err := linearMargin(x, y, p, l.dim, l.version, func() float64 { return dot(l.chosen(), x) })
+	m, err := linearMargin(x, y, p, l.dim, l.version, func() float64 { return l.margin(x) })
 	if err != nil {
 		return err
 	}
@@ -169,8 +172,8 @@ func (l *logreg) LearnSum(x Vector, y int, sum float64) error {
 func (*logreg) QueryProbAt(float64) float64 { return 1 }
 
 // step is the adaptive step on the log loss at margin m, the margin of the
-// model this learner's chosen copy is part of: a loop over a dense input's
-// values, a callback per entry of a sparse one.
+// model this learner is part of: a loop over a dense input's values, a
+// callback per entry of a sparse one.
 func (l *logreg) step(x Vector, y int, m float64) {
 	if l.ws != nil {
 		l.stepBoth(x, y, m)
@@ -198,19 +201,17 @@ func (l *logreg) coordinate(w, g2 []float64, i int, gx float64) {
 	w[i] -= l.eta * gi / math.Sqrt(g2[i])
 }
 
-// stepBoth steps both copies, each at the model's margin m with the chosen
-// copy's margin replaced by its own, and scores them first: the fast copy's
-// slope feeds the accumulators both divide by.
+// stepBoth steps both copies, each at the model's margin m with the
+// learner's mixed margin replaced by the copy's own, and scores them first:
+// the fast copy's slope feeds the accumulators both divide by.
 func (l *logreg) stepBoth(x Vector, y int, m float64) {
 	mw, ms := dot(l.w, x), dot(l.ws, x)
-	rest := m - mw // the other parts' margin
-	if l.slowChosen() {
-		rest = m - ms
-	}
+	rest := m - l.mixed(mw, ms) // the other parts' margin: 0 alone
 	mw, ms = rest+mw, rest+ms
 	lw, g := lossSlope(y, mw)
 	ls, gs := lossSlope(y, ms)
 	l.lossDiff = l.selDecay*l.lossDiff + lw - ls
+	l.fastW = Sigmoid(-l.lossDiff)
 	if vals, ok := x.DenseValues(); ok {
 		w, ws, g2 := l.w[:len(vals)], l.ws[:len(vals)], l.g2[:len(vals)]
 		for i, v := range vals {
@@ -267,7 +268,7 @@ func (l *logreg) UnmarshalBinary(data []byte) error {
 	if err := d.end(); err != nil {
 		return err
 	}
-	l.version, l.w, l.g2, l.ws, l.lossDiff = version, w, g2, ws, diff
+	l.version, l.w, l.g2, l.ws, l.lossDiff, l.fastW = version, w, g2, ws, diff, Sigmoid(-diff)
 	return nil
 }
 

@@ -21,7 +21,7 @@ func TestLogRegSteps(t *testing.T) {
 }
 
 func testLogRegSteps(t *testing.T, decay float64) {
-	l := mustNew(t, "logreg", fmt.Sprintf(`{"eta":0.5,"decay":%g}`, decay), Config{Dim: 3})
+	l := mustNew(t, "logreg", fmt.Sprintf(`{"eta":0.5,"decay":%g,"slow":0}`, decay), Config{Dim: 3}) // one step size: TestLogRegTwoStepSizes has two
 	x := mustDense(t, []float64{2, -0.5, 0})
 	p, err := l.Predict(x)
 	if err != nil {
@@ -212,7 +212,8 @@ func TestLogRegDecayTracksADrift(t *testing.T) {
 
 // logRegReplay is the two-copy logreg of the doc comment, written again
 // from it: fast weights w and slow ws over the fast copy's accumulators g2,
-// a running loss difference, each copy stepping at rest + its own margin.
+// a running loss difference D weighing them, each copy stepping at rest +
+// its own margin.
 type logRegReplay struct {
 	eta, decay, slow, sel float64
 	w, ws, g2             []float64
@@ -227,11 +228,11 @@ func (r *logRegReplay) margin(w []float64, x []float64) float64 {
 	return m
 }
 
-func (r *logRegReplay) chosen() []float64 {
-	if r.diff > 0 {
-		return r.ws
-	}
-	return r.w
+// mixed is the learner's margin on x: the copies' margins weighted by
+// e^(−loss), normalized — the fast copy's weight 1/(1 + e^D).
+func (r *logRegReplay) mixed(x []float64) float64 {
+	a := 1 / (1 + math.Exp(r.diff))
+	return a*r.margin(r.w, x) + (1-a)*r.margin(r.ws, x)
 }
 
 func (r *logRegReplay) learn(x []float64, y int, rest float64) {
@@ -251,9 +252,9 @@ func (r *logRegReplay) learn(x []float64, y int, rest float64) {
 
 // The two step sizes replayed by hand: the fast copy is the one-copy
 // learner bit for bit, the slow copy steps by slow·η over the fast copy's
-// accumulators, predictions come from the copy with the lower recent log
-// loss, and inside a sum each copy learns at the other parts' margin plus
-// its own.
+// accumulators, the margin mixes the copies' by exponential weights on
+// their recent log losses, and inside a sum each copy learns at the other
+// parts' margin plus its own.
 func TestLogRegTwoStepSizes(t *testing.T) {
 	const d = 6
 	s := gaussStream(21, 3000, d, 500)
@@ -265,7 +266,7 @@ func TestLogRegTwoStepSizes(t *testing.T) {
 			l := mustNew(t, "logreg", `{"eta":0.3,"decay":0.95,"slow":0.1,"select":0.9}`, Config{Dim: d})
 			one := mustNew(t, "logreg", `{"eta":0.3,"decay":0.95,"slow":0}`, Config{Dim: d})
 			r := &logRegReplay{eta: 0.3, decay: 0.95, slow: 0.1, sel: 0.9, w: make([]float64, d), ws: make([]float64, d), g2: make([]float64, d)}
-			slowChosen := 0
+			slowLeads := 0
 			for i, x := range s.xs {
 				v, _ := x.DenseValues()
 				p, err := l.Predict(x)
@@ -273,11 +274,11 @@ func TestLogRegTwoStepSizes(t *testing.T) {
 					t.Fatal(err)
 				}
 				// To rounding: dot may sum in another order (packed_amd64.s).
-				if want := r.margin(r.chosen(), v); math.Abs(p.Score-want) > 1e-12 || p.Posterior() != Sigmoid(p.Score) {
+				if want := r.mixed(v); math.Abs(p.Score-want) > 1e-12 || p.Posterior() != Sigmoid(p.Score) {
 					t.Fatalf("round %d: margin %g, replay %g", i, p.Score, want)
 				}
 				if r.diff > 0 {
-					slowChosen++
+					slowLeads++
 				}
 				if c.rest == nil {
 					err = l.Learn(x, s.ys[i], l.Decide(p))
@@ -306,8 +307,8 @@ func TestLogRegTwoStepSizes(t *testing.T) {
 			if math.Abs(lr.lossDiff-r.diff) > 1e-9 {
 				t.Fatalf("loss difference %g, replay %g", lr.lossDiff, r.diff)
 			}
-			if slowChosen == 0 || slowChosen == len(s.xs) {
-				t.Fatalf("the slow copy was chosen in %d of %d rounds: the choice was never exercised", slowChosen, len(s.xs))
+			if slowLeads == 0 || slowLeads == len(s.xs) {
+				t.Fatalf("the slow copy weighed more in %d of %d rounds: the weights never moved both ways", slowLeads, len(s.xs))
 			}
 		})
 	}
