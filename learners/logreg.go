@@ -173,59 +173,41 @@ func (*logreg) QueryProbAt(float64) float64 { return 1 }
 
 // step is the adaptive step on the log loss at margin m, the margin of the
 // model this learner is part of: a loop over a dense input's values, a
-// callback per entry of a sparse one.
+// callback per entry of a sparse one. With a slow copy, each copy steps at
+// m with the learner's mixed margin replaced by the copy's own, and both
+// are scored first; the fast copy's slope feeds the accumulators both
+// divide by.
 func (l *logreg) step(x Vector, y int, m float64) {
-	if l.ws != nil {
-		l.stepBoth(x, y, m)
-		return
+	var g, gs float64
+	if l.ws == nil {
+		g = -float64(y) * Sigmoid(-float64(y)*m)
+	} else {
+		mw, ms := dot(l.w, x), dot(l.ws, x)
+		rest := m - l.mixed(mw, ms) // the other parts' margin: 0 alone
+		lw, gw := lossSlope(y, rest+mw)
+		ls, gsl := lossSlope(y, rest+ms)
+		l.lossDiff = l.selDecay*l.lossDiff + lw - ls
+		l.fastW = Sigmoid(-l.lossDiff)
+		g, gs = gw, gsl
 	}
-	g := -float64(y) * Sigmoid(-float64(y)*m)
 	if vals, ok := x.DenseValues(); ok {
-		w, g2 := l.w[:len(vals)], l.g2[:len(vals)]
+		w, ws, g2 := l.w[:len(vals)], l.ws, l.g2[:len(vals)]
+		if ws != nil {
+			ws = ws[:len(vals)]
+		}
 		for i, v := range vals {
-			l.coordinate(w, g2, i, g*v)
+			l.coordinate(w, ws, g2, i, g*v, gs*v)
 		}
 	} else {
-		x.Entries(func(i int, v float64) { l.coordinate(l.w, l.g2, i, g*v) })
+		x.Entries(func(i int, v float64) { l.coordinate(l.w, l.ws, l.g2, i, g*v, gs*v) })
 	}
 	l.version++
 }
 
-// coordinate moves w[i] by its share gx = g·xᵢ of the loss's slope.
-func (l *logreg) coordinate(w, g2 []float64, i int, gx float64) {
-	gi := gx + l.l2*w[i]
-	if gi == 0 {
-		return
-	}
-	g2[i] = l.decay*g2[i] + gi*gi
-	w[i] -= l.eta * gi / math.Sqrt(g2[i])
-}
-
-// stepBoth steps both copies, each at the model's margin m with the
-// learner's mixed margin replaced by the copy's own, and scores them first:
-// the fast copy's slope feeds the accumulators both divide by.
-func (l *logreg) stepBoth(x Vector, y int, m float64) {
-	mw, ms := dot(l.w, x), dot(l.ws, x)
-	rest := m - l.mixed(mw, ms) // the other parts' margin: 0 alone
-	mw, ms = rest+mw, rest+ms
-	lw, g := lossSlope(y, mw)
-	ls, gs := lossSlope(y, ms)
-	l.lossDiff = l.selDecay*l.lossDiff + lw - ls
-	l.fastW = Sigmoid(-l.lossDiff)
-	if vals, ok := x.DenseValues(); ok {
-		w, ws, g2 := l.w[:len(vals)], l.ws[:len(vals)], l.g2[:len(vals)]
-		for i, v := range vals {
-			l.coordinates(w, ws, g2, i, g*v, gs*v)
-		}
-	} else {
-		x.Entries(func(i int, v float64) { l.coordinates(l.w, l.ws, l.g2, i, g*v, gs*v) })
-	}
-	l.version++
-}
-
-// coordinates moves w[i] by its share gx of the fast copy's slope and ws[i]
-// by its share gsx of the slow copy's, both over the fast copy's √Gᵢ.
-func (l *logreg) coordinates(w, ws, g2 []float64, i int, gx, gsx float64) {
+// coordinate moves w[i] by its share gx = g·xᵢ of the fast copy's slope
+// and, with a slow copy, ws[i] by its share gsx of the slow copy's, both
+// over the fast copy's √Gᵢ.
+func (l *logreg) coordinate(w, ws, g2 []float64, i int, gx, gsx float64) {
 	gi := gx + l.l2*w[i]
 	if gi == 0 {
 		return
@@ -233,7 +215,9 @@ func (l *logreg) coordinates(w, ws, g2 []float64, i int, gx, gsx float64) {
 	g2[i] = l.decay*g2[i] + gi*gi
 	r := math.Sqrt(g2[i])
 	w[i] -= l.eta * gi / r
-	ws[i] -= l.slowEta * (gsx + l.l2*ws[i]) / r
+	if ws != nil {
+		ws[i] -= l.slowEta * (gsx + l.l2*ws[i]) / r
+	}
 }
 
 // MarshalBinary lays out, after the header: the version (u64), w and G
