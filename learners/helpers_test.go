@@ -322,7 +322,8 @@ func allCases() []learnerCase {
 		gaussCase("bbq-i", `{"kappa":0.3,"rho":0.5}`),
 		gaussCase("logreg", ""),
 		sparseCase("logreg", `{"eta":0.5,"l2":0.001}`),
-		gaussCase("logreg", `{"slow":0}`),
+		gaussCase("logreg", `{"slow":0,"prior":0}`),
+		gaussCase("logreg", `{"weigh":"logloss","prior":0}`),
 	}
 }
 

@@ -16,24 +16,48 @@ type LogRegParams struct {
 	// Slow and Select weigh two step sizes by measurement, online: a fast
 	// copy of the weights follows drift, a slow one averages out label
 	// noise, and the learner predicts by their mix weighted by their
-	// recent log losses.
-	Slow   float64 `json:"slow" doc:"in [0, 1): a second copy of the weights steps by slow·η·gᵢ/√Gᵢ (Gᵢ the fast copy's accumulator), and the learner predicts by the two copies' margins weighted by exponential weights on their recent log losses (0: one copy, the fast)"`
-	Select float64 `json:"select" doc:"in (0, 1): each label multiplies the copies' running log-loss difference by it before adding its own (the weights' horizon is about 1/(1−select) labels)"`
+	// recent errors (Weigh).
+	Slow   float64 `json:"slow" doc:"in [0, 1): a second copy of the weights steps by slow·η·gᵢ/√Gᵢ (Gᵢ the fast copy's accumulator), and the learner predicts by the two copies' margins weighted by exponential weights on their recent losses (0: one copy, the fast)"`
+	Select float64 `json:"select" doc:"in (0, 1): each label multiplies the copies' running loss difference by it before adding its own (the weights' horizon is about 1/(1−select) labels)"`
+	// Weigh names the loss the copies are weighed by. Their errors by
+	// default: a log loss favours the better calibrated copy, which on a
+	// stationary stream is the fast one, whose weights grow sooner, though
+	// the slow one errs less (docs/LEARNING.md).
+	Weigh string `json:"weigh" doc:"the loss whose running difference weighs the two copies: \"errors\" (each copy's mistakes, 1 per wrong sign, 1/2 at a margin of 0) or \"logloss\" (log(1 + e^(−y·m)), the first two-step learner's weighing)"`
+	// Prior keeps the shape of a young learner's inputs: without it the
+	// first step moves every touched coordinate by η whatever its value.
+	Prior float64 `json:"prior" doc:"≥ 0: at the learner's first label every accumulator Gᵢ starts at prior times the mean of that label's gᵢ² over the input's entries, so that the first steps follow the input's shape (as plain gradient steps do) instead of moving every touched coordinate by η; the start fades as the accumulators decay (0: none)"`
 }
 
+// The values of Weigh.
+const (
+	weighErrors  = "errors"
+	weighLogLoss = "logloss"
+)
+
 // MarshalJSON writes the parameters, which name the learner's state (its
-// identity): with one step size (Slow 0) as the one-step learner wrote them
-// before Slow and Select existed, so that its checkpoints stay valid.
+// identity), leaving out each parameter added since snapshots were written
+// when it has the value those snapshots' learner had: Slow 0 (with Select
+// and Weigh, which it makes moot), Weigh "logloss" and Prior 0. So the
+// one-step learner's and the first two-step learner's checkpoints stay
+// valid under the parameters that give those learners.
 func (p LogRegParams) MarshalJSON() ([]byte, error) {
-	if p.Slow == 0 {
-		return json.Marshal(struct {
-			Eta   float64 `json:"eta"`
-			L2    float64 `json:"l2"`
-			Decay float64 `json:"decay"`
-		}{p.Eta, p.L2, p.Decay})
+	w := struct {
+		Eta    float64  `json:"eta"`
+		L2     float64  `json:"l2"`
+		Decay  float64  `json:"decay"`
+		Slow   *float64 `json:"slow,omitempty"`
+		Select *float64 `json:"select,omitempty"`
+		Weigh  string   `json:"weigh,omitempty"`
+		Prior  float64  `json:"prior,omitempty"`
+	}{Eta: p.Eta, L2: p.L2, Decay: p.Decay, Prior: p.Prior}
+	if p.Slow != 0 {
+		w.Slow, w.Select = &p.Slow, &p.Select
+		if p.Weigh != weighLogLoss {
+			w.Weigh = p.Weigh
+		}
 	}
-	type plain LogRegParams // without this method
-	return json.Marshal(plain(p))
+	return json.Marshal(w)
 }
 
 // logreg is online logistic regression with per-coordinate adaptive steps
@@ -52,13 +76,21 @@ func (p LogRegParams) MarshalJSON() ([]byte, error) {
 // drifting noisy one small steps do (docs/LEARNING.md). So the learner keeps
 // a second, slow copy ws of the weights, stepping by Slow·η on the fast
 // copy's accumulators, and a running difference D of the two copies' log
-// losses (D ← Select·D + loss(fast) − loss(slow) at each label). Its margin
+// losses (D ← Select·D + loss(fast) − loss(slow) at each label; the loss is
+// Weigh's: by default each copy's errors, 1 for a wrong sign). Its margin
 // is a·(w·x) + (1−a)·(ws·x) with a = σ(−D): exponential weights on the
-// copies' recent log losses (a Bayesian mixture's weights, forgetting at
-// Select), 1/2 each on a fresh learner. Each copy learns at its own margin:
+// copies' recent losses (Hedge's weights, forgetting at Select), 1/2 each
+// on a fresh learner. Each copy learns at its own margin:
 // the model's margin with this learner's mixed margin replaced by the
 // copy's (alone, the copy's own; within a sum of parts, the other parts'
 // plus the copy's).
+//
+// A prior for the first steps (Prior > 0, the default): at the first label
+// every Gᵢ starts at Prior·mean(gⱼ²) over the input's entries, one scale
+// for all coordinates, so that the first steps are plain gradient steps
+// (the input's shape kept; alone, every coordinate would move by η) and
+// become per-coordinate as each Gᵢ fills with its own slopes and the start
+// decays away.
 //
 // It is beyond the five papers: the baseline a user would otherwise pick
 // (River's LogisticRegression), in the catalog so that the service's keys
@@ -76,6 +108,8 @@ type logreg struct {
 	ws                []float64
 	slowEta, selDecay float64
 	lossDiff, fastW   float64
+	byErrors          bool // Weigh "errors"
+	prior             float64
 }
 
 func newLogReg(p *LogRegParams, cfg Config) (Learner, error) {
@@ -94,13 +128,20 @@ func newLogReg(p *LogRegParams, cfg Config) (Learner, error) {
 	if !(p.Select > 0 && p.Select < 1) {
 		return nil, paramError("logreg", "select", p.Select, "must be in (0, 1)")
 	}
+	if p.Weigh != weighErrors && p.Weigh != weighLogLoss {
+		return nil, paramError("logreg", "weigh", p.Weigh, `must be "errors" or "logloss"`)
+	}
+	if !(p.Prior >= 0) || math.IsInf(p.Prior, 1) {
+		return nil, paramError("logreg", "prior", p.Prior, "must be finite and ≥ 0")
+	}
 	m, err := newMeta("logreg", cfg, p)
 	if err != nil {
 		return nil, err
 	}
-	l := &logreg{meta: m, eta: p.Eta, l2: p.L2, decay: p.Decay, w: make([]float64, cfg.Dim), g2: make([]float64, cfg.Dim), version: 1}
+	l := &logreg{meta: m, eta: p.Eta, l2: p.L2, decay: p.Decay, w: make([]float64, cfg.Dim), g2: make([]float64, cfg.Dim), version: 1, prior: p.Prior}
 	if p.Slow > 0 {
 		l.ws, l.slowEta, l.selDecay, l.fastW = make([]float64, cfg.Dim), p.Slow*p.Eta, p.Select, 0.5
+		l.byErrors = p.Weigh == weighErrors
 	}
 	return l, nil
 }
@@ -125,6 +166,20 @@ func lossSlope(y int, m float64) (loss, slope float64) {
 		return math.Log1p(e), -float64(y) * e / (1 + e)
 	}
 	return -z + math.Log1p(e), -float64(y) / (1 + e)
+}
+
+// slope is the log loss's slope in the margin m, −y·σ(−y·m).
+func slope(y int, m float64) float64 { return -float64(y) * Sigmoid(-float64(y)*m) }
+
+// zeroOne is the zero-one loss at margin m: 1 for a wrong sign, 1/2 at 0.
+func zeroOne(y int, m float64) float64 {
+	switch z := float64(y) * m; {
+	case z > 0:
+		return 0
+	case z < 0:
+		return 1
+	}
+	return 0.5
 }
 
 // Sigmoid is 1/(1+e^(−z)), computed without overflow for any finite z: a
@@ -176,19 +231,27 @@ func (*logreg) QueryProbAt(float64) float64 { return 1 }
 // callback per entry of a sparse one. With a slow copy, each copy steps at
 // m with the learner's mixed margin replaced by the copy's own, and both
 // are scored first; the fast copy's slope feeds the accumulators both
-// divide by.
+// divide by. The first label sets the accumulators' start (Prior).
 func (l *logreg) step(x Vector, y int, m float64) {
 	var g, gs float64
 	if l.ws == nil {
-		g = -float64(y) * Sigmoid(-float64(y)*m)
+		g = slope(y, m)
 	} else {
 		mw, ms := dot(l.w, x), dot(l.ws, x)
 		rest := m - l.mixed(mw, ms) // the other parts' margin: 0 alone
-		lw, gw := lossSlope(y, rest+mw)
-		ls, gsl := lossSlope(y, rest+ms)
+		var lw, ls float64
+		if l.byErrors {
+			lw, ls = zeroOne(y, rest+mw), zeroOne(y, rest+ms)
+			g, gs = slope(y, rest+mw), slope(y, rest+ms)
+		} else {
+			lw, g = lossSlope(y, rest+mw)
+			ls, gs = lossSlope(y, rest+ms)
+		}
 		l.lossDiff = l.selDecay*l.lossDiff + lw - ls
 		l.fastW = Sigmoid(-l.lossDiff)
-		g, gs = gw, gsl
+	}
+	if l.version == 1 && l.prior > 0 {
+		l.start(x, g)
 	}
 	if vals, ok := x.DenseValues(); ok {
 		w, ws, g2 := l.w[:len(vals)], l.ws, l.g2[:len(vals)]
@@ -202,6 +265,20 @@ func (l *logreg) step(x Vector, y int, m float64) {
 		x.Entries(func(i int, v float64) { l.coordinate(l.w, l.ws, l.g2, i, g*v, gs*v) })
 	}
 	l.version++
+}
+
+// start sets every accumulator to Prior times the mean squared slope g·xᵢ
+// over x's entries: the first label's scale, one for all coordinates.
+func (l *logreg) start(x Vector, g float64) {
+	sum, n := 0.0, 0
+	x.Entries(func(_ int, v float64) { sum += g * v * g * v; n++ })
+	if n == 0 {
+		return
+	}
+	g0 := l.prior * sum / float64(n)
+	for i := range l.g2 {
+		l.g2[i] = g0
+	}
 }
 
 // coordinate moves w[i] by its share gx = g·xᵢ of the fast copy's slope

@@ -21,7 +21,7 @@ func TestLogRegSteps(t *testing.T) {
 }
 
 func testLogRegSteps(t *testing.T, decay float64) {
-	l := mustNew(t, "logreg", fmt.Sprintf(`{"eta":0.5,"decay":%g,"slow":0}`, decay), Config{Dim: 3}) // one step size: TestLogRegTwoStepSizes has two
+	l := mustNew(t, "logreg", fmt.Sprintf(`{"eta":0.5,"decay":%g,"slow":0,"prior":0}`, decay), Config{Dim: 3}) // one step size (TestLogRegTwoStepSizes has two), no prior (TestLogRegPriorKeepsTheInputsShape)
 	x := mustDense(t, []float64{2, -0.5, 0})
 	p, err := l.Predict(x)
 	if err != nil {
@@ -63,6 +63,54 @@ func testLogRegSteps(t *testing.T, decay float64) {
 	}
 }
 
+// The prior worked by hand: the first label sets every accumulator to
+// prior·mean(gⱼ²) over the input's entries before its own step, so the
+// first step keeps the input's shape — in the limit of a large prior a
+// plain gradient step, w ∝ −g·x — where without it every touched
+// coordinate moves by η. Untouched coordinates keep the start (it decays
+// at their next touch) and do not move.
+func TestLogRegPriorKeepsTheInputsShape(t *testing.T) {
+	const eta, decay = 0.5, 0.9
+	for _, prior := range []float64{0, 0.5, 3, 1e6} {
+		t.Run(fmt.Sprint("prior ", prior), func(t *testing.T) {
+			l := mustNew(t, "logreg", fmt.Sprintf(`{"eta":%g,"decay":%g,"slow":0,"prior":%g}`, eta, decay, prior), Config{Dim: 3})
+			x := mustDense(t, []float64{2, -0.5, 0})
+			if err := l.(Summand).LearnSum(x, -1, 0); err != nil {
+				t.Fatal(err)
+			}
+			// y = −1 at margin 0: slope g = 1/2, g·x = (1, −1/4, 0).
+			gx := []float64{1, -0.25, 0}
+			g0 := prior * (1 + 0.0625 + 0) / 3
+			lr := l.(*logreg)
+			for i, v := range gx {
+				want, wantG := 0.0, g0
+				if v != 0 {
+					wantG = decay*g0 + v*v
+					want = -eta * v / math.Sqrt(wantG)
+				}
+				if math.Abs(lr.w[i]-want) > 1e-15 || math.Abs(lr.g2[i]-wantG) > 1e-15 {
+					t.Fatalf("coordinate %d: w %g G %g, want %g %g", i, lr.w[i], lr.g2[i], want, wantG)
+				}
+			}
+			ratio := lr.w[0] / lr.w[1] // the input's is 2/−0.5 = −4
+			switch {
+			case prior == 0 && ratio != -1:
+				t.Fatalf("without a prior w₀/w₁ = %g, want −1 (η each)", ratio)
+			case prior == 1e6 && math.Abs(ratio+4) > 1e-5:
+				t.Fatalf("with a large prior w₀/w₁ = %g, want the input's −4", ratio)
+			}
+			// A second label does not set the start again.
+			before := lr.g2[2]
+			if err := l.(Summand).LearnSum(mustDense(t, []float64{0, 1, 0}), 1, 0); err != nil {
+				t.Fatal(err)
+			}
+			if lr.g2[2] != before {
+				t.Fatalf("the second label moved an untouched accumulator: %g → %g", before, lr.g2[2])
+			}
+		})
+	}
+}
+
 // Logistic regression learns from every label, right or wrong; LearnSum at
 // its own margin is Learn; LearnSum at another margin steps by that margin.
 func TestLogRegLearnsEveryLabelAndSums(t *testing.T) {
@@ -87,8 +135,8 @@ func TestLogRegLearnsEveryLabelAndSums(t *testing.T) {
 	if string(sa) != string(sb) {
 		t.Fatal("LearnSum at the learner's own margin differs from Learn")
 	}
-	// After a first step (AdaGrad's first step is η whatever the slope),
-	// a step at a sure right sum is tiny and one at a sure wrong sum is not.
+	// After a first step, a step at a sure right sum is tiny and one at a
+	// sure wrong sum is not.
 	x := s.xs[0]
 	c := mustNew(t, "logreg", "", Config{Dim: 5}).(Summand)
 	if err := c.LearnSum(x, 1, 0); err != nil {
@@ -211,13 +259,16 @@ func TestLogRegDecayTracksADrift(t *testing.T) {
 }
 
 // logRegReplay is the two-copy logreg of the doc comment, written again
-// from it: fast weights w and slow ws over the fast copy's accumulators g2,
-// a running loss difference D weighing them, each copy stepping at rest +
+// from it: fast weights w and slow ws over the fast copy's accumulators g2
+// (started at the first label by the prior), a running difference D of the
+// copies' errors (or log losses) weighing them, each copy stepping at rest +
 // its own margin.
 type logRegReplay struct {
-	eta, decay, slow, sel float64
-	w, ws, g2             []float64
-	diff                  float64
+	eta, decay, slow, sel, prior float64
+	logLoss                      bool
+	w, ws, g2                    []float64
+	diff                         float64
+	labels                       int
 }
 
 func (r *logRegReplay) margin(w []float64, x []float64) float64 {
@@ -237,9 +288,26 @@ func (r *logRegReplay) mixed(x []float64) float64 {
 
 func (r *logRegReplay) learn(x []float64, y int, rest float64) {
 	mw, ms := rest+r.margin(r.w, x), rest+r.margin(r.ws, x)
-	loss := func(m float64) float64 { return math.Log(1 + math.Exp(-float64(y)*m)) }
+	loss := func(m float64) float64 {
+		if r.logLoss {
+			return math.Log(1 + math.Exp(-float64(y)*m))
+		}
+		if float64(y)*m == 0 {
+			return 0.5
+		}
+		return map[bool]float64{true: 0, false: 1}[float64(y)*m > 0]
+	}
 	r.diff = r.sel*r.diff + loss(mw) - loss(ms)
 	g, gs := -float64(y)/(1+math.Exp(float64(y)*mw)), -float64(y)/(1+math.Exp(float64(y)*ms))
+	if r.labels++; r.labels == 1 {
+		mean := 0.0
+		for _, v := range x {
+			mean += g * v * g * v / float64(len(x))
+		}
+		for i := range r.g2 {
+			r.g2[i] = r.prior * mean
+		}
+	}
 	for i, v := range x {
 		if g*v == 0 {
 			continue
@@ -253,19 +321,27 @@ func (r *logRegReplay) learn(x []float64, y int, rest float64) {
 // The two step sizes replayed by hand: the fast copy is the one-copy
 // learner bit for bit, the slow copy steps by slow·η over the fast copy's
 // accumulators, the margin mixes the copies' by exponential weights on
-// their recent log losses, and inside a sum each copy learns at the other
-// parts' margin plus its own.
+// their recent errors (or log losses), and inside a sum each copy learns at
+// the other parts' margin plus its own; with and without the prior.
 func TestLogRegTwoStepSizes(t *testing.T) {
 	const d = 6
 	s := gaussStream(21, 3000, d, 500)
 	for _, c := range []struct {
-		name string
-		rest func(i int) float64 // the other parts' margin; nil: Learn alone
-	}{{"alone", nil}, {"in a sum", func(i int) float64 { return math.Sin(float64(i)) }}} {
+		name  string
+		rest  func(i int) float64 // the other parts' margin; nil: Learn alone
+		weigh string
+		prior float64
+	}{
+		{"alone", nil, "errors", 3},
+		{"in a sum", func(i int) float64 { return math.Sin(float64(i)) }, "errors", 3},
+		{"alone by log loss", nil, "logloss", 0},
+		{"in a sum by log loss", func(i int) float64 { return math.Sin(float64(i)) }, "logloss", 0.5},
+	} {
 		t.Run(c.name, func(t *testing.T) {
-			l := mustNew(t, "logreg", `{"eta":0.3,"decay":0.95,"slow":0.1,"select":0.9}`, Config{Dim: d})
-			one := mustNew(t, "logreg", `{"eta":0.3,"decay":0.95,"slow":0}`, Config{Dim: d})
-			r := &logRegReplay{eta: 0.3, decay: 0.95, slow: 0.1, sel: 0.9, w: make([]float64, d), ws: make([]float64, d), g2: make([]float64, d)}
+			l := mustNew(t, "logreg", fmt.Sprintf(`{"eta":0.3,"decay":0.95,"slow":0.1,"select":0.9,"weigh":%q,"prior":%g}`, c.weigh, c.prior), Config{Dim: d})
+			one := mustNew(t, "logreg", fmt.Sprintf(`{"eta":0.3,"decay":0.95,"slow":0,"prior":%g}`, c.prior), Config{Dim: d})
+			r := &logRegReplay{eta: 0.3, decay: 0.95, slow: 0.1, sel: 0.9, prior: c.prior, logLoss: c.weigh == "logloss",
+				w: make([]float64, d), ws: make([]float64, d), g2: make([]float64, d)}
 			slowLeads := 0
 			for i, x := range s.xs {
 				v, _ := x.DenseValues()
@@ -371,37 +447,61 @@ func TestLogRegRefusesABadLossDifference(t *testing.T) {
 	}
 }
 
-// A snapshot of the one-step learner, as every build before the second
-// step size wrote it (its parameters name no "slow"; the bytes are pinned
-// in TestSnapshotBytesAreStable), restores as the one-step learner and
-// goes on as it does; a configuration without "slow" takes the default.
-func TestLogRegOneStepSnapshotsOfBefore(t *testing.T) {
+// Snapshots of the learners the default was before — the one-step
+// learner (until 29 November) and the first two-step learner, weighing by
+// log loss without a prior (29 November) — name the parameters those builds
+// wrote (their bytes are pinned in TestSnapshotBytesAreStable), restore as
+// those learners and go on as they do; a configuration that leaves the new
+// parameters out takes today's defaults.
+func TestLogRegSnapshotsOfBefore(t *testing.T) {
 	s := gaussStream(41, 400, 4, 0)
-	one := mustNew(t, "logreg", `{"slow":0}`, Config{Dim: 4})
-	play(t, one, stream{xs: s.xs[:200], ys: s.ys[:200]})
-	snap := snapshot(t, one)
-	if strings.Contains(string(snap), "slow") || !strings.Contains(string(snap), `{"eta":0.25,"l2":0,"decay":0.99}`) {
-		t.Fatalf("the one-step snapshot's parameters are not those of before: %q", snap)
+	for _, c := range []struct {
+		name, params, wrote string
+		slow, byErrors      bool
+	}{
+		{"one step", `{"slow":0,"prior":0}`, `{"eta":0.25,"l2":0,"decay":0.99}`, false, false},
+		{"two steps by log loss", `{"weigh":"logloss","prior":0}`, `{"eta":0.25,"l2":0,"decay":0.99,"slow":0.08,"select":0.999}`, true, false},
+		{"today's default", ``, `{"eta":0.25,"l2":0,"decay":0.99,"slow":0.08,"select":0.999,"weigh":"errors","prior":3}`, true, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			l := mustNew(t, "logreg", c.params, Config{Dim: 4})
+			play(t, l, stream{xs: s.xs[:200], ys: s.ys[:200]})
+			snap := snapshot(t, l)
+			if !strings.Contains(string(snap), c.wrote) {
+				t.Fatalf("the snapshot's parameters are not %s: %q", c.wrote, snap)
+			}
+			back, err := Restore(snap)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lr := back.(*logreg)
+			if (lr.ws != nil) != c.slow || lr.byErrors != c.byErrors || (lr.prior == 0) == (c.params == "") {
+				t.Fatalf("restored with slow copy %v, by errors %v, prior %g", lr.ws != nil, lr.byErrors, lr.prior)
+			}
+			rest := stream{xs: s.xs[200:], ys: s.ys[200:]}
+			play(t, l, rest)
+			play(t, back, rest)
+			if string(snapshot(t, l)) != string(snapshot(t, back)) {
+				t.Fatal("the restored learner went on differently")
+			}
+		})
 	}
-	back, err := Restore(snap)
-	if err != nil {
-		t.Fatal(err)
+	if l := mustNew(t, "logreg", `{"eta":0.5}`, Config{Dim: 4}).(*logreg); l.ws == nil || l.slowEta != 0.5*0.08 || !l.byErrors || l.prior != 3 {
+		t.Fatalf("a configuration of eta alone: slow copy %v, step %g, by errors %v, prior %g", l.ws != nil, l.slowEta, l.byErrors, l.prior)
 	}
-	if back.(*logreg).ws != nil {
-		t.Fatal("restored with a slow copy")
-	}
-	rest := stream{xs: s.xs[200:], ys: s.ys[200:]}
-	play(t, one, rest)
-	play(t, back, rest)
-	if string(snapshot(t, one)) != string(snapshot(t, back)) {
-		t.Fatal("the restored one-step learner went on differently")
-	}
-	if l := mustNew(t, "logreg", `{"eta":0.5}`, Config{Dim: 4}).(*logreg); l.ws == nil || l.slowEta != 0.5*0.08 {
-		t.Fatalf("a configuration without slow: slow copy %v, step %g", l.ws != nil, l.slowEta)
-	}
-	two := mustNew(t, "logreg", "", Config{Dim: 4})
-	play(t, two, s)
-	if back, err := Restore(snapshot(t, two)); err != nil || back.(*logreg).ws == nil {
-		t.Fatalf("a two-step snapshot restored as %v, %v", back, err)
+}
+
+// Bad values of the new parameters are refused with the parameter's name.
+func TestLogRegRefusesBadWeighAndPrior(t *testing.T) {
+	for _, c := range []struct{ params, want string }{
+		{`{"weigh":"hinge"}`, "weigh"},
+		{`{"weigh":""}`, "weigh"},
+		{`{"prior":-1}`, "prior"},
+		{`{"prior":"inf"}`, "prior"},
+	} {
+		_, err := New("logreg", []byte(c.params), Config{Dim: 2})
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error naming %s", c.params, err, c.want)
+		}
 	}
 }

@@ -525,7 +525,11 @@ func buildEntries() []entry {
 			func() BBQParams { return BBQParams{Kappa: 0.5, A: 1, Rho: 1} }, newBBQI),
 		define("logreg", "online logistic regression with per-coordinate adaptive steps (AdaGrad); a probability with every prediction",
 			"beyond the papers: Duchi, Hazan, Singer, Adaptive subgradient methods (JMLR 2011); per-coordinate rates as in McMahan et al., Ad click prediction (KDD 2013)", false,
-			func() LogRegParams { return LogRegParams{Eta: 0.25, Decay: 0.99, Slow: 0.08, Select: 0.999} }, newLogReg).
-			withAdded("slow", "0"), // snapshots of before it are of one step size
+			func() LogRegParams {
+				return LogRegParams{Eta: 0.25, Decay: 0.99, Slow: 0.08, Select: 0.999, Weigh: weighErrors, Prior: 3}
+			}, newLogReg).
+			withAdded("slow", "0").          // snapshots of before it are of one step size
+			withAdded("weigh", `"logloss"`). // and the first two-step learner weighed by log loss
+			withAdded("prior", "0"),         // and had no prior
 	}
 }

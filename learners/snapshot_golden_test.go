@@ -59,9 +59,10 @@ func TestSnapshotBytesAreStable(t *testing.T) {
 		{"lasec-ss{\"c\":\"inf\"}", "e4739a1bd74b5a4b3876a6f4febfb5a7f6047bfc5da7603138802497a2ab239f"},
 		{"bbq{\"kappa\":0.4}", "670f2b99c32e224a91a0cbae1c949df23726f5c8d96ce606e39590bbf2d0e6bc"},
 		{"bbq-i{\"kappa\":0.3,\"rho\":0.5}", "e883800382c43a942b437f17a64ea1e9a8f7011f1de31b11c89b9017beacf0c7"},
-		{"logreg", "fc26ed5775e3a1458f29e2233a36c52a3ede1e3cc8b02f23b8960dd443a8f0d8"},
-		{"logreg{\"eta\":0.5,\"l2\":0.001}", "5b7296133b77ae0cee13cb80ae28518b67797329a33651a1d6f435d46a32bb04"},
-		{"logreg{\"slow\":0}", "6611334acd5bd89026629a202b1fe3860dc71b1a0bfe43ef7699d1acd7881f6a"}, // the one-step default's bytes before slow existed: its checkpoints stay valid
+		{"logreg", "a711a55b3f064ea412218ffd05992205c7aeffdd3789cbb5b277828a71e60c78"},
+		{"logreg{\"eta\":0.5,\"l2\":0.001}", "e5dcc7529019ec1010bacc9737e112776bff75cfbb18e5d4b44a97fc8f087403"},
+		{"logreg{\"slow\":0,\"prior\":0}", "6611334acd5bd89026629a202b1fe3860dc71b1a0bfe43ef7699d1acd7881f6a"},            // the one-step default's bytes before slow existed: its checkpoints stay valid
+		{"logreg{\"weigh\":\"logloss\",\"prior\":0}", "fc26ed5775e3a1458f29e2233a36c52a3ede1e3cc8b02f23b8960dd443a8f0d8"}, // the two-step default's bytes of 29 November: its checkpoints stay valid
 	}
 	cases := allCases()
 	if len(cases) != len(want) {
