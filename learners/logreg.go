@@ -20,9 +20,9 @@ type LogRegParams struct {
 	Slow   float64 `json:"slow" doc:"in [0, 1): a second copy of the weights steps by slow·η·gᵢ/√Gᵢ (Gᵢ the fast copy's accumulator), and the learner predicts by the two copies' margins weighted by exponential weights on their recent losses (0: one copy, the fast)"`
 	Select float64 `json:"select" doc:"in (0, 1): each label multiplies the copies' running loss difference by it before adding its own (the weights' horizon is about 1/(1−select) labels)"`
 	// Weigh names the loss the copies are weighed by. Their errors by
-	// default: a log loss favours the better calibrated copy, which on a
-	// stationary stream is the fast one, whose weights grow sooner, though
-	// the slow one errs less (docs/LEARNING.md).
+	// default: by log loss the copies came out nearly even on old keys of
+	// a stationary stream, where the fast one errs more but its larger
+	// weights are surer where it is right (docs/LEARNING.md).
 	Weigh string `json:"weigh" doc:"the loss whose running difference weighs the two copies: \"errors\" (each copy's mistakes, 1 per wrong sign, 1/2 at a margin of 0) or \"logloss\" (log(1 + e^(−y·m)), the first two-step learner's weighing)"`
 	// Prior keeps the shape of a young learner's inputs: without it the
 	// first step moves every touched coordinate by η whatever its value.
@@ -75,7 +75,7 @@ func (p LogRegParams) MarshalJSON() ([]byte, error) {
 // on a fast-drifting real stream large steps win by points, on a slowly
 // drifting noisy one small steps do (docs/LEARNING.md). So the learner keeps
 // a second, slow copy ws of the weights, stepping by Slow·η on the fast
-// copy's accumulators, and a running difference D of the two copies' log
+// copy's accumulators, and a running difference D of the two copies'
 // losses (D ← Select·D + loss(fast) − loss(slow) at each label; the loss is
 // Weigh's: by default each copy's errors, 1 for a wrong sign). Its margin
 // is a·(w·x) + (1−a)·(ws·x) with a = σ(−D): exponential weights on the
@@ -85,12 +85,12 @@ func (p LogRegParams) MarshalJSON() ([]byte, error) {
 // copy's (alone, the copy's own; within a sum of parts, the other parts'
 // plus the copy's).
 //
-// A prior for the first steps (Prior > 0, the default): at the first label
+// A start for the first steps (Prior > 0, the default): at the first label
 // every Gᵢ starts at Prior·mean(gⱼ²) over the input's entries, one scale
-// for all coordinates, so that the first steps are plain gradient steps
-// (the input's shape kept; alone, every coordinate would move by η) and
-// become per-coordinate as each Gᵢ fills with its own slopes and the start
-// decays away.
+// for all coordinates, so that the first steps keep the input's shape, as
+// plain gradient steps do (exactly so as Prior grows; without a start every
+// touched coordinate moves by η), and become per-coordinate as each Gᵢ
+// fills with its own slopes and the start decays away.
 //
 // It is beyond the five papers: the baseline a user would otherwise pick
 // (River's LogisticRegression), in the catalog so that the service's keys
