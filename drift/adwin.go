@@ -200,11 +200,12 @@ func (d *adwin) dropOldest() {
 func (d *adwin) MarshalBinary() ([]byte, error) { return d.AppendBinary(nil) }
 
 func (d *adwin) AppendBinary(b []byte) ([]byte, error) {
-	return d.marshal(newWriter(b, d.Name()), (*writer).bucket), nil
+	w := newWriter(b, d.Name())
+	return d.marshal(&w), nil
 }
 
-// marshal writes the detector's state to w, each bucket with bucket.
-func (d *adwin) marshal(w *writer, bucket func(*writer, bucket)) []byte {
+// marshal writes the detector's state to w.
+func (d *adwin) marshal(w *writer) []byte {
 	w.int(d.width)
 	w.int(d.ticks)
 	w.f64(d.total)
@@ -213,7 +214,7 @@ func (d *adwin) marshal(w *writer, bucket func(*writer, bucket)) []byte {
 	for _, row := range d.rows {
 		w.int(int64(len(row)))
 		for _, b := range row {
-			bucket(w, b)
+			w.bucket(b)
 		}
 	}
 	return w.b
@@ -233,6 +234,11 @@ const (
 // restored detector goes on bit for bit. A row-0 bucket of the mistakes
 // signal takes 2 bytes instead of version 1's 16.
 func (w *writer) bucket(b bucket) {
+	if w.v1 { // tests write older snapshots
+		w.f64(b.total)
+		w.f64(b.variance)
+		return
+	}
 	var flags byte
 	whole := b.total >= 0 && b.total < 1<<53 && b.total == math.Trunc(b.total) && !math.Signbit(b.total)
 	if whole {

@@ -158,11 +158,16 @@ func paramError(name, param string, v any, why string) error {
 
 // writer appends a snapshot's fields; reader reads them back (package
 // wire's idiom: zig-zag varints, floats as 8 bytes little endian).
-type writer struct{ b []byte }
+// A writer is never kept: a value on its caller's stack, with what it
+// wrote in b.
+type writer struct {
+	b  []byte
+	v1 bool // ADWIN's buckets in version 1's layout, two floats each (tests)
+}
 
 // newWriter starts a snapshot of the detector name at the end of b.
-func newWriter(b []byte, name string) *writer {
-	return &writer{b: wire.AppendString(append(b, snapshotVersion), name)}
+func newWriter(b []byte, name string) writer {
+	return writer{b: wire.AppendString(append(b, snapshotVersion), name)}
 }
 
 func (w *writer) f64(v float64) { w.b = wire.AppendFloat64(w.b, v) }

@@ -279,11 +279,7 @@ func TestPaperPageHinkleyFalseAlarms(t *testing.T) {
 // adwinV1 is d's snapshot in version 1's layout (every bucket two floats),
 // as the builds before the compact buckets wrote it.
 func adwinV1(d *adwin) []byte {
-	w := &writer{b: wire.AppendString([]byte{1}, d.Name())}
-	return d.marshal(w, func(w *writer, b bucket) {
-		w.f64(b.total)
-		w.f64(b.variance)
-	})
+	return d.marshal(&writer{b: wire.AppendString([]byte{1}, d.Name()), v1: true})
 }
 
 // ADWIN's version-2 snapshot writes whole totals as counts and omits zero

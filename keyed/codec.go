@@ -166,14 +166,9 @@ func (ks *State) HoldsSourced() bool {
 
 // marshal is MarshalBinary, or with omit MarshalChangelog.
 func (ks *State) marshal(omit bool) ([]byte, error) {
-	snap, err := ks.learner.MarshalBinary()
-	if err != nil {
-		return nil, err
-	}
-	rng, _ := ks.query.MarshalBinary()
-	// Sized for the learner's snapshot, the events awaiting their labels
-	// and the usual rest, so that the buffer grows at most once.
-	size := len(snap) + len(rng) + 256
+	// Sized for the events awaiting their labels and the usual rest, so
+	// that the buffer grows at most once or twice.
+	size := 512
 	for _, p := range ks.pending() {
 		// Per stored value 8 bytes and a sparse index's varint: the
 		// values, not the dimension, which a sparse input's hashed space
@@ -183,21 +178,40 @@ func (ks *State) marshal(omit bool) ([]byte, error) {
 			size += 13 * int(p.nnz)
 		}
 	}
-	b := make([]byte, 0, size)
+	return ks.appendState(make([]byte, 0, size), omit, nil, 0)
+}
+
+// AppendChangelog appends ks's changelog record (State.MarshalChangelog's
+// bytes) to b. Keys of the model share their learner's identity, which it
+// hashes once: a checkpoint appends its keys to one buffer and hashes
+// nothing.
+func (m *Model) AppendChangelog(b []byte, ks *State) ([]byte, error) {
+	return ks.appendState(b, true, m.identity, m.identityHash)
+}
+
+// appendState appends the key's state to b: MarshalBinary's, or with omit
+// MarshalChangelog's. identity and its hash, when given, are what the
+// learner's snapshot identity is expected to be (any other is hashed).
+func (ks *State) appendState(b []byte, omit bool, identity []byte, hash uint64) ([]byte, error) {
 	if ks.peers != nil {
 		b = append(b, 0, stateVersion)
 	} else {
 		b = append(b, 0, peerlessVersion)
 	}
 	// The learner's snapshot without its identity, which every key of the
-	// model shares: named by its hash.
-	version, identity, body, err := learners.SplitSnapshot(snap)
+	// model shares: named by its hash. Appended whole, then its identity
+	// replaced in place by the hash and the body's length (shorter for any
+	// real identity: a name, a dimension and parameters).
+	at := len(b)
+	b, err := learners.AppendSnapshot(b, ks.learner)
 	if err != nil {
 		return nil, err
 	}
-	b = append(b, version)
-	b = binary.LittleEndian.AppendUint64(b, identityHash(identity))
-	b = wire.AppendBytes(b, body)
+	if b, err = nameIdentity(b, at, identity, hash); err != nil {
+		return nil, err
+	}
+	var rb [32]byte // the margin rule's RNG (20 bytes)
+	rng, _ := ks.query.AppendBinary(rb[:0])
 	b = wire.AppendBytes(b, rng)
 	pend, earl := ks.pending(), ks.early()
 	b = binary.AppendUvarint(b, uint64(len(pend)))
@@ -250,6 +264,35 @@ func (ks *State) marshal(omit bool) ([]byte, error) {
 		b = ks.peers.appendTo(b)
 	}
 	return b, nil
+}
+
+// nameIdentity rewrites the learner's snapshot at b[at:], the end of b, as
+// a key state holds it: its format version, the hash of its identity, and
+// its body as bytes. With identity and hash given and the snapshot's
+// identity equal to identity, hash is taken as its hash; any other is
+// hashed. In place when the identity is at least as long as the hash and
+// the body's length, as every real one is (a name, a dimension and
+// parameters).
+func nameIdentity(b []byte, at int, identity []byte, hash uint64) ([]byte, error) {
+	start := at + 1 // after the snapshot's format version
+	bodyAt := start + len(identity)
+	if identity == nil || len(b) < bodyAt || !bytes.Equal(b[start:bodyAt], identity) {
+		_, other, body, err := learners.SplitSnapshot(b[at:])
+		if err != nil {
+			return nil, err
+		}
+		hash, bodyAt = identityHash(other), len(b)-len(body)
+	}
+	var hb [8 + binary.MaxVarintLen64]byte
+	head := binary.LittleEndian.AppendUint64(hb[:0], hash)
+	head = binary.AppendUvarint(head, uint64(len(b)-bodyAt))
+	if len(head) > bodyAt-start { // a short identity: the body moves up
+		body := bytes.Clone(b[bodyAt:])
+		return append(append(b[:start], head...), body...), nil
+	}
+	copy(b[start:], head) // the body moves down over the identity
+	n := copy(b[start+len(head):], b[bodyAt:])
+	return b[:start+len(head)+n], nil
 }
 
 // sign8 is +1 for true, −1 for false.

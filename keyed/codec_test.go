@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"reflect"
 	"slices"
@@ -355,5 +356,94 @@ func TestWindowsEncodeWhatTheyHold(t *testing.T) {
 		if r.Err != nil || *back.win[sigMistakes] != *wt.win[sigMistakes] {
 			t.Errorf("%d values: decoded %+v, %v; want %+v", tc.values, *back.win[sigMistakes], r.Err, *wt.win[sigMistakes])
 		}
+	}
+}
+
+// A model appends a key's changelog record to a buffer (a checkpoint's
+// records share one) as MarshalChangelog writes it, the bytes before it
+// untouched: for a learner that appends its own snapshot (logreg) and one
+// that does not (lasec-ss), with pending events, detectors and a shared
+// part.
+func TestAppendChangelogIsMarshalChangelog(t *testing.T) {
+	for _, s := range []Settings{goldenConfig(t), testSettings(t, "logreg", ""), testSettings(t, "perceptron", "")} {
+		t.Run(s.Learner, func(t *testing.T) {
+			s.Detectors = []DetectorSpec{{Detector: "adwin", Signal: SignalMistakes}}
+			m := testModel(t, s)
+			r := rand.New(rand.NewPCG(3, 4))
+			prefix := []byte("earlier records")
+			buf := append([]byte(nil), prefix...)
+			for k := range 3 {
+				key := fmt.Sprint("k", k)
+				ks := newTestState(t, m, key)
+				for i := range 200 {
+					x := []float64{r.NormFloat64(), r.NormFloat64(), r.NormFloat64(), r.NormFloat64()}
+					ev := topics.Event{ID: fmt.Sprint("e", i), X: x, Label: 1 - 2*(i%2)}
+					if i >= 190 { // awaiting their labels
+						ev.Label = 0
+					}
+					if st := m.Step(Input{Key: key, Topic: EventsTopic, Offset: int64(i), Event: &ev}, ks); st.Refused != nil {
+						t.Fatal(st.Refused)
+					}
+				}
+				want, err := ks.MarshalChangelog()
+				if err != nil {
+					t.Fatal(err)
+				}
+				at := len(buf)
+				if buf, err = m.AppendChangelog(buf, ks); err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(buf[at:], want) || !bytes.HasPrefix(buf, prefix) {
+					t.Fatalf("key %d: appended %x, MarshalChangelog %x", k, buf[at:], want)
+				}
+			}
+		})
+	}
+}
+
+// nameIdentity replaces a snapshot's identity by its hash and the body's
+// length, in place or, for an identity shorter than those, by moving the
+// body up; given an identity, a snapshot of another is hashed as it is.
+func TestNameIdentity(t *testing.T) {
+	l, err := learners.New("logreg", nil, learners.Config{Dim: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	real, _ := l.MarshalBinary()
+	_, realID, realBody, _ := learners.SplitSnapshot(real)
+	// A hand-made snapshot of a learner named "x", dimension 1, parameters
+	// {}: an identity of 6 bytes, shorter than a hash and a length.
+	short := []byte{2, 2, 'x', 2, 4, '{', '}', 0xAA, 0xBB, 0xCC}
+	shortID, shortBody := short[1:7], short[7:]
+	want := func(version byte, id, body []byte) []byte {
+		b := binary.LittleEndian.AppendUint64([]byte{version}, identityHash(id))
+		return append(binary.AppendUvarint(b, uint64(len(body))), body...)
+	}
+	for _, c := range []struct {
+		name     string
+		snap     []byte
+		identity []byte
+		hash     uint64
+		want     []byte
+	}{
+		{"the model's identity", real, realID, identityHash(realID), want(real[0], realID, realBody)},
+		{"none given", real, nil, 0, want(real[0], realID, realBody)},
+		{"another given", real, []byte("another identity"), 42, want(real[0], realID, realBody)},
+		{"a short identity", short, nil, 0, want(2, shortID, shortBody)},
+		{"a short identity given", short, shortID, identityHash(shortID), want(2, shortID, shortBody)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := append([]byte("before"), c.snap...)
+			got, err := nameIdentity(b, len("before"), c.identity, c.hash)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got[:6]) != "before" || !bytes.Equal(got[6:], c.want) {
+				t.Fatalf("got %x, want before + %x", got, c.want)
+			}
+		})
+	}
+	if _, err := nameIdentity([]byte{2, 9}, 0, nil, 0); err == nil {
+		t.Fatal("a cut snapshot was accepted")
 	}
 }

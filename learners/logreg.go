@@ -301,7 +301,12 @@ func (l *logreg) coordinate(w, ws, g2 []float64, i int, gx, gsx float64) {
 // (f64 × d each), then with a slow copy its weights (f64 × d) and the loss
 // difference (f64).
 func (l *logreg) MarshalBinary() ([]byte, error) {
-	e := l.header()
+	return l.AppendBinary(make([]byte, 0, 80+len(l.params)+8*(2+3*len(l.w))))
+}
+
+// AppendBinary appends MarshalBinary's bytes to b.
+func (l *logreg) AppendBinary(b []byte) ([]byte, error) {
+	e := l.headerOnto(b, baseVersion)
 	e.u64(l.version)
 	e.f64s(l.w)
 	e.f64s(l.g2)

@@ -2,6 +2,7 @@ package learners
 
 import (
 	"bytes"
+	"encoding"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -122,8 +123,14 @@ func (m *meta) header() *encoder { return m.headerAt(baseVersion) }
 
 // headerAt starts a snapshot of format version v.
 func (m *meta) headerAt(v byte) *encoder {
-	e := &encoder{b: make([]byte, 0, 64+len(m.params))}
-	e.b = append(e.b, v)
+	e := m.headerOnto(make([]byte, 0, 64+len(m.params)), v)
+	return &e
+}
+
+// headerOnto starts a snapshot of format version v at the end of b: a
+// value, which an appending encoder keeps on its stack.
+func (m *meta) headerOnto(b []byte, v byte) encoder {
+	e := encoder{b: append(b, v)}
 	e.str(m.name)
 	e.int(m.dim)
 	e.bytes(m.params)
@@ -165,6 +172,21 @@ func SplitSnapshot(snapshot []byte) (version byte, identity, body []byte, err er
 	}
 	n := len(snapshot) - d.left()
 	return snapshot[0], snapshot[1:n], snapshot[n:], nil
+}
+
+// AppendSnapshot appends l's snapshot, the bytes l.MarshalBinary returns,
+// to b: in place for a learner that appends its own
+// (encoding.BinaryAppender), so that a caller encoding many keys reuses
+// one buffer; for the others, a copy of MarshalBinary's.
+func AppendSnapshot(b []byte, l Learner) ([]byte, error) {
+	if a, ok := l.(encoding.BinaryAppender); ok {
+		return a.AppendBinary(b)
+	}
+	snap, err := l.MarshalBinary()
+	if err != nil {
+		return b, err
+	}
+	return append(b, snap...), nil
 }
 
 // JoinSnapshot is the snapshot of format version, identity and body that

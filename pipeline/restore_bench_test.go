@@ -92,3 +92,41 @@ func BenchmarkEncodeKeyState(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkTakeCheckpoint measures a checkpoint of many changed keys, the
+// cost that grows with the keys a checkpoint interval touches (issue 48):
+// the shipped configuration (logreg, the additive population model, the
+// intercept, the default drift detector) at d = 10, 10,000 keys with 5
+// labeled events each, every key changed; ns/op is per checkpoint,
+// ns/key per key record.
+//
+//	go test -run '^$' -bench TakeCheckpoint -benchmem ./pipeline
+func BenchmarkTakeCheckpoint(b *testing.B) {
+	const d, keys = 10, 10_000
+	vec, _ := topics.NewVectorizer(d, 0)
+	w, err := NewWorker(Config{Settings: keyed.Settings{Learner: "logreg", Seed: 1, Vector: vec.WithBias(), QueryScale: 1,
+		Population: keyed.PopulationAdditive, Detectors: config.DefaultDetectors()}}, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	for i := range 5 * keys {
+		if err := w.Process(context.Background(), Record{Offset: int64(i), Key: fmt.Appendf(nil, "customer-%07d", i%keys),
+			Value: labeledEvent(r, i, d, r.NormFloat64)}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	all := make([]string, 0, keys)
+	for k := range w.keys {
+		all = append(all, k)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		w.dirty = append(w.dirty[:0], all...)
+		c, err := w.TakeCheckpoint()
+		if err != nil || len(c.Keys) != len(all) {
+			b.Fatalf("%d keys, %v", len(c.Keys), err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(all)), "ns/key")
+}

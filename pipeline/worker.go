@@ -18,11 +18,12 @@ import (
 // safe for concurrent use: one goroutine owns it, which is what makes
 // per-key state lock-free.
 type Worker struct {
-	cfg       Config
-	model     *keyed.Model
-	partition int
-	epoch     checkpoint.Epoch // written into every checkpoint record
-	keys      map[string]*keyed.State
+	cfg        Config
+	model      *keyed.Model
+	recordHint int // the last checkpoint's bytes per key record (TakeCheckpoint)
+	partition  int
+	epoch      checkpoint.Epoch // written into every checkpoint record
+	keys       map[string]*keyed.State
 	// cache, when set, holds the keys beyond those in memory (UseKeyStore).
 	cache *keyCache
 	// dirty lists the keys changed since the last checkpoint (each held
