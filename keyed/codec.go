@@ -5,8 +5,20 @@ package keyed
 // counts and lengths, zig-zag varint for signed values); "bytes" is a uvarint
 // length then that many bytes; floats are 8 bytes, IEEE 754 little endian.
 //
-// Version 7 (written since 29 November 2026, by a shared part across
-// partitions: Settings.SharedAcrossPartitions) is version 6 followed by
+// Version 9 (written since 29 November 2026, by a shared part across
+// partitions: Settings.SharedAcrossPartitions) is version 8 followed by
+// version 7's peers and awaited events below; every other state is written
+// as version 8.
+//
+// Version 8 (written since 29 November 2026) is version 6 where the
+// mixture's byte may also be 2 (the weights are exactly 1 for the
+// population and 0 for the key's learner: the additive model's key that
+// takes the shared part) or 3 (exactly 0 and 1: a key that learns alone),
+// with no floats after it: the additive model's one-bit choice in a byte
+// instead of 17.
+//
+// Version 7 (written on 29 November 2026, by a shared part across
+// partitions) is version 6 followed by
 //
 //	uvarint N, N × peer       the other partitions the shared part absorbed
 //	                          records of (peer.go), by partition: uvarint
@@ -17,9 +29,9 @@ package keyed
 //	                          label, oldest first: uvarint partition, varint
 //	                          offset, bytes key, bytes id, bytes vector
 //
-// Every other state is written as version 6.
+// Every other state was written as version 6 then.
 //
-// Version 6 (written since 29 November 2026):
+// Version 6 (written on 29 November 2026):
 //
 //	0x00 0x06                 header: a zero byte (no version-1 state starts
 //	                          with one: its first field, a snapshot's length,
@@ -133,8 +145,20 @@ import (
 // stateVersion is the key-state format MarshalBinary writes; a state
 // without peers is written as peerlessVersion.
 const (
-	stateVersion    = 7
-	peerlessVersion = 6
+	stateVersion    = 9
+	peerlessVersion = 8
+)
+
+// hasPeers reports whether a key state of version v ends with peers.
+func hasPeers(v int) bool { return v == 7 || v == 9 }
+
+// The mixture's flags (codec's doc): none, two floats follow, and since
+// version 8 the weights 1 and 0, or 0 and 1, without floats.
+const (
+	mixtureNone byte = iota
+	mixtureWeights
+	mixtureShared
+	mixtureOwn
 )
 
 // errState reports a key state that cannot be decoded.
@@ -253,17 +277,49 @@ func (ks *State) appendState(b []byte, omit bool, identity []byte, hash uint64) 
 		std, _ = ks.std.MarshalBinary()
 	}
 	b = wire.AppendBytes(b, std)
-	if ks.mix == nil {
-		b = append(b, 0)
-	} else {
-		b = append(b, 1)
-		b = wire.AppendFloat64(b, ks.mix.population)
-		b = wire.AppendFloat64(b, ks.mix.own)
-	}
+	b = appendMixture(b, ks.mix)
 	if ks.peers != nil {
 		b = ks.peers.appendTo(b)
 	}
 	return b, nil
+}
+
+// appendMixture appends the mixture's section: its flag, and its weights
+// unless they are exactly 1 and 0 or 0 and 1 (the additive model's
+// choice), which the flag says.
+func appendMixture(b []byte, mix *mixture) []byte {
+	switch {
+	case mix == nil:
+		return append(b, mixtureNone)
+	case mix.population == 1 && mix.own == 0 && !math.Signbit(mix.own):
+		return append(b, mixtureShared)
+	case mix.population == 0 && mix.own == 1 && !math.Signbit(mix.population):
+		return append(b, mixtureOwn)
+	}
+	b = append(b, mixtureWeights)
+	b = wire.AppendFloat64(b, mix.population)
+	return wire.AppendFloat64(b, mix.own)
+}
+
+// decodeMixture reads the mixture's section of a key state of version
+// (at least 2): nil for none.
+func decodeMixture(r *wire.Reader, version int) *mixture {
+	flag := r.Byte()
+	switch {
+	case r.Err != nil || flag > mixtureOwn || version < 8 && flag > mixtureWeights:
+		r.Fail("mixture")
+	case flag == mixtureShared:
+		return &mixture{population: 1, own: 0}
+	case flag == mixtureOwn:
+		return &mixture{population: 0, own: 1}
+	case flag == mixtureWeights:
+		m := &mixture{population: r.Float64(), own: r.Float64()}
+		if r.Err == nil && !(m.population >= 0 && m.own >= 0 && m.population+m.own > 0.99 && m.population+m.own < 1.01) {
+			r.Fail("mixture weights")
+		}
+		return m
+	}
+	return nil
 }
 
 // nameIdentity rewrites the learner's snapshot at b[at:], the end of b, as
@@ -380,7 +436,7 @@ func (m *Model) Decode(rec *checkpoint.KeyRecord) (*State, error) {
 	if err := m.decodeSections(r, ks, version); err != nil {
 		return nil, err
 	}
-	if version >= 7 {
+	if hasPeers(version) {
 		ks.peers = decodePeers(r)
 	}
 	if err := r.Done(); err != nil {
@@ -430,17 +486,8 @@ func (m *Model) decodeSections(r *wire.Reader, ks *State, version int) error {
 				}
 			}
 		}
-		if !legacy && r.Err == nil { // the mixture (versions 2 and 3)
-			switch flag := r.Byte(); {
-			case r.Err != nil || flag > 1:
-				r.Fail("mixture")
-			case flag == 1:
-				m := &mixture{population: r.Float64(), own: r.Float64()}
-				if r.Err == nil && !(m.population >= 0 && m.own >= 0 && m.population+m.own > 0.99 && m.population+m.own < 1.01) {
-					r.Fail("mixture weights")
-				}
-				ks.mix = m
-			}
+		if !legacy && r.Err == nil { // the mixture (since version 2)
+			ks.mix = decodeMixture(r, version)
 		}
 	} else {
 		for i := range pend { // version 1, written when only queries were pending

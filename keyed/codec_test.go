@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"reflect"
@@ -31,7 +32,7 @@ func TestOlderKeyStatesDecode(t *testing.T) {
 		file    string
 		version byte
 		keys    int // from keystate-v4.golden on: each key's changelog encoding too, and unscaled keys
-	}{{"testdata/keystate-v1.golden", 1, 5}, {"testdata/keystate-v2.golden", 2, 5}, {"testdata/keystate-v3.golden", 3, 5}, {"testdata/keystate-v4.golden", 4, 20}, {"testdata/keystate-v5.golden", 5, 20}} {
+	}{{"testdata/keystate-v1.golden", 1, 5}, {"testdata/keystate-v2.golden", 2, 5}, {"testdata/keystate-v3.golden", 3, 5}, {"testdata/keystate-v4.golden", 4, 20}, {"testdata/keystate-v5.golden", 5, 20}, {"testdata/keystate-v6.golden", 6, 20}} {
 		keys, pending, withStats, alerted := 0, 0, 0, 0
 		for key, old := range goldenFile(t, tc.file) {
 			if (old[0] == 0) != (tc.version > 1) || tc.version > 1 && old[1] != tc.version {
@@ -70,7 +71,7 @@ func TestOlderKeyStatesDecode(t *testing.T) {
 }
 
 // The current version's encodings of the scripted keys of goldenStates
-// (the key store's and the changelog's) are testdata/keystate-v6.golden,
+// (the key store's and the changelog's) are testdata/keystate-v8.golden,
 // byte for byte: a change of the format is a
 // new version, made on purpose (DRIFTSTREAM_UPDATE_GOLDEN=1 rewrites the
 // file). The learner's and the detectors' snapshots inside carry versions
@@ -91,7 +92,7 @@ func TestKeyStateGolden(t *testing.T) {
 			b.WriteString(set.prefix + kv[0] + " " + kv[1] + "\n")
 		}
 	}
-	const file = "testdata/keystate-v6.golden"
+	const file = "testdata/keystate-v8.golden"
 	if os.Getenv("DRIFTSTREAM_UPDATE_GOLDEN") == "1" {
 		if err := os.WriteFile(file, []byte(b.String()), 0o644); err != nil {
 			t.Fatal(err)
@@ -447,3 +448,83 @@ func TestNameIdentity(t *testing.T) {
 		t.Fatal("a cut snapshot was accepted")
 	}
 }
+
+// The mixture's section: none, weights as two floats, and since version 8
+// the additive model's choice (weights exactly 1 and 0, or 0 and 1) in its
+// flag alone; each decodes to what was encoded, and a flag a version did
+// not have is refused.
+func TestMixtureSection(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		mix  *mixture
+		want []byte // the section
+	}{
+		{"none", nil, []byte{mixtureNone}},
+		{"the shared part", &mixture{population: 1, own: 0}, []byte{mixtureShared}},
+		{"alone", &mixture{population: 0, own: 1}, []byte{mixtureOwn}},
+		{"weights", &mixture{population: 0.25, own: 0.75}, wire.AppendFloat64(wire.AppendFloat64([]byte{mixtureWeights}, 0.25), 0.75)},
+		{"a negative zero is a weight", &mixture{population: 1, own: math.Copysign(0, -1)}, wire.AppendFloat64(wire.AppendFloat64([]byte{mixtureWeights}, 1), math.Copysign(0, -1))},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := appendMixture([]byte("x"), c.mix)
+			if !bytes.Equal(b[1:], c.want) {
+				t.Fatalf("section %x, want %x", b[1:], c.want)
+			}
+			r := wire.NewReader(b[1:], errState)
+			back := decodeMixture(r, peerlessVersion)
+			if err := r.Done(); err != nil {
+				t.Fatal(err)
+			}
+			if (back == nil) != (c.mix == nil) || back != nil && (math.Float64bits(back.population) != math.Float64bits(c.mix.population) || math.Float64bits(back.own) != math.Float64bits(c.mix.own)) {
+				t.Fatalf("decoded %+v, want %+v", back, c.mix)
+			}
+		})
+	}
+	for _, c := range []struct {
+		version int
+		section []byte
+	}{{6, []byte{mixtureShared}}, {7, []byte{mixtureOwn}}, {8, []byte{mixtureOwn + 1}}, {8, []byte{mixtureWeights, 1, 2}}} {
+		r := wire.NewReader(c.section, errState)
+		if decodeMixture(r, c.version); r.Err == nil {
+			t.Errorf("version %d: section %x read", c.version, c.section)
+		}
+	}
+	// Version 6's additive key, weights as floats, reads as version 8's.
+	r := wire.NewReader(wire.AppendFloat64(wire.AppendFloat64([]byte{mixtureWeights}, 1), 0), errState)
+	if m := decodeMixture(r, 6); r.Err != nil || *m != (mixture{population: 1, own: 0}) {
+		t.Fatalf("version 6's floats: %+v, %v", m, r.Err)
+	}
+}
+
+// An additive model's key writes its choice in the mixture's flag: its
+// record ends with one byte for it, 16 fewer than in version 6.
+func TestAdditiveKeyWritesItsChoiceInAByte(t *testing.T) {
+	s := testSettings(t, "logreg", "")
+	s.Population = PopulationAdditive
+	h := &holder{}
+	m, err := New(s, h, &Totals{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.m = m
+	ks := newTestState(t, m, "k")
+	for i := range 30 {
+		ev := topics.Event{ID: fmt.Sprint("e", i), X: []float64{1, float64(i % 3), -1, 0.5}, Label: 1 - 2*(i%2)}
+		if st := m.Step(Input{Key: "k", Topic: EventsTopic, Offset: int64(i), Event: &ev}, ks); st.Refused != nil || st.Failed != nil {
+			t.Fatal(st.Refused, st.Failed)
+		}
+	}
+	b, err := ks.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ks.mix == nil || last(b) != mixtureShared && last(b) != mixtureOwn {
+		t.Fatalf("the record ends with %x (mixture %+v)", last(b), ks.mix)
+	}
+	back, err := m.Decode(&checkpoint.KeyRecord{Key: "k", State: b})
+	if err != nil || *back.mix != *ks.mix {
+		t.Fatalf("decoded mixture %+v, %v; want %+v", back.mix, err, ks.mix)
+	}
+}
+
+func last(b []byte) byte { return b[len(b)-1] }
