@@ -206,11 +206,17 @@ func (ks *State) marshal(omit bool) ([]byte, error) {
 }
 
 // AppendChangelog appends ks's changelog record (State.MarshalChangelog's
-// bytes) to b. Keys of the model share their learner's identity, which it
-// hashes once: a checkpoint appends its keys to one buffer and hashes
-// nothing.
+// bytes) to b, and AppendState its key-store record (State.MarshalBinary's).
+// Keys of the model share their learner's identity, which the model hashed
+// once: a checkpoint, a spill or a park appends its keys to one buffer and
+// hashes nothing.
 func (m *Model) AppendChangelog(b []byte, ks *State) ([]byte, error) {
 	return ks.appendState(b, true, m.identity, m.identityHash)
+}
+
+// AppendState: see AppendChangelog.
+func (m *Model) AppendState(b []byte, ks *State) ([]byte, error) {
+	return ks.appendState(b, false, m.identity, m.identityHash)
 }
 
 // appendState appends the key's state to b: MarshalBinary's, or with omit

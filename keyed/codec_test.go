@@ -361,8 +361,8 @@ func TestWindowsEncodeWhatTheyHold(t *testing.T) {
 }
 
 // A model appends a key's changelog record to a buffer (a checkpoint's
-// records share one) as MarshalChangelog writes it, the bytes before it
-// untouched: for a learner that appends its own snapshot (logreg) and one
+// records share one) as MarshalChangelog writes it, and its key-store
+// record as MarshalBinary does, the bytes before them untouched: for a learner that appends its own snapshot (logreg) and one
 // that does not (lasec-ss), with pending events, detectors and a shared
 // part.
 func TestAppendChangelogIsMarshalChangelog(t *testing.T) {
@@ -396,6 +396,14 @@ func TestAppendChangelogIsMarshalChangelog(t *testing.T) {
 				}
 				if !bytes.Equal(buf[at:], want) || !bytes.HasPrefix(buf, prefix) {
 					t.Fatalf("key %d: appended %x, MarshalChangelog %x", k, buf[at:], want)
+				}
+				whole, err := ks.MarshalBinary() // the key store's record, the awaited inputs in it
+				if err != nil {
+					t.Fatal(err)
+				}
+				at = len(buf)
+				if buf, err = m.AppendState(buf, ks); err != nil || !bytes.Equal(buf[at:], whole) {
+					t.Fatalf("key %d: appended state %x (%v), MarshalBinary %x", k, buf[at:], err, whole)
 				}
 			}
 		})

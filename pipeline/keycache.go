@@ -174,10 +174,11 @@ func (w *Worker) spill(c *CheckpointBatch) error {
 		if i, ok := written(key); ok && !ks.HoldsSourced() { // the changelog's record is the store's
 			rec = c.Keys[i]
 		} else {
-			state, err := ks.MarshalBinary()
+			state, err := w.model.AppendState(w.stateBuf[:0], ks) // set copies it
 			if err != nil {
 				return fmt.Errorf("key %q: %w", key, err)
 			}
+			w.stateBuf = state
 			rec = checkpoint.KeyRecord{Partition: w.partition, Key: key, Epoch: w.epoch, AppliedThrough: ks.Applied, State: state}
 		}
 		if err := w.cache.set(&rec); err != nil {

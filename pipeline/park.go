@@ -68,8 +68,9 @@ func (k *Kept) Park(dir, scope string) error {
 		if !ks.Mark.Unstored {
 			continue
 		}
-		state, err := ks.MarshalBinary()
+		state, err := w.model.AppendState(w.stateBuf[:0], ks) // set copies it
 		if err == nil {
+			w.stateBuf = state
 			err = w.cache.set(&checkpoint.KeyRecord{Partition: w.partition, Key: key, Epoch: w.epoch, AppliedThrough: ks.Applied, State: state})
 		}
 		if err != nil {

@@ -20,7 +20,8 @@ import (
 type Worker struct {
 	cfg        Config
 	model      *keyed.Model
-	recordHint int // the last checkpoint's bytes per key record (TakeCheckpoint)
+	recordHint int    // the last checkpoint's bytes per key record (TakeCheckpoint)
+	stateBuf   []byte // a key-store record being written (spill, park), reused
 	partition  int
 	epoch      checkpoint.Epoch // written into every checkpoint record
 	keys       map[string]*keyed.State
