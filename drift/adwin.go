@@ -234,11 +234,6 @@ const (
 // restored detector goes on bit for bit. A row-0 bucket of the mistakes
 // signal takes 2 bytes instead of version 1's 16.
 func (w *writer) bucket(b bucket) {
-	if w.v1 { // tests write older snapshots
-		w.f64(b.total)
-		w.f64(b.variance)
-		return
-	}
 	var flags byte
 	whole := b.total >= 0 && b.total < 1<<53 && b.total == math.Trunc(b.total) && !math.Signbit(b.total)
 	if whole {

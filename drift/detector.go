@@ -160,10 +160,7 @@ func paramError(name, param string, v any, why string) error {
 // wire's idiom: zig-zag varints, floats as 8 bytes little endian).
 // A writer is never kept: a value on its caller's stack, with what it
 // wrote in b.
-type writer struct {
-	b  []byte
-	v1 bool // ADWIN's buckets in version 1's layout, two floats each (tests)
-}
+type writer struct{ b []byte }
 
 // newWriter starts a snapshot of the detector name at the end of b.
 func newWriter(b []byte, name string) writer {

@@ -277,9 +277,23 @@ func TestPaperPageHinkleyFalseAlarms(t *testing.T) {
 }
 
 // adwinV1 is d's snapshot in version 1's layout (every bucket two floats),
-// as the builds before the compact buckets wrote it.
+// as the builds before the compact buckets wrote it: written out here, a
+// frozen format, not by the current encoder.
 func adwinV1(d *adwin) []byte {
-	return d.marshal(&writer{b: wire.AppendString([]byte{1}, d.Name()), v1: true})
+	w := &writer{b: wire.AppendString([]byte{1}, d.Name())}
+	w.int(d.width)
+	w.int(d.ticks)
+	w.f64(d.total)
+	w.f64(d.variance)
+	w.int(int64(len(d.rows)))
+	for _, row := range d.rows {
+		w.int(int64(len(row)))
+		for _, b := range row {
+			w.f64(b.total)
+			w.f64(b.variance)
+		}
+	}
+	return w.b
 }
 
 // ADWIN's version-2 snapshot writes whole totals as counts and omits zero
