@@ -5,12 +5,23 @@ package keyed
 // counts and lengths, zig-zag varint for signed values); "bytes" is a uvarint
 // length then that many bytes; floats are 8 bytes, IEEE 754 little endian.
 //
-// Version 9 (written since 29 November 2026, by a shared part across
-// partitions: Settings.SharedAcrossPartitions) is version 8 followed by
+// Version 11 (written since 29 November 2026, by a shared part across
+// partitions: Settings.SharedAcrossPartitions) is version 10 followed by
 // version 7's peers and awaited events below; every other state is written
-// as version 8.
+// as version 10.
 //
-// Version 8 (written since 29 November 2026) is version 6 where the
+// Version 10 (written since 29 November 2026) is version 8 with the awaited
+// events' section of pendingcodec.go in place of version 6's "pending"
+// (each event's id, offset and input) and without its "decided" section
+// (each event's decided label, margin, flags and time): the events' fields
+// together, each relative to the event before it, about 12 bytes an event
+// instead of 32, and no margin (nothing read it).
+//
+// Version 9 (written on 29 November 2026, by a shared part across
+// partitions) is version 8 followed by version 7's peers and awaited events
+// below; every other state was written as version 8 then.
+//
+// Version 8 (written on 29 November 2026) is version 6 where the
 // mixture's byte may also be 2 (the weights are exactly 1 for the
 // population and 0 for the key's learner: the additive model's key that
 // takes the shared part) or 3 (exactly 0 and 1: a key that learns alone),
@@ -145,12 +156,12 @@ import (
 // stateVersion is the key-state format MarshalBinary writes; a state
 // without peers is written as peerlessVersion.
 const (
-	stateVersion    = 9
-	peerlessVersion = 8
+	stateVersion    = 11
+	peerlessVersion = 10
 )
 
 // hasPeers reports whether a key state of version v ends with peers.
-func hasPeers(v int) bool { return v == 7 || v == 9 }
+func hasPeers(v int) bool { return v == 7 || v == 9 || v == 11 }
 
 // The mixture's flags (codec's doc): none, two floats follow, and since
 // version 8 the weights 1 and 0, or 0 and 1, without floats.
@@ -243,35 +254,13 @@ func (ks *State) appendState(b []byte, omit bool, identity []byte, hash uint64) 
 	var rb [32]byte // the margin rule's RNG (20 bytes)
 	rng, _ := ks.query.AppendBinary(rb[:0])
 	b = wire.AppendBytes(b, rng)
-	pend, earl := ks.pending(), ks.early()
-	b = binary.AppendUvarint(b, uint64(len(pend)))
-	for i := range pend {
-		p := &pend[i]
-		b = wire.AppendString(b, p.id)
-		b = binary.AppendVarint(b, p.offset)
-		b = p.appendHeld(b, omit)
-	}
+	b = appendAwaited(b, ks.pending(), omit)
+	earl := ks.early()
 	b = binary.AppendUvarint(b, uint64(len(earl)))
 	for _, e := range earl {
 		b = wire.AppendString(b, e.id)
 		b = binary.AppendVarint(b, int64(e.label))
 		b = binary.AppendVarint(b, e.offset)
-	}
-	// The decided prediction of every pending query, in order, whether it
-	// was asked for, and its event time.
-	for _, p := range pend {
-		b = binary.AppendVarint(b, int64(p.decided))
-		b = wire.AppendFloat64(b, p.score)
-		flags := boolByte(p.queried) | boolByte(p.populationOnly)<<1 | boolByte(p.sourced)<<5
-		if p.population != 0 { // the experts' labels: bit 2 present, bits 3 and 4 +1
-			flags |= 1<<2 | boolByte(p.own > 0)<<3 | boolByte(p.population > 0)<<4
-		}
-		b = append(b, flags)
-		var ts int64 // Unix nanoseconds; 0: no time
-		if !p.ts.IsZero() {
-			ts = p.ts.UnixNano()
-		}
-		b = binary.AppendVarint(b, ts)
 	}
 	b, err = encodeWatch(b, ks.watch)
 	if err != nil {
@@ -408,26 +397,21 @@ func (m *Model) Decode(rec *checkpoint.KeyRecord) (*State, error) {
 	if err := ks.query.UnmarshalBinary(rng); err != nil {
 		return nil, fmt.Errorf("query rng: %v: %w", err, errState)
 	}
-	n := r.Uvarint()
-	for i := uint64(0); i < n && r.Err == nil; i++ {
-		id := string(r.View())
-		off := r.Varint()
-		q := pending{id: id, offset: off}
-		if xb := r.View(); len(xb) == 0 && version >= 4 && r.Err == nil { // a sourced input not held
-			q.hasX, q.missing, q.nnz = true, true, int32(min(r.Uvarint(), math.MaxInt32))
-			if m.collect {
-				m.missing.offsets = append(m.missing.offsets, off)
-			}
-		} else {
-			var x learners.Vector
-			if err := x.UnmarshalBinary(xb); err != nil && r.Err == nil {
-				return nil, fmt.Errorf("pending %q: %v: %w", id, err, errState)
-			}
-			q.keep(x)
+	if version >= compactAwaited {
+		if err := m.readAwaited(r, ks); err != nil {
+			return nil, err
 		}
-		ks.waiting().await(q, math.MaxInt, nil) // as checkpointed: within the bounds then; a replay tracks sourced inputs
+	} else {
+		n := r.Uvarint()
+		for i := uint64(0); i < n && r.Err == nil; i++ {
+			q := pending{id: string(r.View()), offset: r.Varint()}
+			if err := m.readInput(r, &q, version); err != nil {
+				return nil, err
+			}
+			ks.waiting().await(q, math.MaxInt, nil) // as checkpointed: within the bounds then; a replay tracks sourced inputs
+		}
 	}
-	n = r.Uvarint()
+	n := r.Uvarint()
 	for i := uint64(0); i < n && r.Err == nil; i++ {
 		id := string(r.View())
 		label := int(r.Varint())
@@ -459,21 +443,20 @@ func (m *Model) Decode(rec *checkpoint.KeyRecord) (*State, error) {
 func (m *Model) decodeSections(r *wire.Reader, ks *State, version int) error {
 	legacy := version == 1
 	pend := ks.pending()
-	if !legacy || len(r.B) > 0 && r.Err == nil { // the pending queries' decided predictions
-		for i := range pend {
-			d, score, flags := int(r.Varint()), r.Float64(), r.Byte()
-			if r.Err != nil || d != 1 && d != -1 || flags > 63 || version < 4 && flags > 31 || legacy && flags > 1 ||
-				pend[i].missing && flags&32 == 0 || flags&32 == 32 && !pend[i].hasX { // an input left out is a sourced one
-				r.Fail("pending prediction")
-				break
-			}
-			pend[i].decided, pend[i].score = d, score
-			pend[i].queried, pend[i].populationOnly, pend[i].sourced = flags&1 == 1, flags&2 == 2, flags&32 == 32
-			if flags&4 == 4 {
-				pend[i].own, pend[i].population = sign8(flags&8 == 8), sign8(flags&16 == 16)
-			}
-			if ts := r.Varint(); ts != 0 {
-				pend[i].ts = time.Unix(0, ts).UTC()
+	if !legacy || len(r.B) > 0 && r.Err == nil {
+		if version < compactAwaited { // the pending queries' decided predictions, apart (since version 10 with each event)
+			for i := range pend {
+				d, _, flags := int(r.Varint()), r.Float64(), r.Byte() // the margin: never read
+				if r.Err != nil || d != 1 && d != -1 || flags > 63 || version < 4 && flags > 31 || legacy && flags > 1 ||
+					pend[i].missing && flags&awaitSourced == 0 || flags&awaitSourced != 0 && !pend[i].hasX { // an input left out is a sourced one
+					r.Fail("pending prediction")
+					break
+				}
+				pend[i].decided = d
+				pend[i].setFlags(flags)
+				if ts := r.Varint(); ts != 0 {
+					pend[i].ts = time.Unix(0, ts).UTC()
+				}
 			}
 		}
 		if !legacy || len(r.B) > 0 && r.Err == nil {

@@ -32,7 +32,7 @@ func TestOlderKeyStatesDecode(t *testing.T) {
 		file    string
 		version byte
 		keys    int // from keystate-v4.golden on: each key's changelog encoding too, and unscaled keys
-	}{{"testdata/keystate-v1.golden", 1, 5}, {"testdata/keystate-v2.golden", 2, 5}, {"testdata/keystate-v3.golden", 3, 5}, {"testdata/keystate-v4.golden", 4, 20}, {"testdata/keystate-v5.golden", 5, 20}, {"testdata/keystate-v6.golden", 6, 20}} {
+	}{{"testdata/keystate-v1.golden", 1, 5}, {"testdata/keystate-v2.golden", 2, 5}, {"testdata/keystate-v3.golden", 3, 5}, {"testdata/keystate-v4.golden", 4, 20}, {"testdata/keystate-v5.golden", 5, 20}, {"testdata/keystate-v6.golden", 6, 20}, {"testdata/keystate-v8.golden", 8, 20}} {
 		keys, pending, withStats, alerted := 0, 0, 0, 0
 		for key, old := range goldenFile(t, tc.file) {
 			if (old[0] == 0) != (tc.version > 1) || tc.version > 1 && old[1] != tc.version {
@@ -71,7 +71,7 @@ func TestOlderKeyStatesDecode(t *testing.T) {
 }
 
 // The current version's encodings of the scripted keys of goldenStates
-// (the key store's and the changelog's) are testdata/keystate-v8.golden,
+// (the key store's and the changelog's) are testdata/keystate-v10.golden,
 // byte for byte: a change of the format is a
 // new version, made on purpose (DRIFTSTREAM_UPDATE_GOLDEN=1 rewrites the
 // file). The learner's and the detectors' snapshots inside carry versions
@@ -92,7 +92,7 @@ func TestKeyStateGolden(t *testing.T) {
 			b.WriteString(set.prefix + kv[0] + " " + kv[1] + "\n")
 		}
 	}
-	const file = "testdata/keystate-v8.golden"
+	const file = "testdata/keystate-v10.golden"
 	if os.Getenv("DRIFTSTREAM_UPDATE_GOLDEN") == "1" {
 		if err := os.WriteFile(file, []byte(b.String()), 0o644); err != nil {
 			t.Fatal(err)
@@ -111,7 +111,7 @@ func TestKeyStateGolden(t *testing.T) {
 }
 
 // goldenFile reads a golden file's lines, "key hex-state".
-func goldenFile(t *testing.T, name string) map[string][]byte {
+func goldenFile(t testing.TB, name string) map[string][]byte {
 	t.Helper()
 	f, err := os.Open(name)
 	if err != nil {
@@ -204,11 +204,12 @@ func TestKeyStateWithoutDecidedPredictions(t *testing.T) {
 		t.Fatal(err)
 	}
 	x, _ := m.s.Vector.Vector(topics.Event{X: []float64{1, 2, 3, 4}})
-	ks.waiting().pending = []pending{{id: "a", offset: 3, x: x, decided: 1, score: 0.5, queried: true}, {id: "b", offset: 4, decided: -1, score: -2}}
-	b, err := ks.MarshalBinary()
+	ks.waiting().pending = []pending{{id: "a", offset: 3, x: x, decided: 1, queried: true}, {id: "b", offset: 4, decided: -1}}
+	current, err := ks.MarshalBinary()
 	if err != nil {
 		t.Fatal(err)
 	}
+	b := asVersion8(t, current, ks.pending())
 	// The key has no detectors: version 3 writes its watch as three zero
 	// bytes (no detectors, no windows, no incidents), version 2 as twelve
 	// (no detectors, three zero counts, eight bytes of outcomes).
@@ -234,7 +235,8 @@ func TestKeyStateWithoutDecidedPredictions(t *testing.T) {
 		state []byte
 		want  []int
 	}{
-		{"current", b, []int{1, -1}},
+		{"current", current, []int{1, -1}},
+		{"version 8", b, []int{1, -1}},
 		{"version 2", v2, []int{1, -1}},
 		{"version 1", v1, []int{1, -1}},
 		{"version 1 before key counters", v1[:len(v1)-statsLen], []int{1, -1}},
@@ -254,11 +256,15 @@ func TestKeyStateWithoutDecidedPredictions(t *testing.T) {
 	}{
 		{"a cut extension", v1[:len(v1)-4]},
 		{"version 2 without its mixture", v2[:len(v2)-1]},
-		{"the current version without its mixture", b[:len(b)-1]},
-		{"the current version without its key counters", b[:len(b)-1-statsLen]},
-		{"the current version cut anywhere", b[:len(b)-3]},
-		{"the current version with a byte more", append(slices.Clone(b), 0)},
+		{"version 8 without its mixture", b[:len(b)-1]},
+		{"version 8 without its key counters", b[:len(b)-1-statsLen]},
+		{"version 8 cut anywhere", b[:len(b)-3]},
+		{"version 8 with a byte more", append(slices.Clone(b), 0)},
 		{"version 7", append([]byte{0, 7}, b[2:]...)},
+		{"the current version without its mixture", current[:len(current)-1]},
+		{"the current version cut anywhere", current[:len(current)-3]},
+		{"the current version with a byte more", append(slices.Clone(current), 0)},
+		{"the current version read as version 8", append([]byte{0, 8}, current[2:]...)},
 	} {
 		if _, err := m.Decode(&checkpoint.KeyRecord{Key: "k", State: cut.state}); err == nil {
 			t.Errorf("%s decoded", cut.name)
@@ -536,3 +542,86 @@ func TestAdditiveKeyWritesItsChoiceInAByte(t *testing.T) {
 }
 
 func last(b []byte) byte { return b[len(b)-1] }
+
+// asVersion8 rewrites a peerless key state of the current version, whose
+// awaited events are pend, in version 8's layout (codec.go): each event's
+// id, offset and input, the early labels, then each event's decided label,
+// margin (written as 0: nothing read it), flags and time. A frozen format:
+// it must not follow the encoder.
+func asVersion8(t *testing.T, state []byte, pend []pending) []byte {
+	t.Helper()
+	r := wire.NewReader(state[2:], errState)
+	r.Byte()
+	r.Uint64()
+	r.View() // the learner's snapshot
+	r.View() // the margin rule's RNG
+	if r.Err != nil || state[1] != peerlessVersion {
+		t.Fatalf("not a peerless state of the current version: %x, %v", state[:2], r.Err)
+	}
+	head := state[:len(state)-len(r.B)]
+	rest := r.B[len(appendAwaited(nil, pend, false)):] // the early labels on
+	r = wire.NewReader(rest, errState)
+	for n := r.Uvarint(); n > 0; n-- {
+		r.View()
+		r.Varint()
+		r.Varint()
+	}
+	early, after := rest[:len(rest)-len(r.B)], r.B
+	b := append([]byte{0, 8}, head[2:]...)
+	b = binary.AppendUvarint(b, uint64(len(pend)))
+	for i := range pend {
+		b = wire.AppendString(b, pend[i].id)
+		b = binary.AppendVarint(b, pend[i].offset)
+		b = pend[i].appendHeld(b, false)
+	}
+	b = append(b, early...)
+	for i := range pend {
+		b = binary.AppendVarint(b, int64(pend[i].decided))
+		b = wire.AppendFloat64(b, 0)
+		b = append(b, pend[i].flags())
+		var ts int64
+		if !pend[i].ts.IsZero() {
+			ts = pend[i].ts.UnixNano()
+		}
+		b = binary.AppendVarint(b, ts)
+	}
+	return append(b, after...)
+}
+
+// Version 10 changed how awaited events are written, not what a key
+// holds: each golden key of version 8 decodes to the state its version-10
+// golden encoding decodes to (the same scripted stream), awaited events
+// and all.
+func TestVersion10HoldsWhatVersion8Held(t *testing.T) {
+	m := testModel(t, goldenConfig(t))
+	unscaled := goldenConfig(t)
+	unscaled.Standardize = false
+	mu := testModel(t, unscaled)
+	v8, v10 := goldenFile(t, "testdata/keystate-v8.golden"), goldenFile(t, "testdata/keystate-v10.golden")
+	if len(v8) != len(v10) || len(v8) == 0 {
+		t.Fatalf("%d keys of version 8, %d of version 10", len(v8), len(v10))
+	}
+	pending := 0
+	for key, old := range v8 {
+		mk := m
+		if strings.HasPrefix(key, "unscaled-") {
+			mk = mu
+		}
+		a, err := mk.Decode(&checkpoint.KeyRecord{Key: key, State: old})
+		if err != nil {
+			t.Fatalf("key %s, version 8: %v", key, err)
+		}
+		b, err := mk.Decode(&checkpoint.KeyRecord{Key: key, State: v10[key]})
+		if err != nil {
+			t.Fatalf("key %s, version 10: %v", key, err)
+		}
+		if v10[key][1] != 10 {
+			t.Fatalf("key %s: version %d in the version-10 golden", key, v10[key][1])
+		}
+		sameSections(t, key, a, b)
+		pending += len(b.pending())
+	}
+	if pending == 0 {
+		t.Fatal("the golden keys await no event")
+	}
+}

@@ -56,5 +56,5 @@ func ExampleModel_Decode() {
 	again, _ := back.MarshalBinary()
 	fmt.Printf("format version %d, %d bytes, decoded back equal: %v\n", state[1], len(state), string(again) == string(state))
 	// Output:
-	// format version 8, 112 bytes, decoded back equal: true
+	// format version 10, 112 bytes, decoded back equal: true
 }

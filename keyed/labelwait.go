@@ -36,9 +36,8 @@ type pending struct {
 	// the event).
 	sourced, missing bool
 	// decided is the label predicted for the event, 0 when unknown (a key
-	// state written before predictions were kept); score is its margin.
+	// state written before predictions were kept).
 	decided int
-	score   float64
 	// queried is set when a label query was emitted for the event. x is
 	// kept only when the label will be learned (zero otherwise); with
 	// populationOnly, by the population model alone (a sampler's key did

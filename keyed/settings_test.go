@@ -11,7 +11,7 @@ import (
 // a sampler with detectors (one resets the learner, so keys carry rare
 // counters), standardized inputs and delayed labels, so that every section
 // of a key state is present.
-func goldenConfig(t *testing.T) Settings {
+func goldenConfig(t testing.TB) Settings {
 	cfg := testSettings(t, "lasec-ss", `{"a":0.5}`)
 	cfg.Detectors = []DetectorSpec{{Detector: "adwin", Signal: SignalMistakes}, {Detector: "ddm", Signal: SignalMistakes}, {Detector: "hddm-a", Signal: SignalScore}}
 	cfg.OnDrift = OnDriftReset

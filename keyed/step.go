@@ -347,7 +347,7 @@ func (m *Model) await(in Input, ks *State, rd *round) {
 		m.step.Queried = true
 		m.step.Query = topics.LabelQuery{ID: ev.ID, Key: in.Key, KeyB64: topics.KeyB64(in.Key), Score: rd.score, QueryProb: rd.qprob, Partition: in.Partition, Offset: in.Offset}
 	}
-	q := pending{id: ev.ID, offset: in.Offset, decided: rd.made, score: rd.score, queried: rd.query, ts: ev.TS, own: int8(rd.p.Label)}
+	q := pending{id: ev.ID, offset: in.Offset, decided: rd.made, queried: rd.query, ts: ev.TS, own: int8(rd.p.Label)}
 	if m.mixing() { // the experts' labels, for the key's mixture when the label comes
 		q.population = int8(rd.pop.Label)
 	}
