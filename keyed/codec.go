@@ -254,7 +254,11 @@ func (ks *State) appendState(b []byte, omit bool, identity []byte, hash uint64) 
 	var rb [32]byte // the margin rule's RNG (20 bytes)
 	rng, _ := ks.query.AppendBinary(rb[:0])
 	b = wire.AppendBytes(b, rng)
-	b = appendAwaited(b, ks.pending(), omit)
+	if omit && ks.wait != nil {
+		b = ks.wait.appendChangelog(b)
+	} else {
+		b = appendAwaited(b, ks.pending(), omit)
+	}
 	earl := ks.early()
 	b = binary.AppendUvarint(b, uint64(len(earl)))
 	for _, e := range earl {

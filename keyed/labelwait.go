@@ -116,6 +116,9 @@ type labelWait struct {
 	early   []early // labels-topic labels waiting for their event, in arrival order
 	// held is the bytes of pending and early, bounded by MaxPendingBytes.
 	held int
+	// cache is the changelog encoding of pending's oldest events, from the
+	// key's last checkpoint (awaitedcache.go).
+	cache awaitedCache
 }
 
 // awaitedID is where an awaited id is: the offset of its event, when n,
@@ -177,6 +180,7 @@ func (lw *labelWait) dropAwaited(n int, sourced *offsetSet) {
 		p.untrack(sourced)
 	}
 	lw.pending = lw.pending[n:]
+	lw.cache.dropFront(n)
 }
 
 // unawait removes awaited event i (its label came), and its offset from
@@ -186,6 +190,7 @@ func (lw *labelWait) unawait(i int, sourced *offsetSet) {
 	lw.forget(lw.pending[i].id)
 	lw.pending[i].untrack(sourced)
 	lw.pending = slices.Delete(lw.pending, i, i+1)
+	lw.cache.drop(i)
 }
 
 // untrack takes a sourced input's offset out of sourced: the event no

@@ -33,12 +33,16 @@ import (
 //	                          Unix epoch as none): 0 none; 1 its Unix
 //	                          nanoseconds follow, varint; else t − 2 is twice
 //	                          the zig-zag of its distance from the previous
-//	                          time written (0 before any), plus 1 when that
+//	                          event's time (0 for the first event, and when
+//	                          the previous one had none), plus 1 when that
 //	                          distance is counted in milliseconds (a whole
 //	                          number of them), in nanoseconds otherwise
 //
-// The decided prediction's margin, which versions 1 to 9 wrote as a float
-// per event, is gone: nothing read it.
+// Each event's bytes depend on it and the event before it alone, so a key
+// keeps its changelog encoding of its awaited events between checkpoints
+// (awaitedCache) and writes again only the events that came or lost their
+// neighbour since. The decided prediction's margin, which versions 1 to 9
+// wrote as a float per event, is gone: nothing read it.
 
 // Flags of an awaited event (the decided section's byte before version 10).
 const (
@@ -78,32 +82,50 @@ func (p *pending) setFlags(f byte) {
 // to b; omit leaves sourced inputs out (a changelog record).
 func appendAwaited(b []byte, pend []pending, omit bool) []byte {
 	b = binary.AppendUvarint(b, uint64(len(pend)))
-	var prevID string
-	var prevOffset, prevTime int64
+	var w awaitedWriter
 	for i := range pend {
-		p := &pend[i]
-		f := p.flags()
-		if p.decided != 0 {
-			f |= awaitDecided | boolByte(p.decided > 0)*awaitDecidedPos
-		}
-		b = append(b, f)
-		s := sharedPrefix(prevID, p.id)
-		b = binary.AppendUvarint(b, uint64(s))
-		b = wire.AppendString(b, p.id[s:])
-		b = binary.AppendVarint(b, p.offset-prevOffset)
-		b = p.appendHeld(b, omit)
-		b, prevTime = appendTime(b, p.ts, prevTime)
-		prevID, prevOffset = p.id, p.offset
+		b = w.entry(b, &pend[i], omit)
 	}
 	return b
 }
 
+// awaitedWriter writes the awaited events' entries, each relative to the
+// one before it, which it remembers.
+type awaitedWriter struct {
+	prevID               string
+	prevOffset, prevTime int64
+}
+
+// follow makes p the event the next entry is relative to.
+func (w *awaitedWriter) follow(p *pending) {
+	w.prevID, w.prevOffset, w.prevTime = p.id, p.offset, 0
+	if !p.ts.IsZero() {
+		w.prevTime = p.ts.UnixNano()
+	}
+}
+
+// entry appends p's entry; omit leaves a sourced input out.
+func (w *awaitedWriter) entry(b []byte, p *pending, omit bool) []byte {
+	f := p.flags()
+	if p.decided != 0 {
+		f |= awaitDecided | boolByte(p.decided > 0)*awaitDecidedPos
+	}
+	b = append(b, f)
+	s := sharedPrefix(w.prevID, p.id)
+	b = binary.AppendUvarint(b, uint64(s))
+	b = wire.AppendString(b, p.id[s:])
+	b = binary.AppendVarint(b, p.offset-w.prevOffset)
+	b = p.appendHeld(b, omit)
+	b = appendTime(b, p.ts, w.prevTime)
+	w.follow(p)
+	return b
+}
+
 // appendTime appends t's entry of the awaited section, relative to the
-// previous time written (prev), and returns the time it leaves as the
-// previous one.
-func appendTime(b []byte, t time.Time, prev int64) ([]byte, int64) {
+// previous event's time (prev; 0 when none).
+func appendTime(b []byte, t time.Time, prev int64) []byte {
 	if t.IsZero() {
-		return append(b, 0), prev
+		return append(b, 0)
 	}
 	ns := t.UnixNano()
 	d := int64(uint64(ns) - uint64(prev)) // wraps: the decoder adds it back the same way
@@ -113,18 +135,18 @@ func appendTime(b []byte, t time.Time, prev int64) ([]byte, int64) {
 	} else if z := zigzag(d); z < 1<<62 {
 		u = z << 1
 	} else { // more than 146 years from the previous time, and not whole milliseconds
-		return binary.AppendVarint(append(b, 1), ns), ns
+		return binary.AppendVarint(append(b, 1), ns)
 	}
-	return binary.AppendUvarint(b, u+2), ns
+	return binary.AppendUvarint(b, u+2)
 }
 
 // readTime reads appendTime's entry, relative to prev: the time (zero for
-// none) and the previous time it leaves.
+// none) and what the next entry is relative to (0 for none).
 func readTime(r *wire.Reader, prev int64) (time.Time, int64) {
 	var ns int64
 	switch u := r.Uvarint(); {
 	case u == 0:
-		return time.Time{}, prev
+		return time.Time{}, 0
 	case u == 1:
 		ns = r.Varint()
 	default:

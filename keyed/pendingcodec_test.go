@@ -1,8 +1,10 @@
 package keyed
 
 import (
+	"bytes"
 	"encoding/binary"
 	"math"
+	"math/rand/v2"
 	"reflect"
 	"strconv"
 	"testing"
@@ -149,6 +151,50 @@ func TestAwaitedSectionRefusesDamage(t *testing.T) {
 		state := append(append(append([]byte{}, good[:at]...), tc.section...), good[at+1:]...)
 		if _, err := m.Decode(&checkpoint.KeyRecord{Key: "k", State: state}); err == nil {
 			t.Errorf("%s: decoded", tc.name)
+		}
+	}
+}
+
+// A key's cached changelog encoding of its awaited events is, at every
+// checkpoint, what encoding them afresh writes: through random runs of new
+// events (with and without times, sourced or held inputs), labels joining
+// any of them, the oldest expiring, and checkpoints in between.
+func TestAwaitedCacheIsTheEncoding(t *testing.T) {
+	m := testModel(t, testSettings(t, "logreg", `{}`))
+	x, _ := m.s.Vector.Vector(topics.Event{X: []float64{1, -2, 0.5, 3}})
+	base := time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)
+	for seed := range uint64(40) {
+		r := rand.New(rand.NewPCG(seed, 7))
+		lw := &labelWait{awaited: map[string]awaitedID{}}
+		offset, checkpoints, reused := int64(0), 0, 0
+		for step := range 2000 {
+			switch op := r.IntN(10); {
+			case op < 5 || len(lw.pending) == 0: // a new event
+				offset += 1 + r.Int64N(300)
+				q := pending{id: "e" + strconv.FormatInt(offset, 10), offset: offset, decided: 1 - 2*r.IntN(2), queried: r.IntN(2) == 0, sourced: r.IntN(4) > 0}
+				if r.IntN(3) > 0 {
+					q.ts = base.Add(time.Duration(offset) * time.Millisecond)
+				}
+				q.keep(x)
+				lw.await(q, math.MaxInt, nil)
+			case op < 7: // a label joins any awaited event
+				lw.unawait(r.IntN(len(lw.pending)), nil)
+			case op < 8: // the oldest expire
+				lw.dropAwaited(1+r.IntN(min(3, len(lw.pending))), nil)
+			default: // a checkpoint
+				if len(lw.cache.ends) > 0 {
+					reused++
+				}
+				got := lw.appendChangelog([]byte{9})
+				want := appendAwaited([]byte{9}, lw.pending, true)
+				if !bytes.Equal(got, want) {
+					t.Fatalf("seed %d step %d: the cached encoding of %d events differs from a fresh one", seed, step, len(lw.pending))
+				}
+				checkpoints++
+			}
+		}
+		if checkpoints == 0 || reused == 0 {
+			t.Fatalf("seed %d: %d checkpoints, %d from a cache", seed, checkpoints, reused)
 		}
 	}
 }

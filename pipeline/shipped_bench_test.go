@@ -1,0 +1,122 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sort"
+	"strconv"
+	"testing"
+
+	"github.com/driftstream/driftstream/config"
+	"github.com/driftstream/driftstream/keyed"
+	"github.com/driftstream/driftstream/topics"
+)
+
+// BenchmarkShippedCPU is the CPU per record of one partition of the
+// shipped configuration (logreg, the additive population model, the
+// intercept, the default detector), checkpointed every 10,000 records as
+// the service's default, over 250 keys and 250,000 events of d = 10: the
+// pipeline's share of the real-broker benchmark (service's
+// BenchmarkRealKafkaCPU/shipped-d10, one of its four partitions), without
+// the broker, the reading and the writing. "inline": every event carries
+// its label; "late": half do, a quarter get theirs in a label record 30 to
+// 80 events later, a quarter never (DRIFTSTREAM_BENCH_LATE's mix). Each
+// iteration is a fresh worker through every record.
+//
+//	go test -run '^$' -bench ShippedCPU -benchtime 3x ./pipeline
+func BenchmarkShippedCPU(b *testing.B) {
+	const d, keys, events, every = 10, 250, 250_000, 10_000
+	for _, late := range []bool{false, true} {
+		name := "inline"
+		if late {
+			name = "late"
+		}
+		b.Run(name, func(b *testing.B) {
+			recs := shippedRecords(d, keys, events, late)
+			vec, _ := topics.NewVectorizer(d, 0)
+			cfg := Config{Settings: keyed.Settings{Learner: "logreg", Seed: 1, Vector: vec.WithBias(), QueryScale: 1,
+				Population: keyed.PopulationAdditive, Detectors: config.DefaultDetectors()}}
+			var bytes int
+			b.ReportAllocs()
+			for b.Loop() {
+				w, err := NewWorker(cfg, 0)
+				if err != nil {
+					b.Fatal(err)
+				}
+				bytes = 0
+				for i, r := range recs {
+					if err := w.Process(context.Background(), r); err != nil {
+						b.Fatal(err)
+					}
+					if (i+1)%1024 == 0 {
+						w.TakeOutputs()
+					}
+					if (i+1)%every == 0 {
+						c, err := w.TakeCheckpoint()
+						if err != nil {
+							b.Fatal(err)
+						}
+						bytes += c.Bytes
+					}
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(recs)), "ns/record")
+			b.ReportMetric(float64(bytes)/float64(len(recs)), "changelog-bytes/record")
+		})
+	}
+}
+
+// shippedRecords are the events of n draws over keys keys, at offsets 0
+// on, with the late-label mix when late (BenchmarkShippedCPU).
+func shippedRecords(d, keys, n int, late bool) []Record {
+	r := rand.New(rand.NewPCG(1, 1))
+	lr := rand.New(rand.NewPCG(2, 2))
+	type due struct {
+		at  int
+		rec Record
+	}
+	var dues []due
+	var recs []Record
+	add := func(rec Record) {
+		rec.Offset = int64(len(recs))
+		recs = append(recs, rec)
+	}
+	for i := range n {
+		key := []byte("k" + strconv.Itoa(r.IntN(keys)))
+		v := fmt.Appendf(nil, `{"id":"e%d","x":[`, i)
+		m := 0.0
+		for j := range d {
+			if j > 0 {
+				v = append(v, ',')
+			}
+			x := float64(int(r.NormFloat64()*1e4)) / 1e4
+			m += float64(j%3-1) * x
+			v = strconv.AppendFloat(v, x, 'f', -1, 64)
+		}
+		y := 1
+		if m < 0 {
+			y = -1
+		}
+		u := 0 // 0, 1: the label inline; 2: late; 3: never
+		if late {
+			u = lr.IntN(4)
+		}
+		if u < 2 {
+			add(Record{Key: key, Value: fmt.Appendf(v, `],"label":%d}`, y)})
+		} else {
+			add(Record{Key: key, Value: append(v, "]}"...)})
+		}
+		if u == 2 {
+			dl := due{i + 30 + lr.IntN(51), Record{Key: key, Value: fmt.Appendf(nil, `{"id":"e%d","label":%d}`, i, y)}}
+			at := sort.Search(len(dues), func(j int) bool { return dues[j].at > dl.at })
+			dues = slices.Insert(dues, at, dl)
+		}
+		for len(dues) > 0 && (dues[0].at <= i || i == n-1) {
+			add(dues[0].rec)
+			dues = dues[1:]
+		}
+	}
+	return recs
+}
