@@ -2,14 +2,10 @@ package pipeline
 
 import (
 	"context"
-	"fmt"
-	"math/rand/v2"
-	"slices"
-	"sort"
-	"strconv"
 	"testing"
 
 	"github.com/driftstream/driftstream/config"
+	"github.com/driftstream/driftstream/internal/benchdata"
 	"github.com/driftstream/driftstream/keyed"
 	"github.com/driftstream/driftstream/topics"
 )
@@ -68,55 +64,12 @@ func BenchmarkShippedCPU(b *testing.B) {
 	}
 }
 
-// shippedRecords are the events of n draws over keys keys, at offsets 0
-// on, with the late-label mix when late (BenchmarkShippedCPU).
+// shippedRecords are the events of the real-broker benchmark's stream
+// (benchdata.Stream) over keys keys, at offsets 0 on.
 func shippedRecords(d, keys, n int, late bool) []Record {
-	r := rand.New(rand.NewPCG(1, 1))
-	lr := rand.New(rand.NewPCG(2, 2))
-	type due struct {
-		at  int
-		rec Record
-	}
-	var dues []due
 	var recs []Record
-	add := func(rec Record) {
-		rec.Offset = int64(len(recs))
-		recs = append(recs, rec)
-	}
-	for i := range n {
-		key := []byte("k" + strconv.Itoa(r.IntN(keys)))
-		v := fmt.Appendf(nil, `{"id":"e%d","x":[`, i)
-		m := 0.0
-		for j := range d {
-			if j > 0 {
-				v = append(v, ',')
-			}
-			x := float64(int(r.NormFloat64()*1e4)) / 1e4
-			m += float64(j%3-1) * x
-			v = strconv.AppendFloat(v, x, 'f', -1, 64)
-		}
-		y := 1
-		if m < 0 {
-			y = -1
-		}
-		u := 0 // 0, 1: the label inline; 2: late; 3: never
-		if late {
-			u = lr.IntN(4)
-		}
-		if u < 2 {
-			add(Record{Key: key, Value: fmt.Appendf(v, `],"label":%d}`, y)})
-		} else {
-			add(Record{Key: key, Value: append(v, "]}"...)})
-		}
-		if u == 2 {
-			dl := due{i + 30 + lr.IntN(51), Record{Key: key, Value: fmt.Appendf(nil, `{"id":"e%d","label":%d}`, i, y)}}
-			at := sort.Search(len(dues), func(j int) bool { return dues[j].at > dl.at })
-			dues = slices.Insert(dues, at, dl)
-		}
-		for len(dues) > 0 && (dues[0].at <= i || i == n-1) {
-			add(dues[0].rec)
-			dues = dues[1:]
-		}
-	}
+	benchdata.Stream(n, d, keys, late, func(key, value []byte) {
+		recs = append(recs, Record{Offset: int64(len(recs)), Key: key, Value: value})
+	})
 	return recs
 }

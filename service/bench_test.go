@@ -14,7 +14,6 @@ import (
 	"runtime"
 	"runtime/metrics"
 	"slices"
-	"sort"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -24,6 +23,7 @@ import (
 
 	"github.com/driftstream/driftstream/checkpoint"
 	"github.com/driftstream/driftstream/config"
+	"github.com/driftstream/driftstream/internal/benchdata"
 	"github.com/driftstream/driftstream/internal/kafkaread"
 	"github.com/driftstream/driftstream/keyed"
 	"github.com/driftstream/driftstream/keystore"
@@ -75,65 +75,28 @@ func writeBenchEventsLabeled(b *testing.B, addr, topic string, n, dim int, late 
 	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: topic, Balancer: kafka.Murmur2Balancer{}, BatchTimeout: time.Millisecond, BatchSize: 5000,
 		RequiredAcks: kafka.RequireAll}
 	defer w.Close()
-	r := rand.New(rand.NewPCG(1, 1))
-	lr := rand.New(rand.NewPCG(2, 2)) // late labels' draws, apart: inline histories stay as they were
-	type due struct {
-		at  int
-		msg kafka.Message
-	}
-	var dues []due
 	var msgs []kafka.Message
-	for i := 0; i < n; i++ {
-		xs, y := benchPoint(r, dim)
-		key := fmt.Appendf(nil, "k%d", r.IntN(benchKeys()))
-		u := 0 // 0, 1: the label inline; 2: late; 3: never
-		if late {
-			u = lr.IntN(4)
-		}
-		if u < 2 {
-			msgs = append(msgs, kafka.Message{Key: key, Value: fmt.Appendf(nil, `{"id":"e%d","x":%s,"label":%d}`, i, xs, y)})
-		} else {
-			msgs = append(msgs, kafka.Message{Key: key, Value: fmt.Appendf(nil, `{"id":"e%d","x":%s}`, i, xs)})
-		}
-		if u == 2 {
-			d := due{i + 30 + lr.IntN(51), kafka.Message{Key: key, Value: fmt.Appendf(nil, `{"id":"e%d","label":%d}`, i, y)}}
-			at := sort.Search(len(dues), func(j int) bool { return dues[j].at > d.at }) // after those due as early: kept in order
-			dues = slices.Insert(dues, at, d)
-		}
-		for len(dues) > 0 && (dues[0].at <= i || i == n-1) {
-			msgs, dues = append(msgs, dues[0].msg), dues[1:]
-		}
-		if len(msgs) >= 5000 || i == n-1 {
-			// A real broker may refuse a topic it has just created for a moment.
-			for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
-				err := w.WriteMessages(context.Background(), msgs...)
-				if err == nil {
-					break
-				}
-				if !pipeline.IsRetriable(err) || time.Now().After(deadline) {
-					b.Fatal(err)
-				}
+	write := func() {
+		// A real broker may refuse a topic it has just created for a moment.
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+			err := w.WriteMessages(context.Background(), msgs...)
+			if err == nil {
+				break
 			}
-			msgs = msgs[:0]
+			if !pipeline.IsRetriable(err) || time.Now().After(deadline) {
+				b.Fatal(err)
+			}
 		}
+		msgs = msgs[:0]
 	}
-}
-
-// benchPoint is a benchmark event's input, as JSON with 4 decimals, and
-// its label: the sign of a fixed hyperplane's margin.
-func benchPoint(r *rand.Rand, dim int) (xs []byte, y int) {
-	x := make([]float64, dim)
-	m := 0.0
-	for d := range x {
-		x[d] = float64(int(r.NormFloat64()*1e4)) / 1e4
-		m += float64(d%3-1) * x[d]
+	benchdata.Stream(n, dim, benchKeys(), late, func(key, value []byte) {
+		if msgs = append(msgs, kafka.Message{Key: key, Value: value}); len(msgs) >= 5000 {
+			write()
+		}
+	})
+	if len(msgs) > 0 {
+		write()
 	}
-	y = 1
-	if m < 0 {
-		y = -1
-	}
-	xs, _ = json.Marshal(x)
-	return xs, y
 }
 
 // passThrough is the baseline: kafka-go alone, reading every partition of

@@ -11,6 +11,8 @@ import (
 
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/driftstream/driftstream/internal/benchdata"
 )
 
 // BenchmarkLabelsTopic compares the service reading labels on a topic of
@@ -53,7 +55,7 @@ func writeLabelsBench(b *testing.B, addr string, n, dim int) {
 	base := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 	var split, labels []kafka.Message
 	for i := range n {
-		xs, y := benchPoint(r, dim)
+		xs, y := benchdata.Point(r, dim)
 		key := fmt.Appendf(nil, "k%d", r.IntN(1000))
 		at := base.Add(time.Duration(i) * time.Millisecond)
 		split = append(split, kafka.Message{Key: key, Time: at, Value: fmt.Appendf(nil, `{"id":"e%d","x":%s}`, i, xs)})
