@@ -152,9 +152,21 @@ func (m *Model) newWatch() *watch {
 	if len(m.s.Detectors) == 0 {
 		return nil
 	}
+	n := len(m.s.Detectors)
+	if n == 1 { // the default: one allocation (oneWatch)
+		o := &oneWatch{}
+		wt := &o.watch
+		wt.detectors, wt.signal, wt.since, wt.alerted, wt.warns, wt.incidents = o.detector[:], o.signal[:], o.since[:], o.alerted[:], o.warns[:], o.incident[:]
+		wt.detectors[0], wt.signal[0] = m.detectors[0].New(), signalIndex(m.s.Detectors[0].Signal)
+		wt.win[sigMistakes] = &o.win[0]
+		if s := wt.signal[0]; s != sigMistakes {
+			wt.win[s] = new(windows)
+		}
+		return wt
+	}
 	wt := &watch{}
 	wt.win[sigMistakes] = new(windows)
-	wt.detectors = make([]drift.Detector, len(m.detectors))
+	wt.detectors = make([]drift.Detector, n)
 	for i, s := range m.s.Detectors {
 		wt.detectors[i] = m.detectors[i].New()
 		si := signalIndex(s.Signal)
@@ -163,13 +175,26 @@ func (m *Model) newWatch() *watch {
 			wt.win[si] = new(windows)
 		}
 	}
-	n := len(wt.detectors)
 	wt.since, wt.alerted, wt.warns = make([]int64, n), make([]bool, n), make([]bool, n)
 	wt.incidents = make([]incident, 1)
 	if m.s.IncidentPerDetector {
 		wt.incidents = make([]incident, n)
 	}
 	return wt
+}
+
+// oneWatch is a watch of one detector with what its slices and the
+// mistakes' windows point into, allocated together: a new key's watch is
+// one allocation instead of eight (a million new keys are a million of
+// them).
+type oneWatch struct {
+	watch
+	detector       [1]drift.Detector
+	signal         [1]int
+	since          [1]int64
+	alerted, warns [1]bool
+	incident       [1]incident
+	win            [1]windows // the mistakes' (another signal's are allocated apart)
 }
 
 // incidentOf is detector i's incident.

@@ -138,9 +138,14 @@ func newLogReg(p *LogRegParams, cfg Config) (Learner, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &logreg{meta: m, eta: p.Eta, l2: p.L2, decay: p.Decay, w: make([]float64, cfg.Dim), g2: make([]float64, cfg.Dim), version: 1, prior: p.Prior}
+	d, copies := cfg.Dim, 2 // w and G, and with a slow copy its weights: one allocation
 	if p.Slow > 0 {
-		l.ws, l.slowEta, l.selDecay, l.fastW = make([]float64, cfg.Dim), p.Slow*p.Eta, p.Select, 0.5
+		copies = 3
+	}
+	buf := make([]float64, copies*d)
+	l := &logreg{meta: m, eta: p.Eta, l2: p.L2, decay: p.Decay, w: buf[:d:d], g2: buf[d : 2*d : 2*d], version: 1, prior: p.Prior}
+	if p.Slow > 0 {
+		l.ws, l.slowEta, l.selDecay, l.fastW = buf[2*d:], p.Slow*p.Eta, p.Select, 0.5
 		l.byErrors = p.Weigh == weighErrors
 	}
 	return l, nil
