@@ -557,8 +557,8 @@ func last(b []byte) byte { return b[len(b)-1] }
 // asVersion8 rewrites a peerless key state of the current version, whose
 // awaited events are pend, in version 8's layout (codec.go): each event's
 // id, offset and input, the early labels, then each event's decided label,
-// margin (written as 0: nothing read it), flags and time. A frozen format:
-// it must not follow the encoder.
+// margin (written as 0: nothing read it), flags and time
+// (version8Awaited).
 func asVersion8(t *testing.T, state []byte, pend []pending) []byte {
 	t.Helper()
 	r := wire.NewReader(state[2:], errState)
@@ -578,12 +578,23 @@ func asVersion8(t *testing.T, state []byte, pend []pending) []byte {
 		r.Varint()
 	}
 	early, after := rest[:len(rest)-len(r.B)], r.B
-	b := append([]byte{0, 8}, head[2:]...)
+	b := version8Awaited(append([]byte{0, 8}, head[2:]...), pend, early, false)
+	return append(b, after...)
+}
+
+// version8Awaited appends what versions 6 to 9 wrote from the awaited
+// events to the drift watch: the events' ids, offsets and inputs (omit:
+// sourced ones left out), the early labels' section (early, as written),
+// then the events' decided labels, margins (0: nothing read them), flags
+// and times. The layout is frozen here, not the encoder's; the fields'
+// own encodings (an input's, the flags' bits 0–5) are those version 10
+// kept.
+func version8Awaited(b []byte, pend []pending, early []byte, omit bool) []byte {
 	b = binary.AppendUvarint(b, uint64(len(pend)))
 	for i := range pend {
 		b = wire.AppendString(b, pend[i].id)
 		b = binary.AppendVarint(b, pend[i].offset)
-		b = pend[i].appendHeld(b, false)
+		b = pend[i].appendHeld(b, omit)
 	}
 	b = append(b, early...)
 	for i := range pend {
@@ -596,7 +607,7 @@ func asVersion8(t *testing.T, state []byte, pend []pending) []byte {
 		}
 		b = binary.AppendVarint(b, ts)
 	}
-	return append(b, after...)
+	return b
 }
 
 // Version 10 changed how awaited events are written, not what a key
