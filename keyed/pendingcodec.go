@@ -60,8 +60,9 @@ const (
 // written by appendAwaited.
 const compactAwaited = 10
 
-// flags are the awaited event's flags byte: bits 0–5 in every version
-// since 6, the decided label's bits 6 and 7 in version 10's section.
+// flags are bits 0–5 of the awaited event's flags byte, as every version
+// since 6 writes them; version 10's entry adds the decided label's bits 6
+// and 7 (awaitedWriter.entry).
 func (p *pending) flags() byte {
 	f := boolByte(p.queried)*awaitQueried | boolByte(p.populationOnly)*awaitPopulationOnly | boolByte(p.sourced)*awaitSourced
 	if p.population != 0 {

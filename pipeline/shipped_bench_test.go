@@ -12,11 +12,13 @@ import (
 
 // BenchmarkShippedCPU is the CPU per record of one partition of the
 // shipped configuration (logreg, the additive population model, the
-// intercept, the default detector), checkpointed every 10,000 records as
-// the service's default, over 250 keys and 250,000 events of d = 10: the
-// pipeline's share of the real-broker benchmark (service's
-// BenchmarkRealKafkaCPU/shipped-d10, one of its four partitions), without
-// the broker, the reading and the writing. "inline": every event carries
+// intercept, the default detector; every other setting its default, as
+// the service's), checkpointed every 10,000 records (the service's
+// DRIFTSTREAM_CHECKPOINT_EVERY), over 250 keys and 250,000 events of d =
+// 10: a stream drawn as the real-broker benchmark's (service's
+// BenchmarkRealKafkaCPU/shipped-d10, benchdata.Stream) at the size of one
+// of its four partitions, without the broker, the reading and the
+// writing. "inline": every event carries
 // its label; "late": half do, a quarter get theirs in a label record 30 to
 // 80 events later, a quarter never (DRIFTSTREAM_BENCH_LATE's mix). Each
 // iteration is a fresh worker through every record.
