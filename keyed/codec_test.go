@@ -526,12 +526,7 @@ func TestMixtureSection(t *testing.T) {
 func TestAdditiveKeyWritesItsChoiceInAByte(t *testing.T) {
 	s := testSettings(t, "logreg", "")
 	s.Population = PopulationAdditive
-	h := &holder{}
-	m, err := New(s, h, &Totals{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.m = m
+	m, _ := heldModel(t, s, &Totals{})
 	ks := newTestState(t, m, "k")
 	for i := range 30 {
 		ev := topics.Event{ID: fmt.Sprint("e", i), X: []float64{1, float64(i % 3), -1, 0.5}, Label: 1 - 2*(i%2)}
@@ -561,17 +556,13 @@ func last(b []byte) byte { return b[len(b)-1] }
 // (version8Awaited).
 func asVersion8(t *testing.T, state []byte, pend []pending) []byte {
 	t.Helper()
-	r := wire.NewReader(state[2:], errState)
-	r.Byte()
-	r.Uint64()
-	r.View() // the learner's snapshot
-	r.View() // the margin rule's RNG
-	if r.Err != nil || state[1] != peerlessVersion {
-		t.Fatalf("not a peerless state of the current version: %x, %v", state[:2], r.Err)
+	if state[1] != peerlessVersion {
+		t.Fatalf("not a peerless state of the current version: %x", state[:2])
 	}
-	head := state[:len(state)-len(r.B)]
-	rest := r.B[len(appendAwaited(nil, pend, false)):] // the early labels on
-	r = wire.NewReader(rest, errState)
+	at := awaitedAt(t, state)
+	head := state[:at]
+	rest := state[at+len(appendAwaited(nil, pend, false)):] // the early labels on
+	r := wire.NewReader(rest, errState)
 	for n := r.Uvarint(); n > 0; n-- {
 		r.View()
 		r.Varint()
@@ -580,6 +571,22 @@ func asVersion8(t *testing.T, state []byte, pend []pending) []byte {
 	early, after := rest[:len(rest)-len(r.B)], r.B
 	b := version8Awaited(append([]byte{0, 8}, head[2:]...), pend, early, false)
 	return append(b, after...)
+}
+
+// awaitedAt is where the awaited events' section starts in a key state of
+// version 6 on: after the header, the learner's snapshot and the margin
+// rule's RNG.
+func awaitedAt(t *testing.T, state []byte) int {
+	t.Helper()
+	r := wire.NewReader(state[2:], errState)
+	r.Byte()
+	r.Uint64()
+	r.View() // the learner's snapshot
+	r.View() // the margin rule's RNG
+	if r.Err != nil {
+		t.Fatalf("a key state cut before its awaited events: %v", r.Err)
+	}
+	return len(state) - len(r.B)
 }
 
 // version8Awaited appends what versions 6 to 9 wrote from the awaited

@@ -17,12 +17,7 @@ import (
 func TestSharedPartKeepsItsPeers(t *testing.T) {
 	s := testSettings(t, "logreg", "")
 	s.Population, s.SharedAcrossPartitions = PopulationAdditive, true
-	h := &holder{}
-	m, err := New(s, h, &Totals{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.m = m
+	m, h := heldModel(t, s, &Totals{})
 	for _, in := range []struct {
 		p, topic int
 		offset   int64
@@ -118,13 +113,8 @@ func TestSharedPartKeepsItsPeers(t *testing.T) {
 func TestPeerAwaitedEventsAreBounded(t *testing.T) {
 	s := testSettings(t, "logreg", "")
 	s.Population, s.SharedAcrossPartitions, s.MaxPending, s.PendingTTL = PopulationAdditive, true, 3, 10
-	h := &holder{}
 	tot := &Totals{}
-	m, err := New(s, h, tot)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.m = m
+	m, h := heldModel(t, s, tot)
 	peer := func(p int, offset int64, ev topics.Event) PeerResult {
 		t.Helper()
 		got, err := m.Peer(Input{Key: "x", Topic: EventsTopic, Partition: p, Offset: offset, Event: &ev})

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/driftstream/driftstream/checkpoint"
-	"github.com/driftstream/driftstream/internal/wire"
 	"github.com/driftstream/driftstream/topics"
 )
 
@@ -115,12 +114,7 @@ func TestAwaitedSectionRefusesDamage(t *testing.T) {
 	if _, err := m.Decode(&checkpoint.KeyRecord{Key: "k", State: good}); err != nil {
 		t.Fatal(err)
 	}
-	r := wire.NewReader(good[2:], errState)
-	r.Byte()
-	r.Uint64()
-	r.View()
-	r.View()
-	at := len(good) - len(r.B) // the awaited section: one zero byte, no events
+	at := awaitedAt(t, good) // the awaited section: one zero byte, no events
 	for _, tc := range []struct {
 		name    string
 		section []byte

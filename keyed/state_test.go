@@ -27,6 +27,19 @@ func (h *holder) Population() (*State, error) {
 
 func (h *holder) PopulationChanged(*State) { h.changed++ }
 
+// heldModel is a model of s counting into tot, whose population model a
+// test holder keeps.
+func heldModel(t testing.TB, s Settings, tot *Totals) (*Model, *holder) {
+	t.Helper()
+	h := &holder{}
+	m, err := New(s, h, tot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.m = m
+	return m, h
+}
+
 // A pending event keeps the experts' labels only under the mixture, whose
 // key weighs them when the label comes: an additive model's (whose shared
 // part also predicts) and a lone learner's pending events carry none, and
@@ -36,12 +49,7 @@ func TestOnlyTheMixtureKeepsTheExpertsLabels(t *testing.T) {
 		t.Run(population, func(t *testing.T) {
 			s := testSettings(t, "perceptron", "")
 			s.Population = population
-			h := &holder{}
-			m, err := New(s, h, &Totals{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			h.m = m
+			m, _ := heldModel(t, s, &Totals{})
 			ks, err := m.NewState("k")
 			if err != nil {
 				t.Fatal(err)
