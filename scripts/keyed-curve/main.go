@@ -28,6 +28,9 @@ import (
 	"log"
 	"math"
 	"os"
+	"slices"
+
+	"github.com/driftstream/driftstream/backtest"
 )
 
 type event struct {
@@ -142,16 +145,11 @@ func rates(b [4][2]int) string {
 	return s
 }
 
+// bucket is the index of n's bucket: the backtest report's key sizes
+// (backtest.KeySizes), for a key's events or an event's place in its key.
 func bucket(n int) int {
-	switch {
-	case n <= 10:
-		return 0
-	case n <= 100:
-		return 1
-	case n <= 1000:
-		return 2
-	}
-	return 3
+	i, _ := slices.BinarySearch(backtest.KeySizes, int64(n))
+	return i
 }
 
 // sign is the label a margin predicts (+1 at 0, as driftstream's learners).
