@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/driftstream/driftstream/checkpoint"
 	"github.com/driftstream/driftstream/keyed"
@@ -39,7 +40,18 @@ func (w *Worker) markDirty(key string, ks *keyed.State) {
 		}
 		ks.Mark.Dirty = true
 	}
-	w.dirty = append(w.dirty, key)
+	w.dirty = append(w.dirty, dirtyKey{key, ks})
+}
+
+// dirtyKey is a key changed since the last checkpoint, with its state when
+// the worker held it then. A held key stays in the worker's map, as that
+// state, until the checkpoint that writes it (keys leave the map only when
+// spilled, and a dirty key is never spilled before it is written), so the
+// checkpoint reaches the state without looking the key up again; a key not
+// held then is looked up at the checkpoint (replay may have rebuilt it).
+type dirtyKey struct {
+	key   string
+	state *keyed.State
 }
 
 // CheckpointBatch is one checkpoint of a partition, encoded and ready to write:
@@ -60,8 +72,10 @@ type CheckpointBatch struct {
 // beyond the cache's bound are then evicted (Worker.spill); on error no key
 // is marked clean and none evicted.
 func (w *Worker) TakeCheckpoint() (CheckpointBatch, error) {
-	slices.Sort(w.dirty) // deterministic record order
-	w.dirty = slices.Compact(w.dirty)
+	// Deterministic record order, by key (spill searches it); a key listed
+	// twice (not held, then rebuilt by replay) is written once.
+	slices.SortFunc(w.dirty, func(a, b dirtyKey) int { return strings.Compare(a.key, b.key) })
+	w.dirty = slices.CompactFunc(w.dirty, func(a, b dirtyKey) bool { return a.key == b.key })
 	keys := w.dirty
 	c := CheckpointBatch{Keys: make([]checkpoint.KeyRecord, 0, len(keys)), Marker: w.marker(w.epoch)}
 	fail := func(err error) (CheckpointBatch, error) { // every key stays dirty
@@ -73,13 +87,17 @@ func (w *Worker) TakeCheckpoint() (CheckpointBatch, error) {
 	// the buffer grows (append copies them to a new one), and no record is
 	// written into once taken.
 	slab := make([]byte, 0, len(keys)*w.recordHint*5/4)
-	for _, k := range keys {
+	for i, dk := range keys {
+		k, ks := dk.key, dk.state
 		rec := checkpoint.KeyRecord{Partition: w.partition, Key: k, Epoch: w.epoch, AppliedThrough: [2]int64{checkpoint.NoOffset, checkpoint.NoOffset}}
-		ks, ok, err := w.lookup(k) // held, unless its record was unreadable
-		if err != nil {
-			return fail(err)
+		var err error
+		if ks == nil { // not held when it changed: held now unless its record was unreadable
+			if ks, _, err = w.lookup(k); err != nil {
+				return fail(err)
+			}
+			keys[i].state = ks
 		}
-		if ok {
+		if ks != nil {
 			at := len(slab)
 			// Awaited inputs the events topic gives back left out (reread.go).
 			if slab, err = w.model.AppendChangelog(slab, ks); err != nil {
@@ -98,12 +116,13 @@ func (w *Worker) TakeCheckpoint() (CheckpointBatch, error) {
 			return fail(err)
 		}
 	}
-	for _, k := range keys {
-		if ks, ok := w.keys[k]; ok {
+	for i := range keys {
+		if ks := keys[i].state; ks != nil {
 			ks.Mark.Dirty = false
 		}
+		keys[i] = dirtyKey{} // the records hold the strings, not the slice; no state kept alive
 	}
-	w.dirty = keys[:0] // the records hold the strings, not the slice
+	w.dirty = keys[:0]
 	return c, nil
 }
 

@@ -96,7 +96,7 @@ func (w *Worker) Restore(ctx context.Context, store checkpoint.Store) (Restored,
 	}
 	res, err := w.restore(ctx, store)
 	if err != nil {
-		w.keys = map[string]*keyed.State{}
+		w.keys, w.dirty = map[string]*keyed.State{}, nil
 		if w.cache != nil {
 			w.cache.count = 0
 		}

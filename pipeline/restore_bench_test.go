@@ -116,9 +116,9 @@ func BenchmarkTakeCheckpoint(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	all := make([]string, 0, keys)
-	for k := range w.keys {
-		all = append(all, k)
+	all := make([]dirtyKey, 0, keys)
+	for k, ks := range w.keys {
+		all = append(all, dirtyKey{k, ks})
 	}
 	b.ReportAllocs()
 	for b.Loop() {

@@ -20,18 +20,24 @@ import (
 // of its four partitions, without the broker, the reading and the
 // writing. "inline": every event carries
 // its label; "late": half do, a quarter get theirs in a label record 30 to
-// 80 events later, a quarter never (DRIFTSTREAM_BENCH_LATE's mix). Each
-// iteration is a fresh worker through every record.
+// 80 events later, a quarter never (DRIFTSTREAM_BENCH_LATE's mix);
+// "late-25-keys": the late mix over 25 keys, 10,000 events a key, where
+// keys reach the cap of awaited events; "inline-25000-keys" and
+// "inline-250000-keys": one partition's share of the real-broker
+// benchmark at 100,000 and 1,000,000 keys (DRIFTSTREAM_BENCH_KEYS), 10
+// events a key and one. Each iteration is a fresh worker through every
+// record.
 //
 //	go test -run '^$' -bench ShippedCPU -benchtime 3x ./pipeline
 func BenchmarkShippedCPU(b *testing.B) {
-	const d, keys, events, every = 10, 250, 250_000, 10_000
-	for _, late := range []bool{false, true} {
-		name := "inline"
-		if late {
-			name = "late"
-		}
-		b.Run(name, func(b *testing.B) {
+	const d, events, every = 10, 250_000, 10_000
+	for _, c := range []struct {
+		name string
+		keys int
+		late bool
+	}{{"inline", 250, false}, {"late", 250, true}, {"late-25-keys", 25, true}, {"inline-25000-keys", 25_000, false}, {"inline-250000-keys", 250_000, false}} {
+		keys, late := c.keys, c.late
+		b.Run(c.name, func(b *testing.B) {
 			recs := shippedRecords(d, keys, events, late)
 			vec, _ := topics.NewVectorizer(d, 0)
 			cfg := Config{Settings: keyed.Settings{Learner: "logreg", Seed: 1, Vector: vec.WithBias(), QueryScale: 1,

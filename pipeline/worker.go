@@ -30,7 +30,7 @@ type Worker struct {
 	// dirty lists the keys changed since the last checkpoint (each held
 	// key once: keyed.Mark.Dirty), in any order, and keys not held whose
 	// records must be superseded.
-	dirty   []string
+	dirty   []dirtyKey
 	through [2]int64 // last offset processed per topic
 	// peers is the last offset processed of each other partition's input
 	// topics, indexed by partition (SharedAcrossPartitions; peer.go).

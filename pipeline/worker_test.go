@@ -303,6 +303,18 @@ func TestCrashRestoreIsBitIdentical(t *testing.T) {
 	}
 }
 
+// dirtyStatesHeld fails t unless every dirty key listed with its state is
+// held as that state: the checkpoint writes the state it was listed with
+// (dirtyKey).
+func dirtyStatesHeld(t *testing.T, w *Worker) {
+	t.Helper()
+	for _, dk := range w.dirty {
+		if dk.state != nil && w.keys[dk.key] != dk.state {
+			t.Fatalf("dirty key %q listed with a state the worker does not hold as it", dk.key)
+		}
+	}
+}
+
 // crashing runs recs through workers from newWorker that checkpoint every
 // 97 records into a file store and crash every 50 to 450 records, each
 // crash followed by a restore into a fresh worker. It fails t unless every
@@ -324,6 +336,7 @@ func crashing(t *testing.T, recs []Record, newWorker func() *Worker, checkpointe
 				t.Fatal(err)
 			}
 			if pos%97 == 0 { // checkpoint: flush outputs, write, commit
+				dirtyStatesHeld(t, w)
 				count(w.TakeOutputs())
 				if _, _, err := w.Checkpoint(context.Background(), store); err != nil {
 					t.Fatal(err)
@@ -865,6 +878,7 @@ func TestCheckpointWritesEachChangedKeyOnce(t *testing.T) {
 				if _, _, err := w.Checkpoint(ctx, store); err == nil {
 					t.Fatal("refused write: no error")
 				}
+				dirtyStatesHeld(t, w)
 			}
 			store.refuse = false
 			n, _, err := w.Checkpoint(ctx, store)
