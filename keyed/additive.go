@@ -42,10 +42,7 @@ func share(ks, ps *State) float64 {
 		if populationLeads(ps) {
 			a = 1
 		}
-		if ks.mix == nil {
-			ks.mix = new(mixture)
-		}
-		ks.mix.population, ks.mix.own = a, 1-a
+		ks.setMix(mixture{population: a, own: 1 - a})
 	}
 	return ks.mix.population
 }

@@ -301,24 +301,24 @@ func appendMixture(b []byte, mix *mixture) []byte {
 }
 
 // decodeMixture reads the mixture's section of a key state of version
-// (at least 2): nil for none.
-func decodeMixture(r *wire.Reader, version int) *mixture {
+// (at least 2): false for none.
+func decodeMixture(r *wire.Reader, version int) (mixture, bool) {
 	flag := r.Byte()
 	switch {
 	case r.Err != nil || flag > mixtureOwn || version < 8 && flag > mixtureWeights:
 		r.Fail("mixture")
 	case flag == mixtureShared:
-		return &mixture{population: 1, own: 0}
+		return mixture{population: 1, own: 0}, true
 	case flag == mixtureOwn:
-		return &mixture{population: 0, own: 1}
+		return mixture{population: 0, own: 1}, true
 	case flag == mixtureWeights:
-		m := &mixture{population: r.Float64(), own: r.Float64()}
+		m := mixture{population: r.Float64(), own: r.Float64()}
 		if r.Err == nil && !(m.population >= 0 && m.own >= 0 && m.population+m.own > 0.99 && m.population+m.own < 1.01) {
 			r.Fail("mixture weights")
 		}
-		return m
+		return m, true
 	}
-	return nil
+	return mixture{}, false
 }
 
 // nameIdentity rewrites the learner's snapshot at b[at:], the end of b, as
@@ -480,7 +480,11 @@ func (m *Model) decodeSections(r *wire.Reader, ks *State, version int) error {
 			}
 		}
 		if !legacy && r.Err == nil { // the mixture (since version 2)
-			ks.mix = decodeMixture(r, version)
+			if mx, ok := decodeMixture(r, version); ok {
+				ks.setMix(mx)
+			} else {
+				ks.mix = nil
+			}
 		}
 	} else {
 		for i := range pend { // version 1, written when only queries were pending

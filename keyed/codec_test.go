@@ -496,11 +496,11 @@ func TestMixtureSection(t *testing.T) {
 				t.Fatalf("section %x, want %x", b[1:], c.want)
 			}
 			r := wire.NewReader(b[1:], errState)
-			back := decodeMixture(r, peerlessVersion)
+			back, ok := decodeMixture(r, peerlessVersion)
 			if err := r.Done(); err != nil {
 				t.Fatal(err)
 			}
-			if (back == nil) != (c.mix == nil) || back != nil && (math.Float64bits(back.population) != math.Float64bits(c.mix.population) || math.Float64bits(back.own) != math.Float64bits(c.mix.own)) {
+			if ok != (c.mix != nil) || ok && (math.Float64bits(back.population) != math.Float64bits(c.mix.population) || math.Float64bits(back.own) != math.Float64bits(c.mix.own)) {
 				t.Fatalf("decoded %+v, want %+v", back, c.mix)
 			}
 		})
@@ -516,7 +516,7 @@ func TestMixtureSection(t *testing.T) {
 	}
 	// Version 6's additive key, weights as floats, reads as version 8's.
 	r := wire.NewReader(wire.AppendFloat64(wire.AppendFloat64([]byte{mixtureWeights}, 1), 0), errState)
-	if m := decodeMixture(r, 6); r.Err != nil || *m != (mixture{population: 1, own: 0}) {
+	if m, ok := decodeMixture(r, 6); r.Err != nil || !ok || m != (mixture{population: 1, own: 0}) {
 		t.Fatalf("version 6's floats: %+v, %v", m, r.Err)
 	}
 }

@@ -239,10 +239,7 @@ func (m *Model) scorePrior(in Input, ks *State, populationWrong bool) error {
 			right = 1
 		}
 		acc := (1-priorRate)*prior(ps) + priorRate*right
-		if ps.mix == nil {
-			ps.mix = new(mixture)
-		}
-		ps.mix.population, ps.mix.own = acc, 1-acc
+		ps.setMix(mixture{population: acc, own: 1 - acc})
 		m.shared.PopulationChanged(ps)
 	}
 	return nil
@@ -266,7 +263,7 @@ func (m *Model) mixed(ks *State, x learners.Vector, own learners.Prediction) (la
 		if populationLeads(ps) {
 			start = MixtureStart
 		}
-		ks.mix = &mixture{population: start, own: 1 - start}
+		ks.setMix(mixture{population: start, own: 1 - start})
 	}
 	if ks.mix.followsPopulation() {
 		return pp.Label, pp.Score, pp, nil

@@ -153,16 +153,8 @@ func (m *Model) newWatch() *watch {
 		return nil
 	}
 	n := len(m.s.Detectors)
-	if n == 1 { // the default: one allocation (oneWatch)
-		o := &oneWatch{}
-		wt := &o.watch
-		wt.detectors, wt.signal, wt.since, wt.alerted, wt.warns, wt.incidents = o.detector[:], o.signal[:], o.since[:], o.alerted[:], o.warns[:], o.incident[:]
-		wt.detectors[0], wt.signal[0] = m.detectors[0].New(), signalIndex(m.s.Detectors[0].Signal)
-		wt.win[sigMistakes] = &o.win[0]
-		if s := wt.signal[0]; s != sigMistakes {
-			wt.win[s] = new(windows)
-		}
-		return wt
+	if n == 1 { // the default: one allocation
+		return m.oneWatch(&oneWatch{})
 	}
 	wt := &watch{}
 	wt.win[sigMistakes] = new(windows)
@@ -179,6 +171,19 @@ func (m *Model) newWatch() *watch {
 	wt.incidents = make([]incident, 1)
 	if m.s.IncidentPerDetector {
 		wt.incidents = make([]incident, n)
+	}
+	return wt
+}
+
+// oneWatch makes o the watch of the model's one detector (Settings.Detectors
+// of length 1) and returns it.
+func (m *Model) oneWatch(o *oneWatch) *watch {
+	wt := &o.watch
+	wt.detectors, wt.signal, wt.since, wt.alerted, wt.warns, wt.incidents = o.detector[:], o.signal[:], o.since[:], o.alerted[:], o.warns[:], o.incident[:]
+	wt.detectors[0], wt.signal[0] = m.detectors[0].New(), signalIndex(m.s.Detectors[0].Signal)
+	wt.win[sigMistakes] = &o.win[0]
+	if s := wt.signal[0]; s != sigMistakes {
+		wt.win[s] = new(windows)
 	}
 	return wt
 }
