@@ -48,6 +48,9 @@ type Mark struct {
 	// Unstored is set, with a key store, while the state in memory is
 	// newer than its record there (or it has none).
 	Unstored bool
+	// Slot is the holder's index of the key while Dirty (package
+	// pipeline's: its place in the list of changed keys).
+	Slot int32
 }
 
 // setMix sets the key's mixture to m, held in the State itself: no

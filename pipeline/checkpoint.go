@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/driftstream/driftstream/checkpoint"
-	"github.com/driftstream/driftstream/keyed"
 )
 
 // Checkpoint writes every key changed since the last checkpoint, then the
@@ -30,30 +29,6 @@ func (w *Worker) Checkpoint(ctx context.Context, store checkpoint.Store) (record
 	return len(c.Keys), c.Bytes, nil
 }
 
-// markDirty records that key changed since the last checkpoint; ks is the
-// key's state, nil when the worker does not hold it.
-func (w *Worker) markDirty(key string, ks *keyed.State) {
-	if ks != nil {
-		ks.Mark.Unstored = true
-		if ks.Mark.Dirty {
-			return
-		}
-		ks.Mark.Dirty = true
-	}
-	w.dirty = append(w.dirty, dirtyKey{key, ks})
-}
-
-// dirtyKey is a key changed since the last checkpoint, with its state when
-// the worker held it then. A held key stays in the worker's map, as that
-// state, until the checkpoint that writes it (keys leave the map only when
-// spilled, and a dirty key is never spilled before it is written), so the
-// checkpoint reaches the state without looking the key up again; a key not
-// held then is looked up at the checkpoint (replay may have rebuilt it).
-type dirtyKey struct {
-	key   string
-	state *keyed.State
-}
-
 // CheckpointBatch is one checkpoint of a partition, encoded and ready to write:
 // the key records of every key changed since the last one, and the marker.
 // It shares no memory with the worker, so it can be written while the
@@ -72,44 +47,79 @@ type CheckpointBatch struct {
 // beyond the cache's bound are then evicted (Worker.spill); on error no key
 // is marked clean and none evicted.
 func (w *Worker) TakeCheckpoint() (CheckpointBatch, error) {
-	// Deterministic record order, by key (spill searches it); a key listed
-	// twice (not held, then rebuilt by replay) is written once.
-	slices.SortFunc(w.dirty, func(a, b dirtyKey) int { return strings.Compare(a.key, b.key) })
-	w.dirty = slices.CompactFunc(w.dirty, func(a, b dirtyKey) bool { return a.key == b.key })
 	keys := w.dirty
+	// Deterministic record order, by key (spill searches it): an index of
+	// the list sorted, the list left as it is (the states' slots).
+	type keyAt struct {
+		key string
+		at  int32
+	}
+	order := make([]keyAt, len(keys))
+	for i := range keys {
+		order[i] = keyAt{keys[i].key, int32(i)}
+	}
+	slices.SortFunc(order, func(a, b keyAt) int { return strings.Compare(a.key, b.key) })
 	c := CheckpointBatch{Keys: make([]checkpoint.KeyRecord, 0, len(keys)), Marker: w.marker(w.epoch)}
 	fail := func(err error) (CheckpointBatch, error) { // every key stays dirty
+		for i := range keys {
+			keys[i].end = -1 // its early record went with the buffer
+		}
 		return CheckpointBatch{}, fmt.Errorf("checkpoint partition %d: %w", w.partition, err)
 	}
-	// The key records share one buffer, sized by the last checkpoint's
-	// bytes per record with a quarter to spare: one allocation per
-	// checkpoint, not one (or more) per key. A record keeps its bytes when
-	// the buffer grows (append copies them to a new one), and no record is
-	// written into once taken.
-	slab := make([]byte, 0, len(keys)*w.recordHint*5/4)
-	for i, dk := range keys {
-		k, ks := dk.key, dk.state
-		rec := checkpoint.KeyRecord{Partition: w.partition, Key: k, Epoch: w.epoch, AppliedThrough: [2]int64{checkpoint.NoOffset, checkpoint.NoOffset}}
-		var err error
-		if ks == nil { // not held when it changed: held now unless its record was unreadable
-			if ks, _, err = w.lookup(k); err != nil {
-				return fail(err)
+	// The key records share one buffer: those encoded when their key
+	// changed (dirty.go) are in it, the others are appended to it. A record
+	// is taken as offsets into it until every record is in, as the buffer
+	// may grow; none is written into once taken.
+	slab := w.early.take(len(keys), w.recordHint)
+	type span struct{ at, end int }
+	spans := make([]span, 0, len(keys))
+	once := 0
+	for j := 0; j < len(order); j++ {
+		d := &keys[order[j].at]
+		for j+1 < len(order) && order[j+1].key == d.key { // a key not held, then rebuilt by replay: written once
+			j++
+			if next := &keys[order[j].at]; next.state != nil {
+				d = next
 			}
-			keys[i].state = ks
 		}
-		if ks != nil {
-			at := len(slab)
+		rec := checkpoint.KeyRecord{Partition: w.partition, Key: d.key, Epoch: w.epoch, AppliedThrough: [2]int64{checkpoint.NoOffset, checkpoint.NoOffset}}
+		at, end := 0, 0
+		switch ks := d.state; {
+		case ks != nil && d.end >= 0: // encoded when it last changed
+			rec.AppliedThrough, at, end = d.applied, int(d.at), int(d.end)
+		default:
+			var err error
+			if ks == nil { // not held when it changed: held now unless its record was unreadable
+				if ks, _, err = w.lookup(d.key); err != nil {
+					return fail(err)
+				}
+			}
+			if ks == nil {
+				break
+			}
+			at = len(slab)
 			// Awaited inputs the events topic gives back left out (reread.go).
-			if slab, err = w.model.AppendChangelog(slab, ks); err != nil {
-				return fail(fmt.Errorf("key %q: %w", k, err))
+			b, err := w.model.AppendChangelog(slab, ks)
+			if err != nil {
+				return fail(fmt.Errorf("key %q: %w", d.key, err))
 			}
-			rec.AppliedThrough, rec.State = ks.Applied, slab[at:len(slab):len(slab)]
+			slab, end = b, len(b)
+			rec.AppliedThrough = ks.Applied // a state looked up is dirty only when listed too, in this run
 		}
-		c.Bytes += len(rec.State)
+		if d.state != nil && !d.again {
+			once++
+		}
+		spans = append(spans, span{at, end})
+		c.Bytes += end - at
 		c.Keys = append(c.Keys, rec)
 	}
-	if len(keys) > 0 {
-		w.recordHint = len(slab)/len(keys) + 1
+	for i, sp := range spans {
+		if sp.end > sp.at {
+			c.Keys[i].State = slab[sp.at:sp.end:sp.end]
+		}
+	}
+	if len(c.Keys) > 0 {
+		w.recordHint = c.Bytes/len(c.Keys) + 1
 	}
 	if w.cache != nil {
 		if err := w.spill(&c); err != nil {
@@ -123,6 +133,7 @@ func (w *Worker) TakeCheckpoint() (CheckpointBatch, error) {
 		keys[i] = dirtyKey{} // the records hold the strings, not the slice; no state kept alive
 	}
 	w.dirty = keys[:0]
+	w.early.decide(once, len(c.Keys))
 	return c, nil
 }
 

@@ -31,7 +31,8 @@ type Worker struct {
 	// key once: keyed.Mark.Dirty), in any order, and keys not held whose
 	// records must be superseded.
 	dirty   []dirtyKey
-	through [2]int64 // last offset processed per topic
+	early   earlyRecords // records of dirty keys encoded when they changed (dirty.go)
+	through [2]int64     // last offset processed per topic
 	// peers is the last offset processed of each other partition's input
 	// topics, indexed by partition (SharedAcrossPartitions; peer.go).
 	peers [][2]int64

@@ -308,9 +308,12 @@ func TestCrashRestoreIsBitIdentical(t *testing.T) {
 // (dirtyKey).
 func dirtyStatesHeld(t *testing.T, w *Worker) {
 	t.Helper()
-	for _, dk := range w.dirty {
+	for i, dk := range w.dirty {
 		if dk.state != nil && w.keys[dk.key] != dk.state {
 			t.Fatalf("dirty key %q listed with a state the worker does not hold as it", dk.key)
+		}
+		if dk.state != nil && (!dk.state.Mark.Dirty || dk.state.Mark.Slot != int32(i)) {
+			t.Fatalf("dirty key %q listed %d-th, its state's mark %+v", dk.key, i, dk.state.Mark)
 		}
 	}
 }

@@ -1,0 +1,124 @@
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/driftstream/driftstream/checkpoint"
+	"github.com/driftstream/driftstream/config"
+	"github.com/driftstream/driftstream/keyed"
+	"github.com/driftstream/driftstream/topics"
+)
+
+// A record encoded when its key changed is the record the checkpoint would
+// have encoded: workers that encode every key early, none, or by the
+// partition's mix (the default) write the same checkpoints byte for byte,
+// through keys that change once an interval and keys that change often,
+// late labels, resets, a refused write and a key store that evicts keys.
+// It fails if a change of a key that was already dirty kept its early
+// record.
+func TestEarlyRecordsAreTheCheckpointsRecords(t *testing.T) {
+	shipped := func(t *testing.T) Config {
+		vec, _ := topics.NewVectorizer(10, 0)
+		return Config{Settings: keyed.Settings{Learner: "logreg", Seed: 1, Vector: vec.WithBias(), QueryScale: 1,
+			Population: keyed.PopulationAdditive, Detectors: config.DefaultDetectors()}}
+	}
+	for _, c := range []struct {
+		name  string
+		cfg   func(t *testing.T) Config
+		recs  []Record
+		cache int // keys in memory with a key store; 0: none
+	}{
+		{"shipped/many-keys", shipped, shippedRecords(10, 3000, 6000, false), 0},
+		{"shipped/few-keys-late", shipped, shippedRecords(10, 20, 6000, true), 0},
+		{"shipped/key-store", shipped, shippedRecords(10, 500, 6000, true), 50},
+		{"perceptron", func(t *testing.T) Config { return testConfig(t, "perceptron", "") }, records(3, 6000, 800), 0},
+		{"mixture-lasec", func(t *testing.T) Config {
+			cfg := testConfig(t, "lasec-ss", `{"a":0.3}`)
+			cfg.Population = keyed.PopulationMixture
+			return cfg
+		}, records(4, 6000, 800), 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var runs [3][][]checkpoint.KeyRecord
+			var early [3]int
+			for m, force := range []*bool{new(true), new(false), nil} {
+				w, err := NewWorker(c.cfg(t), 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if c.cache > 0 {
+					if err := w.UseKeyStore(newTestKeys(t), c.cache); err != nil {
+						t.Fatal(err)
+					}
+				}
+				w.early.force = force
+				if force != nil {
+					w.early.on = *force
+				}
+				store := &refusingStore{MemoryStore: checkpoint.NewMemoryStore()}
+				for i, r := range c.recs {
+					if err := w.Process(context.Background(), r); err != nil {
+						t.Fatal(err)
+					}
+					if i%700 == 350 { // a reset: a change outside Process
+						if _, err := w.Reset(string(r.Key)); err != nil {
+							t.Fatal(err)
+						}
+					}
+					if w.early.on {
+						early[m]++
+					}
+					if (i+1)%500 != 0 {
+						continue
+					}
+					dirtyStatesHeld(t, w)
+					w.TakeOutputs()
+					if (i+1)%1500 == 0 { // refused: every key stays dirty, early records dropped
+						store.refuse = true
+						if _, _, err := w.Checkpoint(context.Background(), store); err == nil {
+							t.Fatal("refused write: no error")
+						}
+						store.refuse = false
+						dirtyStatesHeld(t, w)
+					}
+					b, err := w.TakeCheckpoint()
+					if err != nil {
+						t.Fatal(err)
+					}
+					runs[m] = append(runs[m], b.Keys)
+				}
+			}
+			if early[0] != len(c.recs) || early[1] != 0 {
+				t.Fatalf("forced early for %d and %d records of %d", early[0], early[1], len(c.recs))
+			}
+			t.Logf("the default encoded early for %d of %d records", early[2], len(c.recs))
+			for m := 1; m < 3; m++ {
+				if len(runs[m]) != len(runs[0]) {
+					t.Fatalf("run %d: %d checkpoints, want %d", m, len(runs[m]), len(runs[0]))
+				}
+				for k := range runs[0] {
+					if err := sameRecords(runs[m][k], runs[0][k]); err != nil {
+						t.Fatalf("checkpoint %d of run %d against all early: %v", k, m, err)
+					}
+				}
+			}
+		})
+	}
+}
+
+// sameRecords says how got differs from want, key records in order.
+func sameRecords(got, want []checkpoint.KeyRecord) error {
+	if len(got) != len(want) {
+		return fmt.Errorf("%d key records, want %d", len(got), len(want))
+	}
+	for i := range got {
+		g, w := got[i], want[i]
+		if g.Key != w.Key || g.Partition != w.Partition || g.Epoch != w.Epoch || g.AppliedThrough != w.AppliedThrough || !bytes.Equal(g.State, w.State) {
+			return fmt.Errorf("record %d: key %q applied %v, %d bytes; want key %q applied %v, %d bytes", i, g.Key, g.AppliedThrough, len(g.State), w.Key, w.AppliedThrough, len(w.State))
+		}
+	}
+	return nil
+}
