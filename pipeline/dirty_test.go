@@ -122,3 +122,48 @@ func sameRecords(got, want []checkpoint.KeyRecord) error {
 	}
 	return nil
 }
+
+// A key listed while not held (its record was unreadable) is written as an
+// empty record, which supersedes that record; listed again once replay
+// rebuilt it, it is written once, with its state.
+func TestDirtyKeyNotHeld(t *testing.T) {
+	for _, early := range []bool{false, true} {
+		t.Run(fmt.Sprintf("early-%v", early), func(t *testing.T) {
+			w, err := NewWorker(testConfig(t, "perceptron", ""), 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.early.force, w.early.on = &early, early
+			w.markDirty("gone", nil)
+			w.markDirty("back", nil)
+			w.markDirty("b", nil)
+			w.markDirty("c", nil)
+			run(t, w, []Record{
+				{Offset: 0, Key: []byte("back"), Value: []byte(`{"id":"e0","x":[1,0,0,1],"label":1}`)},
+				{Offset: 1, Key: []byte("a"), Value: []byte(`{"id":"e1","x":[1,0,0,1],"label":1}`)},
+				{Offset: 2, Key: []byte("back"), Value: []byte(`{"id":"e2","x":[0,1,0,1],"label":-1}`)},
+				{Offset: 3, Key: []byte("c"), Value: []byte(`{"id":"e3","x":[0,1,0,1],"label":-1}`)},
+			})
+			c, err := w.TakeCheckpoint()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, rec := range c.Keys {
+				got = append(got, fmt.Sprintf("%s:%v", rec.Key, len(rec.State) > 0))
+				if len(rec.State) > 0 {
+					held, err := w.model.AppendChangelog(nil, w.keys[rec.Key])
+					if err != nil || !bytes.Equal(rec.State, held) || rec.AppliedThrough != w.keys[rec.Key].Applied {
+						t.Fatalf("key %q: record not its state (%v)", rec.Key, err)
+					}
+				}
+			}
+			if want := "[a:true b:false back:true c:true gone:false]"; fmt.Sprint(got) != want {
+				t.Fatalf("records %v, want %s", got, want)
+			}
+			if len(w.dirty) != 0 || w.keys["back"].Mark.Dirty || w.keys["a"].Mark.Dirty || w.keys["c"].Mark.Dirty {
+				t.Fatalf("after the checkpoint: %d listed, back dirty %v", len(w.dirty), w.keys["back"].Mark.Dirty)
+			}
+		})
+	}
+}
