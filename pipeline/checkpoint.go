@@ -104,7 +104,7 @@ func (w *Worker) TakeCheckpoint() (CheckpointBatch, error) {
 				return fail(fmt.Errorf("key %q: %w", d.key, err))
 			}
 			slab, end = b, len(b)
-			rec.AppliedThrough = ks.Applied // a state looked up is dirty only when listed too, in this run
+			rec.AppliedThrough = ks.Applied
 		}
 		if d.state != nil && !d.again {
 			once++

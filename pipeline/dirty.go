@@ -104,8 +104,8 @@ func (e *earlyRecords) take(keys, hint int) []byte {
 	return b
 }
 
-// decide sets whether the next interval's keys are encoded early: once of
-// the written keys had changed once.
+// decide sets whether the next interval's keys are encoded early: when at
+// least half of the keys a checkpoint wrote (written) changed once (once).
 func (e *earlyRecords) decide(once, written int) {
 	e.on = once*2 >= written && written > 0
 	if e.force != nil {

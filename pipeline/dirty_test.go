@@ -95,6 +95,9 @@ func TestEarlyRecordsAreTheCheckpointsRecords(t *testing.T) {
 				t.Fatalf("forced early for %d and %d records of %d", early[0], early[1], len(c.recs))
 			}
 			t.Logf("the default encoded early for %d of %d records", early[2], len(c.recs))
+			if c.name == "shipped/many-keys" && early[2] < len(c.recs)/2 {
+				t.Errorf("the default encoded early for %d of %d records of keys that change about once an interval", early[2], len(c.recs))
+			}
 			for m := 1; m < 3; m++ {
 				if len(runs[m]) != len(runs[0]) {
 					t.Fatalf("run %d: %d checkpoints, want %d", m, len(runs[m]), len(runs[0]))
@@ -165,5 +168,28 @@ func TestDirtyKeyNotHeld(t *testing.T) {
 				t.Fatalf("after the checkpoint: %d listed, back dirty %v", len(w.dirty), w.keys["back"].Mark.Dirty)
 			}
 		})
+	}
+}
+
+// Keys are encoded early while at least half of those a checkpoint wrote
+// changed once; a forced choice stands.
+func TestEarlyRecordsDecide(t *testing.T) {
+	yes, no := true, false
+	for _, c := range []struct {
+		once, written int
+		force         *bool
+		want          bool
+	}{
+		{0, 0, nil, false}, // nothing written: nothing to go by
+		{5, 10, nil, true},
+		{4, 10, nil, false},
+		{10, 10, nil, true},
+		{0, 10, &yes, true},
+		{10, 10, &no, false},
+	} {
+		e := earlyRecords{force: c.force}
+		if e.decide(c.once, c.written); e.on != c.want {
+			t.Errorf("decide(%d, %d), force %v: on %v, want %v", c.once, c.written, c.force != nil, e.on, c.want)
+		}
 	}
 }
