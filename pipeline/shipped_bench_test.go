@@ -25,18 +25,19 @@ import (
 // keys reach the cap of awaited events; "inline-25000-keys" and
 // "inline-250000-keys": one partition's share of the real-broker
 // benchmark at 100,000 and 1,000,000 keys (DRIFTSTREAM_BENCH_KEYS), 10
-// events a key and one. Each iteration is a fresh worker through every
-// record.
+// events a key and one; "inline-250000-keys-10-each": the 1,000,000 keys'
+// share with 10 events a key (2,500,000 events). Each iteration is a fresh
+// worker through every record.
 //
 //	go test -run '^$' -bench ShippedCPU -benchtime 3x ./pipeline
 func BenchmarkShippedCPU(b *testing.B) {
-	const d, events, every = 10, 250_000, 10_000
+	const d, every = 10, 10_000
 	for _, c := range []struct {
-		name string
-		keys int
-		late bool
-	}{{"inline", 250, false}, {"late", 250, true}, {"late-25-keys", 25, true}, {"inline-25000-keys", 25_000, false}, {"inline-250000-keys", 250_000, false}} {
-		keys, late := c.keys, c.late
+		name         string
+		keys, events int
+		late         bool
+	}{{"inline", 250, 250_000, false}, {"late", 250, 250_000, true}, {"late-25-keys", 25, 250_000, true}, {"inline-25000-keys", 25_000, 250_000, false}, {"inline-250000-keys", 250_000, 250_000, false}, {"inline-250000-keys-10-each", 250_000, 2_500_000, false}} {
+		keys, late, events := c.keys, c.late, c.events
 		b.Run(c.name, func(b *testing.B) {
 			recs := shippedRecords(d, keys, events, late)
 			vec, _ := topics.NewVectorizer(d, 0)
