@@ -480,10 +480,8 @@ func (m *Model) decodeSections(r *wire.Reader, ks *State, version int) error {
 			}
 		}
 		if !legacy && r.Err == nil { // the mixture (since version 2)
-			if mx, ok := decodeMixture(r, version); ok {
+			if mx, ok := decodeMixture(r, version); ok { // none: nil, as blank left it
 				ks.setMix(mx)
-			} else {
-				ks.mix = nil
 			}
 		}
 	} else {
