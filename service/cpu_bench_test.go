@@ -73,9 +73,9 @@ func BenchmarkRealKafkaCPU(b *testing.B) {
 				kafkatest.CreateTopic(b, addr, kafka.TopicConfig{Topic: "changelog-" + id, NumPartitions: 4, ReplicationFactor: 1,
 					ConfigEntries: []kafka.ConfigEntry{{ConfigName: "cleanup.policy", ConfigValue: "compact"},
 						{ConfigName: "segment.bytes", ConfigValue: "1073741824"}, {ConfigName: "segment.ms", ConfigValue: "604800000"}}})
-				pc := childCPUPerEvent(b, addr, id+"-pass", n, "pass", addr, events, id+"-pass")
-				dc := childCPUPerEvent(b, addr, id+"-decode", n, "pass-decode", addr, events, id+"-decode")
-				sc := childCPUPerEvent(b, addr, "predictions-"+id, n, "service", addr, events, id, tc.learner, strconv.Itoa(tc.dim))
+				pc := childCPUPerEvent(b, addr, id+"-pass", "", n, "pass", addr, events, id+"-pass")
+				dc := childCPUPerEvent(b, addr, id+"-decode", "", n, "pass-decode", addr, events, id+"-decode")
+				sc := childCPUPerEvent(b, addr, "predictions-"+id, "dead-letters-"+id, n, "service", addr, events, id, tc.learner, strconv.Itoa(tc.dim))
 				passCPU, decodeCPU, serviceCPU = append(passCPU, pc), append(decodeCPU, dc), append(serviceCPU, sc)
 				ratio, decodeRatio = append(ratio, sc/pc), append(decodeRatio, sc/dc)
 				cl := topicBytes(b, addr, "changelog-"+id)
@@ -133,7 +133,9 @@ func topicBytes(b *testing.B, addr, topic string) int64 {
 // or "service" (TestBenchCPUChild, with args), waits until the topic out
 // holds n records, and returns the process's CPU time in µs per record
 // written from the first tenth of n on. It stops the process with SIGTERM.
-func childCPUPerEvent(b *testing.B, addr, out string, n int, kind string, args ...string) float64 {
+// With dead set (the service's dead-letter topic) it fails as soon as the
+// records there keep out from reaching n.
+func childCPUPerEvent(b *testing.B, addr, out, dead string, n int, kind string, args ...string) float64 {
 	b.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestBenchCPUChild$")
 	cmd.Env = append(os.Environ(), "DRIFTSTREAM_BENCH_CHILD="+kind+"|"+strings.Join(args, "|"))
@@ -149,14 +151,15 @@ func childCPUPerEvent(b *testing.B, addr, out string, n int, kind string, args .
 			b.Errorf("%s process: %v", kind, err)
 		}
 	}()
-	// Up to 5 min for a phase, or 60 µs a record of a longer run (10M
-	// events over 1M keys take longer than 5 min on two CPUs).
-	limit := max(5*time.Minute, time.Duration(n)*60*time.Microsecond)
 	wait := func(want int64) (int64, time.Duration) {
-		deadline := time.Now().Add(limit)
-		for {
+		deadline := time.Now().Add(5 * time.Minute)
+		for tick := 0; ; tick++ {
 			if got := written(addr, out); got >= want {
 				return got, procCPU(b, cmd.Process.Pid)
+			} else if dead != "" && got > 0 && tick%200 == 0 { // every second, once the service made its topics: an event dead-lettered never reaches out
+				if d := written(addr, dead); d > 0 && got+d >= want {
+					b.Fatalf("%s process: %d records in %s and %d in %s: the run cannot reach %d", kind, got, out, d, dead, want)
+				}
 			}
 			select {
 			case err := <-exited:
@@ -164,7 +167,7 @@ func childCPUPerEvent(b *testing.B, addr, out string, n int, kind string, args .
 			case <-time.After(5 * time.Millisecond):
 			}
 			if time.Now().After(deadline) {
-				b.Fatalf("%s process: fewer than %d records in %s after %s", kind, want, out, limit)
+				b.Fatalf("%s process: fewer than %d records in %s after 5 min", kind, want, out)
 			}
 		}
 	}
