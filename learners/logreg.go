@@ -297,9 +297,10 @@ func (l *logreg) coordinate(w, ws, g2 []float64, i int, gx, gsx float64) {
 	g2[i] = l.decay*g2[i] + gi*gi
 	r := math.Sqrt(g2[i])
 	if r == 0 {
-		// A slope below what a float64 can square (|gᵢ| < 1.5e-162: a
-		// label the sum gets right by hundreds in the margin) over an
-		// accumulator that holds nothing: no step, rather than ±Inf.
+		// A slope below what a float64 can square (|gᵢ| under about
+		// 1.6e-162, e^-372.6: a label the sum gets right by hundreds in
+		// the margin) over an accumulator that holds nothing: no step,
+		// rather than ±Inf.
 		return
 	}
 	w[i] -= l.eta * gi / r

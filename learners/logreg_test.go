@@ -507,12 +507,12 @@ func TestLogRegRefusesBadWeighAndPrior(t *testing.T) {
 }
 
 // A label the rest of the sum already gets right by hundreds in the margin
-// has a slope below what a float64 can square (e^-372): it moves no weight,
-// and the learner's margins stay finite, whatever the accumulators held. It
-// failed before: such a slope squared to 0, the coordinate's accumulator
-// stayed 0, and the step divided by it (Inf weights, then NaN margins; found
-// at 1,000,000 keys × 10 events on a real broker, where the shared part
-// grew sure of a separable concept).
+// has a slope below what a float64 can square (about e^-373): it moves no
+// weight, and the learner's margins stay finite, whatever the accumulators
+// held. It failed before: such a slope squared to 0, the coordinate's
+// accumulator stayed 0, and the step divided by it (Inf weights, then NaN
+// margins; found at 1,000,000 keys × 10 events on a real broker, where the
+// shared part grew sure of a separable concept).
 func TestLogRegTinySlopesStayFinite(t *testing.T) {
 	x, _ := NewDense([]float64{0.5, -1, 2, 1})
 	for _, params := range []string{"", `{"slow":0}`, `{"prior":0}`, `{"slow":0,"prior":0,"decay":1}`} {
