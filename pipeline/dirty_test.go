@@ -7,9 +7,7 @@ import (
 	"testing"
 
 	"github.com/driftstream/driftstream/checkpoint"
-	"github.com/driftstream/driftstream/config"
 	"github.com/driftstream/driftstream/keyed"
-	"github.com/driftstream/driftstream/topics"
 )
 
 // A record encoded when its key changed is the record the checkpoint would
@@ -20,11 +18,7 @@ import (
 // It fails if a change of a key that was already dirty kept its early
 // record.
 func TestEarlyRecordsAreTheCheckpointsRecords(t *testing.T) {
-	shipped := func(t *testing.T) Config {
-		vec, _ := topics.NewVectorizer(10, 0)
-		return Config{Settings: keyed.Settings{Learner: "logreg", Seed: 1, Vector: vec.WithBias(), QueryScale: 1,
-			Population: keyed.PopulationAdditive, Detectors: config.DefaultDetectors()}}
-	}
+	shipped := func(*testing.T) Config { return shippedConfig(10) }
 	for _, c := range []struct {
 		name  string
 		cfg   func(t *testing.T) Config

@@ -103,9 +103,7 @@ func BenchmarkEncodeKeyState(b *testing.B) {
 //	go test -run '^$' -bench TakeCheckpoint -benchmem ./pipeline
 func BenchmarkTakeCheckpoint(b *testing.B) {
 	const d, keys = 10, 10_000
-	vec, _ := topics.NewVectorizer(d, 0)
-	w, err := NewWorker(Config{Settings: keyed.Settings{Learner: "logreg", Seed: 1, Vector: vec.WithBias(), QueryScale: 1,
-		Population: keyed.PopulationAdditive, Detectors: config.DefaultDetectors()}}, 0)
+	w, err := NewWorker(shippedConfig(d), 0)
 	if err != nil {
 		b.Fatal(err)
 	}

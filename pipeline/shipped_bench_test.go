@@ -40,9 +40,7 @@ func BenchmarkShippedCPU(b *testing.B) {
 		keys, late, events := c.keys, c.late, c.events
 		b.Run(c.name, func(b *testing.B) {
 			recs := shippedRecords(d, keys, events, late)
-			vec, _ := topics.NewVectorizer(d, 0)
-			cfg := Config{Settings: keyed.Settings{Learner: "logreg", Seed: 1, Vector: vec.WithBias(), QueryScale: 1,
-				Population: keyed.PopulationAdditive, Detectors: config.DefaultDetectors()}}
+			cfg := shippedConfig(d)
 			var bytes int
 			b.ReportAllocs()
 			for b.Loop() {
@@ -71,6 +69,15 @@ func BenchmarkShippedCPU(b *testing.B) {
 			b.ReportMetric(float64(bytes)/float64(len(recs)), "changelog-bytes/record")
 		})
 	}
+}
+
+// shippedConfig is the shipped configuration at dimension d: logreg, the
+// additive population model, the intercept, the default detector; every
+// other setting its default, as the service's.
+func shippedConfig(d int) Config {
+	vec, _ := topics.NewVectorizer(d, 0) // d ≥ 1 and no hashing: no error
+	return Config{Settings: keyed.Settings{Learner: "logreg", Seed: 1, Vector: vec.WithBias(), QueryScale: 1,
+		Population: keyed.PopulationAdditive, Detectors: config.DefaultDetectors()}}
 }
 
 // shippedRecords are the events of the real-broker benchmark's stream

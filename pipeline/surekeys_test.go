@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/driftstream/driftstream/config"
-	"github.com/driftstream/driftstream/keyed"
 	"github.com/driftstream/driftstream/topics"
 )
 
@@ -21,9 +19,7 @@ import (
 // with their margin between 372 and 745 (or past 745, where slopes are
 // exactly 0): no dead letter.
 func TestNewKeysLearnAgainstASureSharedPart(t *testing.T) {
-	vec, _ := topics.NewVectorizer(4, 0)
-	w, err := NewWorker(Config{Settings: keyed.Settings{Learner: "logreg", Seed: 1, Vector: vec.WithBias(), QueryScale: 1,
-		Population: keyed.PopulationAdditive, Detectors: config.DefaultDetectors()}}, 0)
+	w, err := NewWorker(shippedConfig(4), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
