@@ -17,7 +17,7 @@ type LogRegParams struct {
 	// copy of the weights follows drift, a slow one averages out label
 	// noise, and the learner predicts by their mix weighted by their
 	// recent errors (Weigh).
-	Slow   float64 `json:"slow" doc:"in [0, 1): a second copy of the weights steps by slow·η·gᵢ/√Gᵢ (Gᵢ the fast copy's accumulator), and the learner predicts by the two copies' margins weighted by exponential weights on their recent losses (0: one copy, the fast)"`
+	Slow   float64 `json:"slow" doc:"in [0, 1): a second copy of the weights steps by slow·η·gᵢ/max(√Gᵢ, |gᵢ|) (Gᵢ the fast copy's accumulator, gᵢ the slow copy's slope: no step beyond slow·η), and the learner predicts by the two copies' margins weighted by exponential weights on their recent losses (0: one copy, the fast)"`
 	Select float64 `json:"select" doc:"in (0, 1): each label multiplies the copies' running loss difference by it before adding its own (the weights' horizon is about 1/(1−select) labels)"`
 	// Weigh names the loss the copies are weighed by. Their errors by
 	// default: by log loss the copies came out nearly even on old keys of
@@ -75,7 +75,8 @@ func (p LogRegParams) MarshalJSON() ([]byte, error) {
 // on a fast-drifting real stream large steps win by points, on a slowly
 // drifting noisy one small steps do (docs/LEARNING.md). So the learner keeps
 // a second, slow copy ws of the weights, stepping by Slow·η on the fast
-// copy's accumulators, and a running difference D of the two copies'
+// copy's accumulators (over its own slope where that is larger, so that no
+// slow step exceeds Slow·η), and a running difference D of the two copies'
 // losses (D ← Select·D + loss(fast) − loss(slow) at each label; the loss is
 // Weigh's: by default each copy's errors, 1 for a wrong sign). Its margin
 // is a·(w·x) + (1−a)·(ws·x) with a = σ(−D): exponential weights on the
@@ -305,7 +306,13 @@ func (l *logreg) coordinate(w, ws, g2 []float64, i int, gx, gsx float64) {
 	}
 	w[i] -= l.eta * gi / r
 	if ws != nil {
-		ws[i] -= l.slowEta * (gsx + l.l2*ws[i]) / r
+		// The slow copy's slope over the fast copy's √Gᵢ, which holds the
+		// fast copy's slopes, not the slow one's: where the fast copy is
+		// surely right and the slow one wrong, the slope can exceed √Gᵢ.
+		// Over the larger of the two no step exceeds slow·η, as no fast
+		// step exceeds η.
+		gs := gsx + l.l2*ws[i]
+		ws[i] -= l.slowEta * gs / max(r, math.Abs(gs))
 	}
 }
 

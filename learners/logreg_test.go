@@ -314,13 +314,13 @@ func (r *logRegReplay) learn(x []float64, y int, rest float64) {
 		}
 		r.g2[i] = r.decay*r.g2[i] + g*v*g*v
 		r.w[i] -= r.eta * g * v / math.Sqrt(r.g2[i])
-		r.ws[i] -= r.slow * r.eta * gs * v / math.Sqrt(r.g2[i])
+		r.ws[i] -= r.slow * r.eta * gs * v / math.Max(math.Sqrt(r.g2[i]), math.Abs(gs*v))
 	}
 }
 
 // The two step sizes replayed by hand: the fast copy is the one-copy
 // learner bit for bit, the slow copy steps by slow·η over the fast copy's
-// accumulators, the margin mixes the copies' by exponential weights on
+// accumulators (or over its own slope where that is larger), the margin mixes the copies' by exponential weights on
 // their recent errors (or log losses), and inside a sum each copy learns at
 // the other parts' margin plus its own; with and without the prior.
 func TestLogRegTwoStepSizes(t *testing.T) {
@@ -532,6 +532,48 @@ func TestLogRegTinySlopesStayFinite(t *testing.T) {
 					}
 				}
 			}
+		}
+	}
+}
+
+// TestLogRegSlowStepsAreBoundedByTheirEta checks that the slow copy, which
+// steps over the fast copy's accumulators, moves no coordinate by more
+// than slow·η in one label, as the fast copy moves none by more than η.
+// Within a sum of parts the two copies can disagree: here the other parts'
+// margin sits between them, so the fast copy is right, surely, after a run
+// that emptied its accumulators of large slopes, and the slow copy is
+// wrong (on air quality 0.1% of the slow steps were so, up to 27 times
+// slow·η).
+func TestLogRegSlowStepsAreBoundedByTheirEta(t *testing.T) {
+	for _, params := range []string{"", `{"weigh":"logloss"}`, `{"prior":0}`, `{"l2":0.01}`} {
+		l := mustNew(t, "logreg", params, Config{Dim: 3}).(*logreg)
+		x, _ := NewDense([]float64{1, 0.5, -0.25})
+		before := make([]float64, len(l.ws))
+		var worst float64
+		for n := range 1200 {
+			p, err := l.Predict(x)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// A stationary run alone, then the other parts' margin
+			// halfway between the copies'.
+			rest := 0.0
+			if n >= 1000 {
+				rest = -(dot(l.w, x) + dot(l.ws, x)) / 2
+			}
+			copy(before, l.ws)
+			if err := l.LearnSum(x, 1, rest+p.Score); err != nil {
+				t.Fatal(err)
+			}
+			for i := range l.ws {
+				worst = max(worst, math.Abs(l.ws[i]-before[i])/l.slowEta)
+			}
+		}
+		if worst > 1+1e-12 {
+			t.Errorf("%q: a slow step moved a coordinate by %.4g·slow·η", params, worst)
+		}
+		if worst < 0.5 {
+			t.Errorf("%q: the slow copy hardly moved (%.4g·slow·η): the test checks nothing", params, worst)
 		}
 	}
 }
