@@ -59,6 +59,7 @@ type Config struct {
 	CheckpointDir          string        `split_words:"true" desc:"directory of the file checkpoint store"`
 	CheckpointEvery        int           `split_words:"true" default:"10000" desc:"checkpoint a partition every this many records (or CheckpointPeriod, whichever first)"`
 	CheckpointPeriod       time.Duration `split_words:"true" default:"5s" desc:"and at least this often"`
+	CheckpointMaxEvery     int           `split_words:"true" default:"0" desc:"a checkpoint due by CheckpointEvery waits, up to this many records (CheckpointPeriod bounds it all the same), while it would write more than one key record per 4 records it absorbs: many keys, each changed once (0: ten times CheckpointEvery; equal to CheckpointEvery: no wait)"`
 	FlushInterval          time.Duration `split_words:"true" default:"5ms" desc:"write predictions, queries and alerts this often between checkpoints (0: at checkpoints only)"`
 	StateDir               string        `split_words:"true" desc:"local directory for the keys beyond CacheKeys per partition, in a Pebble store rebuilt from the changelog on a restore (an emptyDir will do; one member's alone: stores left there are removed at start, except those ParkState parked); empty: every key in memory"`
 	CacheKeys              int           `split_words:"true" default:"100000" desc:"with StateDir: keys per partition held in memory after each checkpoint (plus those changed since)"`
@@ -234,6 +235,9 @@ func (c *Config) Validate() error {
 	}
 	if c.CheckpointEvery < 1 || c.CheckpointPeriod <= 0 || c.ShutdownTimeout <= 0 {
 		bad("DRIFTSTREAM_CHECKPOINT_EVERY, DRIFTSTREAM_CHECKPOINT_PERIOD and DRIFTSTREAM_SHUTDOWN_TIMEOUT must be positive")
+	}
+	if c.CheckpointMaxEvery < 0 || c.CheckpointMaxEvery != 0 && c.CheckpointMaxEvery < c.CheckpointEvery {
+		bad("DRIFTSTREAM_CHECKPOINT_MAX_EVERY=%d: must be 0 (ten times DRIFTSTREAM_CHECKPOINT_EVERY) or at least DRIFTSTREAM_CHECKPOINT_EVERY=%d (equal: no wait)", c.CheckpointMaxEvery, c.CheckpointEvery)
 	}
 	if c.StateDir != "" && c.CacheKeys < 1 {
 		bad("DRIFTSTREAM_CACHE_KEYS=%d: must be ≥ 1 with DRIFTSTREAM_STATE_DIR", c.CacheKeys)

@@ -92,6 +92,8 @@ func TestValidate(t *testing.T) {
 		{map[string]string{"DRIFTSTREAM_TLS": "true", "DRIFTSTREAM_TLS_CERT_FILE": pw}, "both DRIFTSTREAM_TLS_CERT_FILE"},
 		{map[string]string{"DRIFTSTREAM_TLS": "true", "DRIFTSTREAM_TLS_CA_FILE": "/nope.pem"}, "cannot read /nope.pem"},
 		{map[string]string{"DRIFTSTREAM_PARK_STATE": "true"}, "DRIFTSTREAM_PARK_STATE needs DRIFTSTREAM_STATE_DIR"},
+		{map[string]string{"DRIFTSTREAM_CHECKPOINT_MAX_EVERY": "9999"}, "DRIFTSTREAM_CHECKPOINT_MAX_EVERY=9999: must be 0 (ten times DRIFTSTREAM_CHECKPOINT_EVERY) or at least DRIFTSTREAM_CHECKPOINT_EVERY=10000"},
+		{map[string]string{"DRIFTSTREAM_CHECKPOINT_MAX_EVERY": "-1"}, "DRIFTSTREAM_CHECKPOINT_MAX_EVERY=-1: must be 0"},
 		{map[string]string{"DRIFTSTREAM_PARK_STATE": "true", "DRIFTSTREAM_STATE_DIR": "/s", "DRIFTSTREAM_CHECKPOINT_STORE": "file", "DRIFTSTREAM_CHECKPOINT_DIR": "/c"}, "needs the kafka checkpoint store"},
 	}
 	both := map[string]string{"DRIFTSTREAM_HASH_BITS": "4", "DRIFTSTREAM_DIM": "3"}

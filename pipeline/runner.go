@@ -33,6 +33,16 @@ type RunnerConfig struct {
 	// CheckpointPeriod, whichever comes first.
 	CheckpointEvery  int
 	CheckpointPeriod time.Duration
+	// CheckpointMaxEvery, when above CheckpointEvery, lets a checkpoint
+	// due by the count wait while it would write more key records than one
+	// for every RecordsPerKeyRecord records it absorbs — each event a key
+	// of its own, a record per event — up to this many records;
+	// CheckpointPeriod bounds it in time all the same. With a key store
+	// it waits only while fewer than CacheKeys + CheckpointEvery keys are
+	// held in memory (changed keys stay there until a checkpoint writes
+	// them), the bound without a wait. 0 (or
+	// CheckpointEvery): a checkpoint every CheckpointEvery records.
+	CheckpointMaxEvery int
 	// FlushInterval, when positive, writes the outputs so far this often,
 	// between checkpoints, so that a prediction is readable within about
 	// this long instead of at the next checkpoint. The protocol only needs
@@ -153,6 +163,11 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 		return nil, errors.New("runner: store, source opener and sink are required")
 	case cfg.CheckpointEvery < 1 || cfg.CheckpointPeriod <= 0:
 		return nil, fmt.Errorf("runner: checkpoint every %d records or %s: both must be positive", cfg.CheckpointEvery, cfg.CheckpointPeriod)
+	case cfg.CheckpointMaxEvery != 0 && cfg.CheckpointMaxEvery < cfg.CheckpointEvery:
+		return nil, fmt.Errorf("runner: checkpoint at most every %d records, fewer than every %d: the most must be 0 or at least the checkpoint interval", cfg.CheckpointMaxEvery, cfg.CheckpointEvery)
+	}
+	if cfg.CheckpointMaxEvery == 0 {
+		cfg.CheckpointMaxEvery = cfg.CheckpointEvery
 	}
 	if cfg.Retry == (Backoff{}) {
 		cfg.Retry = DefaultBackoff
@@ -438,7 +453,7 @@ func (l *loop) take(ctx context.Context, batch []Fetched) (stop bool, err error)
 		if topic == peerInput {
 			continue // the interval counts the partition's own records
 		}
-		if l.since++; l.since >= r.cfg.CheckpointEvery {
+		if l.since++; l.due() {
 			if err := l.checkpoint(nil); err != nil {
 				return true, err
 			}
@@ -472,6 +487,28 @@ func (l *loop) reopen(ctx context.Context, err error) (stop bool, _ error) {
 		return true, err
 	}
 	return false, nil
+}
+
+// RecordsPerKeyRecord is how many records a checkpoint absorbs, at least,
+// for each key record it writes, when it may wait for more
+// (RunnerConfig.CheckpointMaxEvery): a key record costs about what
+// processing a record does, and the wait bounds their share.
+const RecordsPerKeyRecord = 4
+
+// due reports whether the records since the last checkpoint call for one
+// (RunnerConfig.CheckpointEvery, CheckpointMaxEvery).
+func (l *loop) due() bool {
+	r := l.r
+	switch {
+	case l.since < r.cfg.CheckpointEvery:
+		return false
+	case l.since >= r.cfg.CheckpointMaxEvery:
+		return true
+	}
+	if c := r.w.cache; c != nil && len(r.w.keys) >= c.max+r.cfg.CheckpointEvery {
+		return true // the changed keys held in memory beyond the cache's bound
+	}
+	return len(r.w.dirty)*RecordsPerKeyRecord <= l.since
 }
 
 // checkpoint checkpoints the partition (reply, when set, gets the outcome)

@@ -51,10 +51,13 @@ type Topics struct {
 const (
 	DefaultCheckpointEvery  = 10_000
 	DefaultCheckpointPeriod = 5 * time.Second
-	DefaultFailExitAfter    = 30 * time.Second
-	DefaultFinalTimeout     = 30 * time.Second
-	DefaultSessionTimeout   = 10 * time.Second
-	DefaultMergeWait        = time.Duration(0)
+	// CheckpointMaxFactor times CheckpointEvery is CheckpointMaxEvery's
+	// default.
+	CheckpointMaxFactor   = 10
+	DefaultFailExitAfter  = 30 * time.Second
+	DefaultFinalTimeout   = 30 * time.Second
+	DefaultSessionTimeout = 10 * time.Second
+	DefaultMergeWait      = time.Duration(0)
 )
 
 // Config configures a service.
@@ -102,6 +105,12 @@ type Config struct {
 	// whichever comes first.
 	CheckpointEvery  int
 	CheckpointPeriod time.Duration
+	// CheckpointMaxEvery is how many records a checkpoint due by the count
+	// may wait for while it would write more than one key record for every
+	// pipeline.RecordsPerKeyRecord records (pipeline.RunnerConfig's; the
+	// period bounds it all the same). Default (0): CheckpointMaxFactor
+	// times CheckpointEvery; CheckpointEvery: no wait.
+	CheckpointMaxEvery int
 	// FlushInterval writes outputs this often between checkpoints (0: at
 	// checkpoints only); see pipeline.RunnerConfig.FlushInterval.
 	FlushInterval time.Duration
@@ -269,6 +278,9 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	}
 	if cfg.CheckpointPeriod <= 0 {
 		cfg.CheckpointPeriod = DefaultCheckpointPeriod
+	}
+	if cfg.CheckpointMaxEvery <= 0 {
+		cfg.CheckpointMaxEvery = CheckpointMaxFactor * cfg.CheckpointEvery
 	}
 	if cfg.Retry == (pipeline.Backoff{}) {
 		cfg.Retry = pipeline.DefaultBackoff
@@ -560,7 +572,7 @@ func (s *Service) runPartition(ctx, gctx context.Context, gen *kafka.Generation,
 		},
 		Sink: s.sink, Committer: &groupCommitter{gen: gen, gctx: gctx, topics: [2]string{s.cfg.Topics.Events, s.cfg.Topics.Labels}, partition: p},
 		Generation: gen.ID, Owner: s.cfg.Owner, Committed: committed, CheckpointEvery: s.cfg.CheckpointEvery,
-		CheckpointPeriod: s.cfg.CheckpointPeriod, FlushInterval: s.cfg.FlushInterval, FinalTimeout: s.cfg.FinalTimeout, Retry: s.cfg.Retry, Hooks: []pipeline.Hook{s.observer()}, Logger: s.log,
+		CheckpointMaxEvery: s.cfg.CheckpointMaxEvery, CheckpointPeriod: s.cfg.CheckpointPeriod, FlushInterval: s.cfg.FlushInterval, FinalTimeout: s.cfg.FinalTimeout, Retry: s.cfg.Retry, Hooks: []pipeline.Hook{s.observer()}, Logger: s.log,
 		Kept: s.keptOrParked(p)})
 	if err != nil {
 		if keys != nil {

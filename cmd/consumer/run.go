@@ -186,7 +186,7 @@ func serviceConfig(cfg config.Config, reg *prometheus.Registry, log *slog.Logger
 		Topics: service.Topics{Events: cfg.EventsTopic, Labels: cfg.LabelsTopic, Predictions: cfg.PredictionsTopic, Queries: cfg.QueriesTopic,
 			DeadLetters: cfg.DeadLetterTopic, Alerts: cfg.AlertsTopic, Changelog: cfg.ChangelogTopic},
 		Pipeline:        pcfg,
-		CheckpointEvery: cfg.CheckpointEvery, CheckpointPeriod: cfg.CheckpointPeriod, FlushInterval: cfg.FlushInterval, Logger: log, Metrics: metrics,
+		CheckpointEvery: cfg.CheckpointEvery, CheckpointMaxEvery: cfg.CheckpointMaxEvery, CheckpointPeriod: cfg.CheckpointPeriod, FlushInterval: cfg.FlushInterval, Logger: log, Metrics: metrics,
 		Retry:         pipeline.Backoff{Initial: pipeline.DefaultBackoff.Initial, Max: pipeline.DefaultBackoff.Max, Timeout: cfg.RetryTimeout},
 		FailExitAfter: cfg.FailExitAfter, FinalTimeout: cfg.ShutdownTimeout, SessionTimeout: cfg.SessionTimeout, InstanceID: cfg.InstanceID, TopicCheckInterval: cfg.TopicCheckInterval,
 		StateDir: cfg.StateDir, CacheKeys: cfg.CacheKeys, ParkState: cfg.ParkState, OnOutputError: cfg.OnOutputError}
