@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -60,17 +61,20 @@ func (w *Worker) TakeCheckpoint() (CheckpointBatch, error) {
 	}
 	slices.SortFunc(order, func(a, b keyAt) int { return strings.Compare(a.key, b.key) })
 	c := CheckpointBatch{Keys: make([]checkpoint.KeyRecord, 0, len(keys)), Marker: w.marker(w.epoch)}
-	fail := func(err error) (CheckpointBatch, error) { // every key stays dirty
-		for i := range keys {
-			keys[i].end = -1 // its early record went with the buffer
-		}
+	fail := func(err error) (CheckpointBatch, error) { // every key stays dirty, its early record kept
 		return CheckpointBatch{}, fmt.Errorf("checkpoint partition %d: %w", w.partition, err)
 	}
-	// The key records share one buffer: those encoded when their key
-	// changed (dirty.go) are in it, the others are appended to it. A record
-	// is taken as offsets into it until every record is in, as the buffer
-	// may grow; none is written into once taken.
-	slab := w.early.take(len(keys), w.recordHint)
+	// The records encoded when their key changed (dirty.go) are taken as
+	// they are, in the early buffer's chunks; the others share one buffer,
+	// sized for them, and are taken as offsets into it until every record
+	// is in, as it may grow. None is written into once taken.
+	cold := 0
+	for i := range keys {
+		if keys[i].early == nil {
+			cold++
+		}
+	}
+	slab := make([]byte, 0, cold*cmp.Or(w.recordHint, firstHint)*5/4)
 	type span struct{ at, end int }
 	spans := make([]span, 0, len(keys))
 	once := 0
@@ -85,8 +89,10 @@ func (w *Worker) TakeCheckpoint() (CheckpointBatch, error) {
 		rec := checkpoint.KeyRecord{Partition: w.partition, Key: d.key, Epoch: w.epoch, AppliedThrough: [2]int64{checkpoint.NoOffset, checkpoint.NoOffset}}
 		at, end := 0, 0
 		switch ks := d.state; {
-		case ks != nil && d.end >= 0: // encoded when it last changed
-			rec.AppliedThrough, at, end = d.applied, int(d.at), int(d.end)
+		case ks != nil && d.early != nil: // encoded when it last changed
+			rec.AppliedThrough, rec.State = d.applied, d.early
+			at, end = -1, -1
+			c.Bytes += len(d.early)
 		default:
 			var err error
 			if ks == nil { // not held when it changed: held now unless its record was unreadable
@@ -118,6 +124,7 @@ func (w *Worker) TakeCheckpoint() (CheckpointBatch, error) {
 			c.Keys[i].State = slab[sp.at:sp.end:sp.end]
 		}
 	}
+	w.early.taken(len(c.Keys), c.Bytes/max(len(c.Keys), 1)+1)
 	if len(c.Keys) > 0 {
 		w.recordHint = c.Bytes/len(c.Keys) + 1
 	}

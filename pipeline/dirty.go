@@ -1,6 +1,10 @@
 package pipeline
 
-import "github.com/driftstream/driftstream/keyed"
+import (
+	"cmp"
+
+	"github.com/driftstream/driftstream/keyed"
+)
 
 // The keys changed since the last checkpoint, and the records of those a
 // checkpoint would otherwise have to encode cold.
@@ -28,9 +32,9 @@ type dirtyKey struct {
 	state *keyed.State
 	// applied is the state's Applied when it last changed.
 	applied [2]int64
-	// at and end are its record in the early buffer when encoded since it
-	// last changed; end is −1 when not.
-	at, end int32
+	// early is its record, in a chunk of the early buffer, when encoded
+	// since it last changed; nil when not.
+	early []byte
 	// again is set when the key changed more than once.
 	again bool
 }
@@ -42,21 +46,21 @@ type dirtyKey struct {
 // it was called is the state's until the next.
 func (w *Worker) markDirty(key string, ks *keyed.State) {
 	if ks == nil {
-		w.dirty = append(w.dirty, dirtyKey{key: key, end: -1})
+		w.dirty = append(w.dirty, dirtyKey{key: key})
 		return
 	}
 	ks.Mark.Unstored = true
 	if ks.Mark.Dirty { // changed again: its early record, if any, is not its state
 		d := &w.dirty[ks.Mark.Slot]
-		d.applied, d.end, d.again = ks.Applied, -1, true
+		d.applied, d.early, d.again = ks.Applied, nil, true
 		return
 	}
 	ks.Mark.Dirty, ks.Mark.Slot = true, int32(len(w.dirty))
-	d := dirtyKey{key: key, state: ks, applied: ks.Applied, end: -1}
+	d := dirtyKey{key: key, state: ks, applied: ks.Applied}
 	// The population model changes at most steps, and within a step
 	// before it is done: never early.
 	if w.early.on && key != keyed.PopulationKey {
-		d.at, d.end = w.early.encode(w.model, ks)
+		d.early = w.early.encode(w.model, ks)
 	}
 	w.dirty = append(w.dirty, d)
 }
@@ -66,48 +70,68 @@ func (w *Worker) markDirty(key string, ks *keyed.State) {
 // a checkpoint writes changed once since the last (decide). A key changed
 // again costs its early record, encoded in vain; a partition of few keys,
 // each changing many times an interval, encodes none early.
+//
+// The buffer is a series of chunks, each record in one, and a full chunk
+// is followed by a new one rather than grown: an interval of 100,000 key
+// records (RunnerConfig.CheckpointMaxEvery) is tens of MB, which growing
+// one buffer would copy again and again.
 type earlyRecords struct {
 	on    bool
-	buf   []byte
-	force *bool // tests: always (true) or never (false), whatever decide says
-	// size is the capacity a new buffer starts with: the last
-	// checkpoint's record bytes with a quarter to spare.
-	size int
+	buf   []byte // the chunk being filled
+	force *bool  // tests: always (true) or never (false), whatever decide says
+	// size is the capacity a new chunk starts with: the last checkpoint's
+	// record bytes with a quarter to spare, within [minChunk, maxChunk];
+	// room is the space left in a chunk below which the next record
+	// starts a new one: twice the last checkpoint's bytes per record.
+	size, room int
 }
 
-// encode appends ks's changelog record to the buffer and returns where it
-// is; end −1 when it could not be encoded (the checkpoint encodes it
-// again, and fails with the reason).
-func (e *earlyRecords) encode(m *keyed.Model, ks *keyed.State) (at, end int32) {
-	if e.buf == nil {
-		e.buf = make([]byte, 0, e.size)
+// The bounds of an early-record chunk's size, and the size and the room of
+// the chunks before a first checkpoint says what a record takes.
+const (
+	minChunk   = 4 << 10
+	maxChunk   = 1 << 20
+	firstChunk = 64 << 10
+	firstRoom  = 1 << 10
+	// firstHint is the bytes a key record is taken to hold before a first
+	// checkpoint says (Worker.recordHint).
+	firstHint = 256
+)
+
+// encode appends ks's changelog record to the buffer and returns it; nil
+// when it could not be encoded (the checkpoint encodes it again, and fails
+// with the reason).
+func (e *earlyRecords) encode(m *keyed.Model, ks *keyed.State) []byte {
+	if room := cmp.Or(e.room, firstRoom); cap(e.buf)-len(e.buf) < room || e.buf == nil {
+		e.buf = make([]byte, 0, max(cmp.Or(e.size, firstChunk), minChunk))
 	}
 	n := len(e.buf)
 	b, err := m.AppendChangelog(e.buf, ks)
-	if err != nil || len(b) > 1<<31-1 {
-		return 0, -1
+	if err != nil {
+		return nil
 	}
-	e.buf = b
-	return int32(n), int32(len(b))
+	e.buf = b // a record larger than the room left grew the chunk: the records before keep the old one
+	return b[n:len(b):len(b)]
 }
 
-// take returns the buffer for a checkpoint of keys key records of about
-// hint bytes each, with the records encoded early in it, and starts a new
-// one: the checkpoint's records keep this one.
-func (e *earlyRecords) take(keys, hint int) []byte {
-	b := e.buf
+// taken starts a new chunk for the next interval, sized for a checkpoint
+// of keys key records of about hint bytes each: the checkpoint's records
+// keep the chunks they are in.
+func (e *earlyRecords) taken(keys, hint int) {
 	e.buf = nil
-	if b == nil {
-		b = make([]byte, 0, keys*hint*5/4)
-	}
-	e.size = keys * hint * 5 / 4
-	return b
+	e.size = min(max(keys*hint*5/4, minChunk), maxChunk)
+	e.room = 2 * hint
 }
 
 // decide sets whether the next interval's keys are encoded early: when at
 // least half of the keys a checkpoint wrote (written) changed once (once).
+// A checkpoint that wrote none leaves it as it was: nothing to go by. A new
+// worker starts encoding early (NewWorker): its first keys are all new, and
+// with many keys its first interval is long (RunnerConfig.CheckpointMaxEvery).
 func (e *earlyRecords) decide(once, written int) {
-	e.on = once*2 >= written && written > 0
+	if written > 0 {
+		e.on = once*2 >= written
+	}
 	if e.force != nil {
 		e.on = *e.force
 	}

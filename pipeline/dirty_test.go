@@ -170,20 +170,29 @@ func TestDirtyKeyNotHeld(t *testing.T) {
 func TestEarlyRecordsDecide(t *testing.T) {
 	yes, no := true, false
 	for _, c := range []struct {
+		was           bool
 		once, written int
 		force         *bool
 		want          bool
 	}{
-		{0, 0, nil, false}, // nothing written: nothing to go by
-		{5, 10, nil, true},
-		{4, 10, nil, false},
-		{10, 10, nil, true},
-		{0, 10, &yes, true},
-		{10, 10, &no, false},
+		{false, 0, 0, nil, false}, // nothing written: nothing to go by
+		{true, 0, 0, nil, true},
+		{false, 5, 10, nil, true},
+		{true, 4, 10, nil, false},
+		{false, 10, 10, nil, true},
+		{false, 0, 10, &yes, true},
+		{true, 10, 10, &no, false},
 	} {
-		e := earlyRecords{force: c.force}
+		e := earlyRecords{on: c.was, force: c.force}
 		if e.decide(c.once, c.written); e.on != c.want {
-			t.Errorf("decide(%d, %d), force %v: on %v, want %v", c.once, c.written, c.force != nil, e.on, c.want)
+			t.Errorf("on %v, decide(%d, %d), force %v: on %v, want %v", c.was, c.once, c.written, c.force != nil, e.on, c.want)
 		}
+	}
+	w, err := NewWorker(testConfig(t, "perceptron", ""), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !w.early.on {
+		t.Error("a new worker does not encode early: its first keys are all new")
 	}
 }

@@ -116,7 +116,7 @@ func BenchmarkTakeCheckpoint(b *testing.B) {
 	}
 	all := make([]dirtyKey, 0, keys)
 	for k, ks := range w.keys {
-		all = append(all, dirtyKey{key: k, state: ks, applied: ks.Applied, end: -1}) // encoded by the checkpoint
+		all = append(all, dirtyKey{key: k, state: ks, applied: ks.Applied}) // encoded by the checkpoint
 	}
 	b.ReportAllocs()
 	for b.Loop() {

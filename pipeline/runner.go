@@ -498,17 +498,23 @@ const RecordsPerKeyRecord = 4
 // due reports whether the records since the last checkpoint call for one
 // (RunnerConfig.CheckpointEvery, CheckpointMaxEvery).
 func (l *loop) due() bool {
-	r := l.r
+	return l.r.w.checkpointDue(l.since, l.r.cfg.CheckpointEvery, l.r.cfg.CheckpointMaxEvery)
+}
+
+// checkpointDue reports whether since records processed after the last
+// checkpoint call for one, at a checkpoint every records that may wait
+// for up to maxEvery (RunnerConfig.CheckpointMaxEvery).
+func (w *Worker) checkpointDue(since, every, maxEvery int) bool {
 	switch {
-	case l.since < r.cfg.CheckpointEvery:
+	case since < every:
 		return false
-	case l.since >= r.cfg.CheckpointMaxEvery:
+	case since >= maxEvery:
 		return true
 	}
-	if c := r.w.cache; c != nil && len(r.w.keys) >= c.max+r.cfg.CheckpointEvery {
+	if c := w.cache; c != nil && len(w.keys) >= c.max+every {
 		return true // the changed keys held in memory beyond the cache's bound
 	}
-	return len(r.w.dirty)*RecordsPerKeyRecord <= l.since
+	return len(w.dirty)*RecordsPerKeyRecord <= since
 }
 
 // checkpoint checkpoints the partition (reply, when set, gets the outcome)

@@ -67,7 +67,8 @@ func NewWorker(cfg Config, partition int) (*Worker, error) {
 		return nil, err
 	}
 	cfg = cfg.WithDefaults()
-	w := &Worker{cfg: cfg, partition: partition, keys: map[string]*keyed.State{}, through: [2]int64{-1, -1}, reread: noReread}
+	w := &Worker{cfg: cfg, partition: partition, keys: map[string]*keyed.State{}, through: [2]int64{-1, -1}, reread: noReread,
+		early: earlyRecords{on: true}} // a worker's first keys are new: each changes once until they repeat
 	var shared keyed.Shared
 	if cfg.Population != keyed.PopulationOff {
 		shared = population{w}
