@@ -282,6 +282,10 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	if cfg.CheckpointMaxEvery <= 0 {
 		cfg.CheckpointMaxEvery = CheckpointMaxFactor * cfg.CheckpointEvery
 	}
+	if cfg.CheckpointMaxEvery < cfg.CheckpointEvery { // refused here, not by each partition's runner later
+		return nil, fmt.Errorf("checkpoint at most every %d records, fewer than every %d: set it to 0 (%d times the interval) or at least the interval",
+			cfg.CheckpointMaxEvery, cfg.CheckpointEvery, CheckpointMaxFactor)
+	}
 	if cfg.Retry == (pipeline.Backoff{}) {
 		cfg.Retry = pipeline.DefaultBackoff
 	}

@@ -928,3 +928,14 @@ func TestServicePassesTheTraceContextOn(t *testing.T) {
 		}
 	}
 }
+
+// A checkpoint limit below the checkpoint interval is refused by New, before
+// any broker is asked, not by each partition's runner once assigned.
+func TestServiceRefusesACheckpointLimitBelowTheInterval(t *testing.T) {
+	cfg := testConfig(t, "127.0.0.1:1", "g")
+	cfg.CheckpointEvery, cfg.CheckpointMaxEvery = 100, 50
+	_, err := New(context.Background(), cfg)
+	if err == nil || err.Error() != "checkpoint at most every 50 records, fewer than every 100: set it to 0 (10 times the interval) or at least the interval" {
+		t.Fatalf("err %v", err)
+	}
+}
