@@ -89,9 +89,8 @@ func (w *Worker) TakeCheckpoint() (CheckpointBatch, error) {
 		rec := checkpoint.KeyRecord{Partition: w.partition, Key: d.key, Epoch: w.epoch, AppliedThrough: [2]int64{checkpoint.NoOffset, checkpoint.NoOffset}}
 		at, end := 0, 0
 		switch ks := d.state; {
-		case ks != nil && d.early != nil: // encoded when it last changed
+		case ks != nil && d.early != nil: // encoded when it last changed: no span in the slab
 			rec.AppliedThrough, rec.State = d.applied, d.early
-			at, end = -1, -1
 			c.Bytes += len(d.early)
 		default:
 			var err error
@@ -124,10 +123,10 @@ func (w *Worker) TakeCheckpoint() (CheckpointBatch, error) {
 			c.Keys[i].State = slab[sp.at:sp.end:sp.end]
 		}
 	}
-	w.early.taken(len(c.Keys), c.Bytes/max(len(c.Keys), 1)+1)
 	if len(c.Keys) > 0 {
 		w.recordHint = c.Bytes/len(c.Keys) + 1
 	}
+	w.early.taken(len(c.Keys), w.recordHint)
 	if w.cache != nil {
 		if err := w.spill(&c); err != nil {
 			return fail(err)

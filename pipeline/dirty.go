@@ -81,29 +81,26 @@ type earlyRecords struct {
 	force *bool  // tests: always (true) or never (false), whatever decide says
 	// size is the capacity a new chunk starts with: the last checkpoint's
 	// record bytes with a quarter to spare, within [minChunk, maxChunk];
-	// room is the space left in a chunk below which the next record
-	// starts a new one: twice the last checkpoint's bytes per record.
-	size, room int
+	// hint is its bytes per record. A chunk with less than two records'
+	// room left is followed by a new one.
+	size, hint int
 }
 
-// The bounds of an early-record chunk's size, and the size and the room of
-// the chunks before a first checkpoint says what a record takes.
+// The bounds of an early-record chunk's size; the size of the chunks, and
+// the bytes a record is taken to hold, before a first checkpoint says.
 const (
 	minChunk   = 4 << 10
 	maxChunk   = 1 << 20
 	firstChunk = 64 << 10
-	firstRoom  = 1 << 10
-	// firstHint is the bytes a key record is taken to hold before a first
-	// checkpoint says (Worker.recordHint).
-	firstHint = 256
+	firstHint  = 256
 )
 
 // encode appends ks's changelog record to the buffer and returns it; nil
 // when it could not be encoded (the checkpoint encodes it again, and fails
 // with the reason).
 func (e *earlyRecords) encode(m *keyed.Model, ks *keyed.State) []byte {
-	if room := cmp.Or(e.room, firstRoom); cap(e.buf)-len(e.buf) < room || e.buf == nil {
-		e.buf = make([]byte, 0, max(cmp.Or(e.size, firstChunk), minChunk))
+	if cap(e.buf)-len(e.buf) < 2*cmp.Or(e.hint, firstHint) {
+		e.buf = make([]byte, 0, cmp.Or(e.size, firstChunk))
 	}
 	n := len(e.buf)
 	b, err := m.AppendChangelog(e.buf, ks)
@@ -115,12 +112,14 @@ func (e *earlyRecords) encode(m *keyed.Model, ks *keyed.State) []byte {
 }
 
 // taken starts a new chunk for the next interval, sized for a checkpoint
-// of keys key records of about hint bytes each: the checkpoint's records
-// keep the chunks they are in.
+// of keys key records of hint bytes each: the checkpoint's records keep
+// the chunks they are in. A checkpoint of no keys leaves the sizes as
+// they were: nothing to go by.
 func (e *earlyRecords) taken(keys, hint int) {
 	e.buf = nil
-	e.size = min(max(keys*hint*5/4, minChunk), maxChunk)
-	e.room = 2 * hint
+	if keys > 0 {
+		e.size, e.hint = min(max(keys*hint*5/4, minChunk), maxChunk), hint
+	}
 }
 
 // decide sets whether the next interval's keys are encoded early: when at

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 
@@ -195,4 +196,48 @@ func TestEarlyRecordsDecide(t *testing.T) {
 	if !w.early.on {
 		t.Error("a new worker does not encode early: its first keys are all new")
 	}
+}
+
+// A checkpoint that fails (here the key store's write as it evicts) keeps
+// its keys' early records: the retried checkpoint takes them, and writes
+// what a worker that encodes nothing early writes.
+func TestFailedCheckpointKeepsEarlyRecords(t *testing.T) {
+	cfg := testConfig(t, "lasec-ss", `{"a":0.3}`)
+	recs := labeledEvents(300, func(i int) string { return fmt.Sprint("k", i) }) // each key changes once
+	ref, err := NewWorker(cfg, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	never := false
+	ref.early.force, ref.early.on = &never, false
+	w, keys := cachedWorker(t, cfg, 1)
+	run(t, ref, recs)
+	run(t, w, recs)
+	early := func() (n int) {
+		for _, d := range w.dirty {
+			if d.early != nil {
+				n++
+			}
+		}
+		return n
+	}
+	if n := early(); n != len(recs) {
+		t.Fatalf("%d of %d keys encoded early", n, len(recs))
+	}
+	keys.arm("set", 1)
+	if _, err := w.TakeCheckpoint(); !errors.Is(err, errInjected) {
+		t.Fatalf("TakeCheckpoint = %v, want the injected failure", err)
+	}
+	if n := early(); n != len(recs) {
+		t.Fatalf("after the failed checkpoint %d of %d keys keep their early record", n, len(recs))
+	}
+	got, err := w.TakeCheckpoint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := ref.TakeCheckpoint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameBatch(t, got, want)
 }
