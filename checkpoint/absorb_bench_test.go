@@ -35,9 +35,9 @@ func BenchmarkAbsorb(b *testing.B) {
 		b.StartTimer()
 		snap := newSnapshot(nil)
 		for i := range keys {
-			snap.absorb(0, keys[i], fresh[i], true)
+			snap.absorb(0, int64(i), keys[i], fresh[i], true)
 		}
-		snap.absorb(0, mk, mv, true)
+		snap.absorb(0, int64(len(keys)), mk, mv, true)
 		if len(snap.Keys) != nkeys || snap.Marker == nil {
 			b.Fatalf("%d keys, marker %v", len(snap.Keys), snap.Marker)
 		}

@@ -302,8 +302,10 @@ func TestFileStoreCorruption(t *testing.T) {
 	}
 }
 
-// A torn tail keeps everything before it, and the next write cuts it off so
-// that the new checkpoint is readable.
+// A torn tail keeps every checkpoint before it (the key records of the
+// checkpoint it cut, which lost its marker, are set aside: "a" keeps its
+// record of the checkpoint before), and the next write cuts it off so that
+// the new checkpoint is readable.
 func TestFileStoreTornTail(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -314,7 +316,8 @@ func TestFileStoreTornTail(t *testing.T) {
 	os.WriteFile(s.path(0), orig[:len(orig)-4], 0o644)
 	s2, _ := NewFileStore(dir, 0) // a restarted process
 	snap, _ := s2.Load(ctx, 0, nil)
-	if len(snap.Ignored) != 1 || snap.Marker == nil || snap.Marker.Through[0] != 12 || string(snap.Keys["a"].State) != "a2" || snap.ReplayFrom() != [2]int64{13, 0} {
+	if len(snap.Ignored) != 1 || snap.Marker == nil || snap.Marker.Through[0] != 12 || string(snap.Keys["a"].State) != "a1" || snap.ReplayFrom() != [2]int64{13, 0} ||
+		len(snap.Torn) != 1 || snap.Torn[0].Records != 1 || !slices.Equal(snap.Torn[0].Keys, []string{"a"}) {
 		t.Fatalf("torn tail: %+v", snap)
 	}
 	must(t, s2.Write(ctx, []KeyRecord{key(0, "a", 50, "a3")}, Marker{Partition: 0, Through: [2]int64{55, NoOffset}}))

@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 
 	"github.com/driftstream/driftstream/internal/wire"
@@ -132,16 +134,25 @@ func (s *FileStore) compact(ctx context.Context, p int) error {
 	if err != nil || len(snap.Corrupt) > 0 || len(snap.Ignored) > 0 || snap.Fenced > 0 || snap.Marker == nil {
 		return err
 	}
+	// Every record is written under one epoch, the current owner's (or the
+	// marker's, before any claim), and closed by the marker: the fencing
+	// rule and the marker rule (torn.go) accept them all as they accepted
+	// the records they stand for.
+	e := snap.Marker.Epoch
 	var buf []byte
 	if snap.Owner != nil {
-		buf = appendEntry(buf, ownerKey(snap.Owner.Epoch), EncodeOwnership(*snap.Owner))
+		e = snap.Owner.Epoch
+		buf = appendEntry(buf, ownerKey(e), EncodeOwnership(*snap.Owner))
 	}
-	for _, k := range snap.Keys {
-		if len(k.State) > 0 {
-			buf = appendEntry(buf, k.Key, EncodeKey(*k))
+	for _, key := range slices.Sorted(maps.Keys(snap.Keys)) {
+		if k := *snap.Keys[key]; len(k.State) > 0 {
+			k.Epoch = e
+			buf = appendEntry(buf, k.Key, EncodeKey(k))
 		}
 	}
-	buf = appendEntry(buf, markerKey(snap.Marker.Epoch), EncodeMarker(*snap.Marker))
+	m := *snap.Marker
+	m.Epoch = e
+	buf = appendEntry(buf, markerKey(e), EncodeMarker(m))
 	tmp := s.path(p) + ".compact"
 	if err := writeSynced(tmp, buf); err != nil {
 		return fmt.Errorf("compact partition %d: %w", p, err)
@@ -198,13 +209,15 @@ func (s *FileStore) load(ctx context.Context, p int, sink KeySink) (Snapshot, in
 		good := r.n
 		key, rec, err := readEntry(r)
 		if errors.Is(err, io.EOF) {
+			snap.end()
 			return snap, good, nil
 		}
 		if err != nil { // torn tail or garbled framing: nothing after it can be trusted
 			snap.Ignored = append(snap.Ignored, Corruption{Key: key, Err: fmt.Errorf("unreadable log from byte %d on (cut before the next write): %w", good, err)})
+			snap.end()
 			return snap, good, nil
 		}
-		snap.absorb(p, []byte(key), rec, true)
+		snap.absorb(p, good, []byte(key), rec, true)
 	}
 }
 

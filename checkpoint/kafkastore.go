@@ -227,13 +227,14 @@ func (s *KafkaStore) Load(ctx context.Context, p int, sink KeySink) (Snapshot, e
 	for chunk := range chunks {
 		for _, msg := range chunk {
 			if msg.Value != nil { // a tombstone carries nothing
-				snap.absorb(p, msg.Key, msg.Value, true) // kafka-go reads every message into buffers of its own
+				snap.absorb(p, msg.Offset, msg.Key, msg.Value, true) // kafka-go reads every message into buffers of its own
 			}
 		}
 	}
 	if err := rerr; err != nil {
 		return snap, fmt.Errorf("changelog %s partition %d: %w", s.topic, p, err)
 	}
+	snap.end()
 	return snap, nil
 }
 
@@ -266,13 +267,14 @@ func (s *KafkaStore) LoadRange(ctx context.Context, p int, from, to int64, snap 
 	}
 	err = kafkaread.Range(ctx, conn, from, to, func(msg kafka.Message) error {
 		if msg.Value != nil {
-			snap.absorb(p, msg.Key, msg.Value, true)
+			snap.absorb(p, msg.Offset, msg.Key, msg.Value, true)
 		}
 		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("changelog %s partition %d: %w", s.topic, p, err)
 	}
+	snap.end()
 	return nil
 }
 

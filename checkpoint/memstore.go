@@ -72,9 +72,10 @@ func (s *MemoryStore) Load(ctx context.Context, p int, sink KeySink) (Snapshot, 
 	}
 	log := s.Log(p)
 	snap.reserve(len(log))
-	for _, e := range log {
-		snap.absorb(p, []byte(e.Key), e.Value, false)
+	for i, e := range log {
+		snap.absorb(p, int64(i), []byte(e.Key), e.Value, false)
 	}
+	snap.end()
 	return snap, nil
 }
 
@@ -91,9 +92,10 @@ func (s *MemoryStore) LoadRange(ctx context.Context, p int, from, to int64, snap
 	if to > int64(len(log)) {
 		return fmt.Errorf("load the range [%d, %d) of partition %d: the log ends at %d", from, to, p, len(log))
 	}
-	for _, e := range log[from:to] {
-		snap.absorb(p, []byte(e.Key), e.Value, false)
+	for i, e := range log[from:to] {
+		snap.absorb(p, from+int64(i), []byte(e.Key), e.Value, false)
 	}
+	snap.end()
 	return nil
 }
 

@@ -127,8 +127,14 @@ type Snapshot struct {
 	// starts with a claim never has one, so a log that has them started
 	// over (the topic was deleted and recreated) and lacks what came before.
 	Unowned int
+	// Torn lists the checkpoints whose key records were read without their
+	// marker (torn.go): their records were set aside.
+	Torn []TornCheckpoint
 	// sink receives the key records when the caller of Load gave one.
 	sink KeySink
+	// win is the open window: the key records since the last accepted
+	// marker of their epoch.
+	win window
 }
 
 // newSnapshot starts a snapshot that collects key records in Keys, or hands
@@ -156,8 +162,12 @@ func (s *Snapshot) reserve(n int) {
 // that are not compacted down to about one record per key.
 const maxKeyHint = 1 << 20
 
-// has reports whether the key has a record.
+// has reports whether the key has a record (one held back in the open
+// window included).
 func (s *Snapshot) has(key string) bool {
+	if _, ok := s.win.at[key]; ok {
+		return true
+	}
 	if s.sink != nil {
 		return s.sink.Has(key)
 	}
@@ -202,10 +212,11 @@ func markerKey(e Epoch) string { return markerKeyPrefix + strconv.FormatUint(uin
 // record (or is the file store's legacy marker key).
 func reserved(key string) bool { return key == "" || ReservedKey(key) }
 
-// absorb adds one stored record (its store-level key and value, in log order)
-// to the snapshot of partition p, applying the fencing rule. With owned,
-// the caller hands value over, and the snapshot may keep slices of it.
-func (s *Snapshot) absorb(p int, key []byte, value []byte, owned bool) {
+// absorb adds one stored record (its store-level key and value, in log order,
+// at position pos) to the snapshot of partition p, applying the fencing rule
+// and the marker rule (torn.go). With owned, the caller hands value over, and
+// the snapshot may keep slices of it.
+func (s *Snapshot) absorb(p int, pos int64, key []byte, value []byte, owned bool) {
 	s.Read++
 	rec, err := decode(value, owned)
 	if err != nil {
@@ -244,6 +255,7 @@ func (s *Snapshot) absorb(p int, key []byte, value []byte, owned bool) {
 			s.Fenced++ // a stale claim, written after a newer one
 			return
 		}
+		s.tear() // the former owner's checkpoint in flight never got its marker
 		s.Owner = o
 	case rec.Marker != nil:
 		m := rec.Marker
@@ -257,6 +269,7 @@ func (s *Snapshot) absorb(p int, key []byte, value []byte, owned bool) {
 			s.Fenced++
 			return
 		}
+		s.commit(m.Epoch)
 		s.Marker = m
 	default:
 		k := rec.Key
@@ -274,7 +287,7 @@ func (s *Snapshot) absorb(p int, key []byte, value []byte, owned bool) {
 			s.Corrupt = append(s.Corrupt, Corruption{Key: k.Key, Err: fmt.Errorf("epoch %v < %v: %w", k.Epoch, current, ErrFenced)})
 			return
 		}
-		s.put(k)
+		s.hold(pos, k)
 	}
 }
 

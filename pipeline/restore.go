@@ -25,6 +25,11 @@ type Restored struct {
 	MaxEpoch checkpoint.Epoch
 	// Fenced counts records of former owners that the fencing rule set aside.
 	Fenced int
+	// Torn lists the checkpoints read without their marker (their writer
+	// stopped while writing them): their key records were set aside, their
+	// keys keep their records of the checkpoint before and are written
+	// again at the next checkpoint (checkpoint's torn.go).
+	Torn []checkpoint.TornCheckpoint
 	// Read counts the checkpoint records read (a catch-up's: those after
 	// the resumed checkpoint).
 	Read int
@@ -58,6 +63,15 @@ const (
 	// FromParked: resumed from the key store a former process parked (Unpark).
 	FromParked
 )
+
+// TornRecords counts the key records of torn checkpoints set aside.
+func (res Restored) TornRecords() int {
+	n := 0
+	for _, t := range res.Torn {
+		n += t.Records
+	}
+	return n
+}
 
 // Resumed reports whether the state was resumed rather than restored.
 func (o Origin) Resumed() bool { return o != FromChangelog }
@@ -217,6 +231,15 @@ func (w *Worker) restored(snap *checkpoint.Snapshot, sink *restoring) (Restored,
 	for _, c := range snap.Corrupt {
 		if c.Key != "" {
 			w.markDirty(c.Key, w.keys[c.Key])
+		}
+	}
+	// A torn checkpoint's records stay in the log until a later record of
+	// their key supersedes them: the next checkpoint writes each of their
+	// keys as restored.
+	res.Torn = snap.Torn
+	for _, t := range snap.Torn {
+		for _, key := range t.Keys {
+			w.markDirty(key, w.keys[key])
 		}
 	}
 	absorb := snap.AbsorbFromKeys(func(key string) ([2]int64, bool) {

@@ -366,6 +366,10 @@ func (r *Runner) start(ctx context.Context) error {
 	} else if res, err = r.restore(ctx); err != nil {
 		return err
 	}
+	for _, t := range res.Torn {
+		r.log.Warn("torn checkpoint set aside: its writer stopped before its marker; its keys keep their records of the checkpoint before and are written again at the next checkpoint",
+			"partition", r.cfg.Partition, "epoch", t.Epoch.String(), "first", t.First, "last", t.Last, "records", t.Records, "keys", len(t.Keys))
+	}
 	committed := [2]int64{max(r.cfg.Committed[0], 0), max(r.cfg.Committed[1], 0)}
 	r.w.SuppressBelow(committed)
 	r.pub.start(r.w, res)
@@ -373,7 +377,7 @@ func (r *Runner) start(ctx context.Context) error {
 		h.Restored(res, r.w.keyCount(), time.Since(start))
 	}
 	r.log.Info("partition restored", "keys", r.w.Keys(), "from", res.Origin.String(), "caught_up_records", res.CaughtUp, "replay_from", res.From[0], "committed", committed[0],
-		"epoch", r.w.epoch.String(), "fenced_records", res.Fenced, "changelog_records", res.Read, "restore_ms", time.Since(start).Milliseconds())
+		"epoch", r.w.epoch.String(), "fenced_records", res.Fenced, "torn_records", res.TornRecords(), "changelog_records", res.Read, "restore_ms", time.Since(start).Milliseconds())
 	return nil
 }
 

@@ -24,6 +24,9 @@ type counters struct {
 	refused map[refusal]int64
 
 	resumed, unparked, caughtUp, parkedRefused atomic.Int64
+	// torn counts the key records of torn checkpoints set aside by restores
+	// and catch-ups.
+	torn atomic.Int64
 
 	// merges counts, per partition, the times its merge of the events and
 	// labels topics went on without a caught-up one after DRIFTSTREAM_MERGE_WAIT

@@ -112,6 +112,7 @@ func (o *partitionObserver) Restored(res pipeline.Restored, _ pipeline.KeyCount,
 	if res.CaughtUp > 0 {
 		c.caughtUp.Add(1)
 	}
+	c.torn.Add(int64(res.TornRecords()))
 }
 
 // Checkpointed measures the checkpoint and the state directory.
