@@ -5,8 +5,11 @@
 // (applied_through) — followed by a marker record with the offset through
 // which every dirty key was written. Records are versioned and CRC-checked; a
 // corrupt record is reported and its key falls back to the previous good
-// record, never silently reset. Stores (a local file log, a compacted Kafka
-// changelog topic) implement Store.
+// record, never silently reset. A checkpoint counts only once its marker is
+// in: a key record is read only when an accepted marker of its writer
+// follows it, and the records of a torn checkpoint (a writer stopped between
+// them and the marker) are set aside (torn.go). Stores (a local file log, a
+// compacted Kafka changelog topic) implement Store.
 //
 // # Fencing
 //

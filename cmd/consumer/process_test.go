@@ -53,6 +53,10 @@ type blackBox struct {
 	pause func() (resume func())
 	// finishers are the last consumers finishWith started.
 	finishers []*proc
+	// ownGroup starts each consumer in a process group of its own: a
+	// consumer stopped (SIGSTOP) in a group the kernel finds orphaned gets
+	// SIGHUP and dies, where a frozen member should only freeze.
+	ownGroup bool
 }
 
 // topic is the test's name for one of the service's topics.
@@ -158,6 +162,7 @@ func (b *blackBox) start() *proc {
 	}
 	p.cmd = exec.Command(b.bin, b.args...)
 	p.cmd.Stdout, p.cmd.Stderr = f, f
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: b.ownGroup}
 	if err := p.cmd.Start(); err != nil {
 		b.t.Fatal(err)
 	}

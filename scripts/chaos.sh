@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The chaos run (cmd/consumer's TestChaosKillsAndZombies) against real Apache
+# Kafka brokers, one version after the other, each started and stopped by
+# scripts/kafka-broker.sh on loopback: members killed (SIGKILL) and frozen
+# (SIGSTOP past their session) on a seeded schedule, checkpoints torn across
+# produce requests, an eagerly compacted changelog; every prediction and
+# every final key state compared with an uninterrupted run.
+#
+#   scripts/chaos.sh 4.4.0                        # the bounded form CI runs (60 s of input)
+#   DRIFTSTREAM_CHAOS_SECONDS=3600 scripts/chaos.sh 4.4.0   # the long form
+#
+# DRIFTSTREAM_CHAOS_SEED replays a schedule; DRIFTSTREAM_CHAOS_EVENTS_PER_SECOND
+# sets the input's rate. Needs Java 17 and Maven, as kafka-broker.sh does.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+versions=("$@")
+[ ${#versions[@]} -gt 0 ] || versions=(4.4.0)
+kafka_dir=$(mktemp -d)
+trap 'for d in "$kafka_dir"/*/; do [ -d "$d" ] && scripts/kafka-broker.sh stop "$d"; done' EXIT
+port=29192
+seconds=${DRIFTSTREAM_CHAOS_SECONDS:-60}
+for version in "${versions[@]}"; do
+  dir="$kafka_dir/$version"
+  start=$(date +%s)
+  addr=$(scripts/kafka-broker.sh start "$version" "$port" "$dir")
+  echo "kafka $version at $addr: chaos run of ${seconds} s"
+  if ! DRIFTSTREAM_CHAOS=1 DRIFTSTREAM_KAFKA_ADDR="$addr" \
+    go test -count=1 -run '^TestChaosKillsAndZombies$' -v -timeout "$((seconds * 3 + 600))s" ./cmd/consumer > "$dir/chaos.log" 2>&1; then
+    tail -150 "$dir/chaos.log"
+    echo "kafka $version: the chaos run failed; the broker's log: $dir/server.log" >&2
+    exit 1
+  fi
+  grep -E '^(--- |ok)|chaos seed|[0-9]+ events: ' "$dir/chaos.log"
+  scripts/kafka-broker.sh stop "$dir"
+  echo "kafka $version: chaos run passed in $(( $(date +%s) - start )) s"
+  port=$((port + 10))
+done
