@@ -189,6 +189,12 @@ func (s *KafkaStore) WriteAt(ctx context.Context, keys []KeyRecord, m Marker) (i
 
 // Load reads partition p of the changelog from its first to its last offset.
 func (s *KafkaStore) Load(ctx context.Context, p int, sink KeySink) (Snapshot, error) {
+	return s.LoadUntil(ctx, p, -1, sink)
+}
+
+// LoadUntil is Load reading the offsets before to only (to < 0: up to the
+// partition's last offset, as Load does).
+func (s *KafkaStore) LoadUntil(ctx context.Context, p int, to int64, sink KeySink) (Snapshot, error) {
 	snap := newSnapshot(sink)
 	conn, err := s.leader(ctx, p)
 	if err != nil {
@@ -199,6 +205,13 @@ func (s *KafkaStore) Load(ctx context.Context, p int, sink KeySink) (Snapshot, e
 	if err != nil {
 		return snap, fmt.Errorf("changelog %s partition %d: offsets: %w", s.topic, p, err)
 	}
+	switch {
+	case to > last:
+		return snap, fmt.Errorf("changelog %s partition %d: load until offset %d, after its end (%d)", s.topic, p, to, last)
+	case to >= 0:
+		last = to
+	}
+	first = min(first, last)
 	snap.reserve(int(last - first)) // a compacted changelog holds about one record per key
 	// The records are absorbed on this goroutine while the next ones are
 	// read on another: reading (kafka-go parsing the fetch responses) and
@@ -234,6 +247,7 @@ func (s *KafkaStore) Load(ctx context.Context, p int, sink KeySink) (Snapshot, e
 	if err := rerr; err != nil {
 		return snap, fmt.Errorf("changelog %s partition %d: %w", s.topic, p, err)
 	}
+	snap.End = last
 	snap.end()
 	return snap, nil
 }

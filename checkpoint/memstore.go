@@ -66,15 +66,27 @@ func (s *MemoryStore) WriteAt(ctx context.Context, keys []KeyRecord, m Marker) (
 
 // Load replays the partition's log.
 func (s *MemoryStore) Load(ctx context.Context, p int, sink KeySink) (Snapshot, error) {
+	return s.LoadUntil(ctx, p, -1, sink)
+}
+
+// LoadUntil is Load reading the positions before to only (to < 0: all).
+func (s *MemoryStore) LoadUntil(ctx context.Context, p int, to int64, sink KeySink) (Snapshot, error) {
 	snap := newSnapshot(sink)
 	if err := ctx.Err(); err != nil {
 		return snap, err
 	}
 	log := s.Log(p)
+	switch {
+	case to > int64(len(log)):
+		return snap, fmt.Errorf("load partition %d until position %d: the log ends at %d", p, to, len(log))
+	case to >= 0:
+		log = log[:to]
+	}
 	snap.reserve(len(log))
 	for i, e := range log {
 		snap.absorb(p, int64(i), []byte(e.Key), e.Value, false)
 	}
+	snap.End = int64(len(log))
 	snap.end()
 	return snap, nil
 }

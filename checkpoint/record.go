@@ -36,17 +36,13 @@
 // one record key per epoch, so compaction never removes the evidence (one
 // small record per takeover).
 //
-// The claim follows the read, so a former owner's records can land between
-// them and are not fenced. For keys that are independent they are harmless:
-// such a record holds the deterministic state of its key at its
-// applied_through, and the new owner, which replays from the marker it
-// restored, absorbs the same records for that key, marks it dirty and
-// rewrites it before its own first marker. With a population model they are
-// not: a later reader takes those keys at the former owner's later marker and
-// the shared part at the new owner's, two cuts of one partition: the likely
-// cause of the divergence the chaos run still finds (not yet confirmed); a
-// new owner that absorbs what landed between its read and its claim, as a
-// catch-up does, is not built yet.
+// The claim follows the read, so records can land between them: a former
+// owner's last checkpoint, another member's claim. A later reader takes
+// them (they precede the claim), so the claimer must hold them too: its
+// state is the log's as of its claim. When anything came between (the
+// claim is not at Snapshot.End), the claimer reads the log again up to
+// and including its claim (LoadUntil); a kept state catches up to its claim
+// (Resume, LoadRange). pipeline's claimed.go has the rule and its reasons.
 package checkpoint
 
 import (

@@ -130,6 +130,10 @@ type Snapshot struct {
 	// Torn lists the checkpoints whose key records were read without their
 	// marker (torn.go): their records were set aside.
 	Torn []TornCheckpoint
+	// End is the store position after the last one read by a positioned
+	// store's Load (KafkaStore, MemoryStore): an ownership record claimed
+	// right there follows everything the snapshot holds.
+	End int64
 	// sink receives the key records when the caller of Load gave one.
 	sink KeySink
 	// win is the open window: the key records since the last accepted

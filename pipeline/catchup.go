@@ -51,7 +51,12 @@ func (r *Runner) catchUp(ctx context.Context, k *Kept, epoch checkpoint.Epoch) (
 			break
 		}
 		// Owners came and went meanwhile, one of them with an epoch at or
-		// above the one claimed: claim above it and read what came since.
+		// above the one claimed: claim above it, unless it is the live
+		// owner of a newer generation, and read what came since.
+		if err := r.checkGeneration(ctx, snap.Owner); err != nil {
+			k.Close()
+			return Restored{}, false, err
+		}
 		epoch = checkpoint.NextEpoch(snap.MaxEpoch, r.cfg.Generation)
 		if err := r.claim(ctx, epoch); err != nil {
 			k.Close()

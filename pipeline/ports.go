@@ -109,6 +109,9 @@ type PositionedStore interface {
 	ClaimAt(ctx context.Context, o checkpoint.Ownership) (int64, error)
 	// WriteAt is Write, returning the position after the marker.
 	WriteAt(ctx context.Context, keys []checkpoint.KeyRecord, m checkpoint.Marker) (int64, error)
+	// LoadUntil is Load reading the positions before to only: the state
+	// as of an ownership record at position to-1.
+	LoadUntil(ctx context.Context, partition int, to int64, sink checkpoint.KeySink) (checkpoint.Snapshot, error)
 	// LoadRange absorbs the records at positions [from, to) into snap, a
 	// snapshot from checkpoint.Resume: a kept state catching up.
 	LoadRange(ctx context.Context, partition int, from, to int64, snap *checkpoint.Snapshot) error

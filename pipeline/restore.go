@@ -39,6 +39,10 @@ type Restored struct {
 	// changelog that cannot be complete.
 	Marker  *checkpoint.Marker
 	Unowned int
+	// Owner is the last accepted ownership record read (nil: none), and End
+	// the store position after the last record read (a positioned store's).
+	Owner *checkpoint.Ownership
+	End   int64
 	// Origin is where the partition's state came from.
 	Origin Origin
 	// CaughtUp is, for a resumed state, how many positions of the
@@ -105,10 +109,19 @@ func (k *Kept) origin() Origin {
 // beside the keys; with a key store, the records go there, and only the
 // cache's bound of keys stays in memory. On error the worker is left empty.
 func (w *Worker) Restore(ctx context.Context, store checkpoint.Store) (Restored, error) {
+	return w.restoreWith(ctx, store.Load)
+}
+
+// loadFunc is a store's Load, or a PositionedStore's LoadUntil bound to a
+// position.
+type loadFunc func(ctx context.Context, partition int, sink checkpoint.KeySink) (checkpoint.Snapshot, error)
+
+// restoreWith is Restore reading the store with load.
+func (w *Worker) restoreWith(ctx context.Context, load loadFunc) (Restored, error) {
 	if w.Keys() != 0 || len(w.keys) != 0 {
 		return Restored{}, fmt.Errorf("restore partition %d: worker already holds %d keys", w.partition, w.Keys())
 	}
-	res, err := w.restore(ctx, store)
+	res, err := w.restore(ctx, load)
 	if err != nil {
 		w.keys, w.dirty = map[string]*keyed.State{}, nil
 		if w.cache != nil {
@@ -119,7 +132,7 @@ func (w *Worker) Restore(ctx context.Context, store checkpoint.Store) (Restored,
 	return res, nil
 }
 
-func (w *Worker) restore(ctx context.Context, store checkpoint.Store) (Restored, error) {
+func (w *Worker) restore(ctx context.Context, load loadFunc) (Restored, error) {
 	sink := &restoring{w: w}
 	if w.cache != nil {
 		if err := w.cache.store.Reset(); err != nil {
@@ -130,7 +143,7 @@ func (w *Worker) restore(ctx context.Context, store checkpoint.Store) (Restored,
 	// Every state comes from its changelog record, so every awaited input
 	// to re-read is one a state lacks: the re-read decodes only those.
 	w.model.CollectMissing()
-	snap, err := store.Load(ctx, w.partition, sink)
+	snap, err := load(ctx, w.partition, sink)
 	w.model.KeepMissingFrom(snap.Marker.RereadFrom())
 	if err != nil {
 		w.model.ForgetMissing()
@@ -212,7 +225,7 @@ func (w *Worker) restored(snap *checkpoint.Snapshot, sink *restoring) (Restored,
 	if err != nil {
 		return Restored{}, err
 	}
-	res := Restored{MaxEpoch: snap.MaxEpoch, Fenced: snap.Fenced, Marker: snap.Marker, Unowned: snap.Unowned, Read: snap.Read}
+	res := Restored{MaxEpoch: snap.MaxEpoch, Fenced: snap.Fenced, Marker: snap.Marker, Unowned: snap.Unowned, Read: snap.Read, Owner: snap.Owner, End: snap.End}
 	for _, c := range snap.Ignored {
 		res.Problems = append(res.Problems, c)
 	}

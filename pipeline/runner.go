@@ -382,24 +382,55 @@ func (r *Runner) start(ctx context.Context) error {
 }
 
 // restore reads the partition's state from the store, checks it reaches
-// the committed position, and claims a new epoch for it.
+// the committed position, and claims a new epoch for it. The state must be
+// the log's as of the claim: a restore that left out records written
+// between the end of its read and its claim (a former owner's last
+// checkpoint, a newer owner's claim) would resume another state than the
+// one later readers of the log see, so, when anything came between, the
+// partition is read again up to and including the claim (claimed.go).
 func (r *Runner) restore(ctx context.Context) (res Restored, err error) {
-	err = r.do(ctx, StepRestore, func(ctx context.Context) error {
-		var err error
-		res, err = r.w.Restore(ctx, r.cfg.Store)
-		return err
-	})
-	if err != nil {
-		return res, err
-	}
-	if err := res.complete(r.cfg.Partition, r.cfg.Committed[EventsTopic]); err != nil {
-		return res, r.stepError(StepRestore, err)
+	load := loadFunc(r.cfg.Store.Load)
+	for {
+		err = r.do(ctx, StepRestore, func(ctx context.Context) error {
+			var err error
+			res, err = r.w.restoreWith(ctx, load)
+			return err
+		})
+		if err != nil {
+			return res, err
+		}
+		if err := res.complete(r.cfg.Partition, r.cfg.Committed[EventsTopic]); err != nil {
+			return res, r.stepError(StepRestore, err)
+		}
+		if r.w.epoch != 0 && res.Owner != nil && res.Owner.Epoch == r.w.epoch {
+			break // read again through this Runner's claim, which stands
+		}
+		if err := r.checkGeneration(ctx, res.Owner); err != nil {
+			return res, err
+		}
+		r.w.SetEpoch(checkpoint.NextEpoch(res.MaxEpoch, r.cfg.Generation))
+		if err := r.claim(ctx, r.w.epoch); err != nil {
+			return res, err
+		}
+		if r.pos == nil || r.pos.end-1 == res.End {
+			break // nothing came between (or a store that is the process's own)
+		}
+		claimedAt := r.pos.end - 1
+		r.log.Info("checkpoint records came between the restore's read and its claim: reading the partition again, up to the claim",
+			"read_until", res.End, "claimed_at", claimedAt, "epoch", r.w.epoch.String())
+		epoch := r.w.epoch
+		if r.w, err = r.freshWorker(); err != nil {
+			return res, err
+		}
+		r.w.SetEpoch(epoch)
+		load = func(ctx context.Context, p int, sink checkpoint.KeySink) (checkpoint.Snapshot, error) {
+			return r.pos.LoadUntil(ctx, p, claimedAt+1, sink)
+		}
 	}
 	for _, p := range res.Problems {
 		r.log.Warn("checkpoint record set aside; its key replays from further back", "problem", p)
 	}
-	r.w.SetEpoch(checkpoint.NextEpoch(res.MaxEpoch, r.cfg.Generation))
-	return res, r.claim(ctx, r.w.epoch)
+	return res, nil
 }
 
 // loop is the state of a Runner's record loop: its source, its

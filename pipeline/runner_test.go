@@ -182,12 +182,25 @@ type testStore struct {
 	ranges  atomic.Int64
 	// rangeErr, when set, is what LoadRange fails with.
 	rangeErr error
+	// claimHook, when set, runs before each claim (a test holds one there).
+	claimHook atomic.Pointer[func(checkpoint.Ownership)]
 }
 
 // tear makes the store's next lost write leave the key records durable
 // selects and no marker.
 func (s *testStore) tear(durable func([]checkpoint.KeyRecord) []checkpoint.KeyRecord) {
 	s.durable.Store(&durable)
+}
+
+// ClaimAt runs the claim hook, when set, before the claim; the claim then
+// lands even if its caller has stopped meanwhile, as a produce request in
+// flight does.
+func (s *testStore) ClaimAt(ctx context.Context, o checkpoint.Ownership) (int64, error) {
+	if hook := s.claimHook.Load(); hook != nil {
+		(*hook)(o)
+		ctx = context.WithoutCancel(ctx)
+	}
+	return s.MemoryStore.ClaimAt(ctx, o)
 }
 
 func (s *testStore) Load(ctx context.Context, p int, sink checkpoint.KeySink) (checkpoint.Snapshot, error) {
@@ -284,6 +297,9 @@ type harness struct {
 	// holds that many keys in memory; keyStores are the stores given.
 	cacheKeys int
 	keyStores []*testKeys
+	// committers, when set, gives a generation's runner its own committer
+	// instead of com.
+	committers map[int32]Committer
 }
 
 func newHarness(t *testing.T, n, keys int, bounded bool) *harness {
@@ -297,8 +313,12 @@ func (h *harness) runner(gen int32, g *gate, sink *testSink, obs Hook) *Runner {
 	if sink == nil {
 		sink = &testSink{out: h.out}
 	}
+	var com Committer = h.com
+	if c, ok := h.committers[gen]; ok {
+		com = c
+	}
 	cfg := RunnerConfig{Partition: 0, Pipeline: h.cfg, Store: h.store, Open: h.feed.opener(g), Sink: sink,
-		Committer: h.com, Generation: gen, Owner: fmt.Sprintf("gen-%d", gen), Committed: h.com.committed(),
+		Committer: com, Generation: gen, Owner: fmt.Sprintf("gen-%d", gen), Committed: h.com.committed(),
 		CheckpointEvery: h.every, CheckpointPeriod: time.Hour, FinalTimeout: 5 * time.Second,
 		Retry: Backoff{Initial: time.Millisecond, Max: 5 * time.Millisecond, Timeout: 200 * time.Millisecond}, Hooks: []Hook{obs}, Kept: h.kept}
 	if h.cacheKeys > 0 {
