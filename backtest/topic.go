@@ -262,19 +262,11 @@ func (in *topicInput) readPeers() error {
 // read are an error: a backtest does not skip part of its range.
 func (in *topicInput) read(ctx context.Context, ch chan<- []pipeline.Fetched, topicIdx int, topic string, p int, start, end int64) error {
 	// A deletion is found before anything is read: stop there.
-	rctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var gone error
-	deleted := func(from, first int64) {
-		gone = fmt.Errorf("offsets %d to %d of the range were deleted (retention) before the replay read them", from, first-1)
-		cancel()
+	deleted := func(from, first int64) error {
+		return fmt.Errorf("offsets %d to %d of the range were deleted (retention) before the replay read them", from, first-1)
 	}
 	cfg := kafkaread.FollowConfig{Topic: topic, Partition: p, From: start, End: end, Isolation: in.rng.Isolation, Deleted: deleted}
-	err := kafkasource.Feed(rctx, in.rng.Transport, kafka.TCP(in.rng.Brokers...), cfg, topicIdx, end, false, ch)
-	if gone != nil {
-		return gone
-	}
-	return err
+	return kafkasource.Feed(ctx, in.rng.Transport, kafka.TCP(in.rng.Brokers...), cfg, topicIdx, end, false, ch)
 }
 
 func dialAny(ctx context.Context, d *kafka.Dialer, brokers []string) (*kafka.Conn, error) {

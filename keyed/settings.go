@@ -119,6 +119,15 @@ const (
 )
 
 // WithDefaults returns s with each unset (zero) field given its default.
+// KeysDepend reports whether a partition's keys depend on one another
+// through a population model's part shared by the partition: its state is
+// then exact only as one cut of the partition, every key and the shared
+// part as of the same checkpoint, and a key that replays from another
+// offset than the rest diverges.
+func (s Settings) KeysDepend() bool {
+	return s.Population != "" && s.Population != PopulationOff
+}
+
 func (s Settings) WithDefaults() Settings {
 	if s.MaxPendingBytes == 0 {
 		s.MaxPendingBytes = DefaultMaxPendingBytes

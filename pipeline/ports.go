@@ -45,6 +45,12 @@ type From struct {
 	// Topics; a partition not read yet starts at 0 (its first record).
 	// Nil without one, or before the first record of another partition.
 	Peers [][2]int64
+	// Strict is set when the partition is rebuilt from its input topics'
+	// first records (Origin FromInputs): a source must then fail with an
+	// error wrapping ErrInputGone, not retriable, where retention deleted
+	// any record of the partition's inputs from Topics on, instead of
+	// going on from the first one kept.
+	Strict bool
 }
 
 // Peer is the offset at which partition p's input topic starts.

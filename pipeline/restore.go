@@ -66,6 +66,9 @@ const (
 	FromMemory
 	// FromParked: resumed from the key store a former process parked (Unpark).
 	FromParked
+	// FromInputs: rebuilt from the input topics' first records, as the
+	// changelog could not restore it exactly (rebuild.go).
+	FromInputs
 )
 
 // TornRecords counts the key records of torn checkpoints set aside.
@@ -78,7 +81,7 @@ func (res Restored) TornRecords() int {
 }
 
 // Resumed reports whether the state was resumed rather than restored.
-func (o Origin) Resumed() bool { return o != FromChangelog }
+func (o Origin) Resumed() bool { return o == FromMemory || o == FromParked }
 
 // String names the origin: changelog, memory or parked.
 func (o Origin) String() string {
@@ -89,6 +92,8 @@ func (o Origin) String() string {
 		return "memory"
 	case FromParked:
 		return "parked"
+	case FromInputs:
+		return "inputs"
 	}
 	return "unknown"
 }
@@ -240,6 +245,10 @@ func (w *Worker) restored(snap *checkpoint.Snapshot, sink *restoring) (Restored,
 			res.Problems = append(res.Problems, fmt.Errorf("key %q: %w", key, err))
 			snap.Corrupt = append(snap.Corrupt, checkpoint.Corruption{Key: key, Err: err})
 		}
+	}
+	if w.cfg.KeysDepend() && len(snap.Corrupt) > 0 {
+		res.Torn = snap.Torn
+		return Restored{}, &inexactError{res: res, partition: w.partition}
 	}
 	for _, c := range snap.Corrupt {
 		if c.Key != "" {

@@ -125,6 +125,9 @@ type Runner struct {
 	hooks   hooks
 	pub     *published
 	retries retryLog
+	// strict is set when the partition is rebuilt from its inputs: its
+	// sources must read every record (From.Strict).
+	strict bool
 }
 
 // request is work for the partition's goroutine (Runner.Do).
@@ -368,7 +371,7 @@ func (r *Runner) start(ctx context.Context) error {
 	}
 	for _, t := range res.Torn {
 		r.log.Warn("torn checkpoint set aside: its writer stopped before its marker; its keys keep their records of the checkpoint before and are written again at the next checkpoint",
-			"partition", r.cfg.Partition, "epoch", t.Epoch.String(), "first", t.First, "last", t.Last, "records", t.Records, "keys", len(t.Keys))
+			"epoch", t.Epoch.String(), "first", t.First, "last", t.Last, "records", t.Records, "keys", len(t.Keys))
 	}
 	committed := [2]int64{max(r.cfg.Committed[0], 0), max(r.cfg.Committed[1], 0)}
 	r.w.SuppressBelow(committed)
@@ -390,17 +393,23 @@ func (r *Runner) start(ctx context.Context) error {
 // partition is read again up to and including the claim (claimed.go).
 func (r *Runner) restore(ctx context.Context) (res Restored, err error) {
 	load := loadFunc(r.cfg.Store.Load)
+	var inexact *inexactError
 	for {
 		err = r.do(ctx, StepRestore, func(ctx context.Context) error {
 			var err error
 			res, err = r.w.restoreWith(ctx, load)
+			if inexact = nil; errors.As(err, &inexact) {
+				res, err = inexact.res, nil // rebuilt from the inputs (rebuild.go)
+			}
 			return err
 		})
 		if err != nil {
 			return res, err
 		}
-		if err := res.complete(r.cfg.Partition, r.cfg.Committed[EventsTopic]); err != nil {
-			return res, r.stepError(StepRestore, err)
+		if inexact == nil {
+			if err := res.complete(r.cfg.Partition, r.cfg.Committed[EventsTopic]); err != nil {
+				return res, r.stepError(StepRestore, err)
+			}
 		}
 		if r.w.epoch != 0 && res.Owner != nil && res.Owner.Epoch == r.w.epoch {
 			break // read again through this Runner's claim, which stands
@@ -427,6 +436,21 @@ func (r *Runner) restore(ctx context.Context) (res Restored, err error) {
 			return r.pos.LoadUntil(ctx, p, claimedAt+1, sink)
 		}
 	}
+	if inexact != nil {
+		r.log.Error("the changelog cannot restore the partition exactly: rebuilding it from its input topics' first records (it fails if retention deleted any)",
+			"err", inexact.Error())
+		for _, p := range res.Problems {
+			r.log.Warn("checkpoint record that cannot be used", "problem", p)
+		}
+		epoch := r.w.epoch
+		if r.w, err = r.freshWorker(); err != nil {
+			return res, err
+		}
+		r.w.SetEpoch(epoch)
+		r.strict = true
+		res.Origin, res.Marker, res.From = FromInputs, nil, r.w.Next()
+		return res, nil
+	}
 	for _, p := range res.Problems {
 		r.log.Warn("checkpoint record set aside; its key replays from further back", "problem", p)
 	}
@@ -451,7 +475,7 @@ type loop struct {
 
 // open opens the source at the worker's next record of each topic.
 func (l *loop) open(ctx context.Context) error {
-	src, err := l.r.cfg.Open(ctx, From{Topics: l.r.w.Next(), Peers: l.r.w.Peers()})
+	src, err := l.r.cfg.Open(ctx, From{Topics: l.r.w.Next(), Peers: l.r.w.Peers(), Strict: l.r.strict})
 	if err == nil {
 		l.src = src // a failed open keeps the last one, closed, for the deferred Close
 	}

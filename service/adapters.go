@@ -63,7 +63,7 @@ func (s *Service) openSource(ctx context.Context, p int, start pipeline.From) (p
 		go func() {
 			defer src.wg.Done()
 			topic := topics[in.Topic]
-			err := s.follow(rctx, ch, in.Topic, topic, in.Partition, in.From, merged, p)
+			err := s.follow(rctx, ch, in.Topic, topic, in.Partition, in.From, merged, p, start.Strict)
 			if err == nil || rctx.Err() != nil {
 				return
 			}
@@ -93,15 +93,20 @@ const mergeBatch = 512
 // worker (another partition's, for a shared part across partitions) until
 // ctx ends or a read fails; every send gives way to cancellation, so a
 // stopped partition never leaves a reader blocked.
-func (s *Service) follow(ctx context.Context, ch chan<- []pipeline.Fetched, topicIdx int, topic string, p int, from int64, idle bool, reader int) error {
-	deleted := func(from, first int64) {
+func (s *Service) follow(ctx context.Context, ch chan<- []pipeline.Fetched, topicIdx int, topic string, p int, from int64, idle bool, reader int, strict bool) error {
+	deleted := func(from, first int64) error {
+		if strict {
+			return fmt.Errorf("offsets %d to %d of %s/%d were deleted (retention) before the partition's rebuild read them, so its state cannot be rebuilt exactly; see docs/OPERATIONS.md, \"Rebuilding state\": %w",
+				from, first-1, topic, p, pipeline.ErrInputGone)
+		}
 		if reader != p { // another partition's, for the shared part: its keys lost nothing
 			s.log.Info("another partition's records were deleted by retention before the shared part read them; reading from the first one kept",
 				"topic", topic, "partition", p, "reader", reader, "from", from, "first", first, "unread", first-from)
-			return
+			return nil
 		}
 		s.log.Warn("records were deleted by retention before this read; reading from the first one kept: those not processed yet are lost, and those re-read for the inputs of events awaiting their label take those inputs with them (driftstream_label_inputs_lost_total)",
 			"topic", topic, "partition", p, "from", from, "first", first, "lost", first-from)
+		return nil
 	}
 	cfg := kafkaread.FollowConfig{Topic: topic, Partition: p, From: from, Isolation: s.cfg.Isolation, Deleted: deleted}
 	return kafkasource.Feed(ctx, s.fetchTransport, kafka.TCP(s.cfg.Brokers...), cfg, topicIdx, 0, idle, ch)

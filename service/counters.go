@@ -27,6 +27,9 @@ type counters struct {
 	// torn counts the key records of torn checkpoints set aside by restores
 	// and catch-ups.
 	torn atomic.Int64
+	// rebuilt counts the partitions rebuilt from their input topics, as
+	// the changelog could not restore them exactly.
+	rebuilt atomic.Int64
 
 	// merges counts, per partition, the times its merge of the events and
 	// labels topics went on without a caught-up one after DRIFTSTREAM_MERGE_WAIT

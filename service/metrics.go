@@ -104,6 +104,8 @@ func (o *partitionObserver) Restored(res pipeline.Restored, _ pipeline.KeyCount,
 		c.unparked.Add(1)
 	case pipeline.FromMemory:
 		c.resumed.Add(1)
+	case pipeline.FromInputs:
+		c.rebuilt.Add(1)
 	default:
 		if m := o.s.cfg.Metrics; m != nil {
 			m.restoreSeconds.Observe(took.Seconds())

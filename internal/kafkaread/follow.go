@@ -34,8 +34,9 @@ type FollowConfig struct {
 	// first record batch larger than it whole (KIP-74).
 	MaxBytes int
 	// Deleted, when set, is told when records from From on were deleted
-	// (retention) before they could be read: reading starts at first.
-	Deleted func(from, first int64)
+	// (retention) before they could be read: reading starts at first, or,
+	// when it returns an error, stops with that error.
+	Deleted func(from, first int64) error
 	// Idle, when set, is told after each fetch that handed over no record:
 	// the next offset to read and the partition's end (as fn's). A merge of
 	// two partitions learns from it that one has nothing to wait for.
@@ -128,7 +129,9 @@ func (f *follower) fetch(ctx context.Context) ([][]kafka.Message, int64, error) 
 			return nil, 0, fmt.Errorf("read %s/%d at offset %d (log start %d): %w", f.cfg.Topic, f.cfg.Partition, f.next, start, kerr)
 		}
 		if f.cfg.Deleted != nil { // deleted (retention) before we read it
-			f.cfg.Deleted(f.next, start)
+			if err := f.cfg.Deleted(f.next, start); err != nil {
+				return nil, 0, err
+			}
 		}
 		f.next = start
 		return f.fetch(ctx) // from there

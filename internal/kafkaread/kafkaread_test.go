@@ -170,7 +170,7 @@ func TestFollowReportsDeletedRecords(t *testing.T) {
 	kafkatest.DeleteRecords(t, addr, "t", 0, 300)
 	var deleted [][2]int64
 	got, err := follow(t, context.Background(), addr, FollowConfig{From: 100, End: 1000,
-		Deleted: func(from, first int64) { deleted = append(deleted, [2]int64{from, first}) }})
+		Deleted: func(from, first int64) error { deleted = append(deleted, [2]int64{from, first}); return nil }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +219,7 @@ func TestFollowFindsTheLogStartApacheKafkaDoesNotGive(t *testing.T) {
 	})
 	var deleted [][2]int64
 	got, err := follow(t, context.Background(), addr, FollowConfig{From: 100, End: 1000,
-		Deleted: func(from, first int64) { deleted = append(deleted, [2]int64{from, first}) }})
+		Deleted: func(from, first int64) error { deleted = append(deleted, [2]int64{from, first}); return nil }})
 	if err != nil {
 		t.Fatal(err)
 	}
