@@ -90,4 +90,3 @@ func lastKeyRecord(t *testing.T, log []checkpoint.Entry) int {
 	t.Fatal("no key record in the log")
 	return 0
 }
-
