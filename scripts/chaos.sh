@@ -10,14 +10,21 @@
 #   DRIFTSTREAM_CHAOS_SECONDS=3600 scripts/chaos.sh 4.4.0   # the long form
 #
 # DRIFTSTREAM_CHAOS_SEED replays a schedule; DRIFTSTREAM_CHAOS_EVENTS_PER_SECOND
-# sets the input's rate. Needs Java 17 and Maven, as kafka-broker.sh does.
+# sets the input's rate, DRIFTSTREAM_CHAOS_MEMBERS the members (2),
+# DRIFTSTREAM_CHAOS_LATE_LABELS how late a third of the labels come (2000
+# events; a sixth never come), DRIFTSTREAM_CHAOS_POPULATION the population
+# model (additive, the shipped default; or off), DRIFTSTREAM_CHAOS_PORT the
+# first broker's port (29192). Needs Java 17 and Maven, as kafka-broker.sh does.
+#
+# The long form (docs/RESULTS-CHAOS.md):
+#   DRIFTSTREAM_CHAOS_SECONDS=3600 DRIFTSTREAM_CHAOS_MEMBERS=3 DRIFTSTREAM_CHAOS_EVENTS_PER_SECOND=500 scripts/chaos.sh 4.4.0
 set -euo pipefail
 cd "$(dirname "$0")/.."
 versions=("$@")
 [ ${#versions[@]} -gt 0 ] || versions=(4.4.0)
 kafka_dir=$(mktemp -d)
 trap 'for d in "$kafka_dir"/*/; do [ -d "$d" ] && scripts/kafka-broker.sh stop "$d"; done' EXIT
-port=29192
+port=${DRIFTSTREAM_CHAOS_PORT:-29192}
 seconds=${DRIFTSTREAM_CHAOS_SECONDS:-60}
 for version in "${versions[@]}"; do
   dir="$kafka_dir/$version"
@@ -30,7 +37,7 @@ for version in "${versions[@]}"; do
     echo "kafka $version: the chaos run failed; the broker's log: $dir/server.log" >&2
     exit 1
   fi
-  grep -E '^(--- |ok)|chaos seed|[0-9]+ events: ' "$dir/chaos.log"
+  grep -E '^(--- |ok)|chaos seed|[0-9]+ events: ' "$dir/chaos.log" | sed 's/^ *//' 
   scripts/kafka-broker.sh stop "$dir"
   echo "kafka $version: chaos run passed in $(( $(date +%s) - start )) s"
   port=$((port + 10))

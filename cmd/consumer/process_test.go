@@ -249,6 +249,14 @@ func startProducer(t *testing.T, addr, topic string, keys, total, rate int) *pro
 // startProducerFrom is startProducer numbering its events from first on, with
 // a stream of its own (a second producer after a first).
 func startProducerFrom(t *testing.T, addr, topic string, keys, total, rate, first int) *producer {
+	return startProducerWith(t, addr, topic, keys, total, rate, first, 0)
+}
+
+// startProducerWith is startProducerFrom with labels late by late events:
+// with late > 0, a third of the events get their label record late events
+// after them (the rest at the end), a sixth never get one, the others carry
+// theirs inline.
+func startProducerWith(t *testing.T, addr, topic string, keys, total, rate, first, late int) *producer {
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &producer{cancel: cancel}
 	// librdkafka's default partitioner (crc32), not the service's murmur2:
@@ -262,20 +270,42 @@ func startProducerFrom(t *testing.T, addr, topic string, keys, total, rate, firs
 		const batch = 50
 		tick := time.NewTicker(time.Second * batch / time.Duration(rate))
 		defer tick.Stop()
+		type label struct {
+			due int
+			msg kafka.Message
+		}
+		var waiting []label // late labels, in the order they are due
 		for i := first; i < first+total; {
 			var msgs []kafka.Message
 			var ids []string
 			for j := 0; j < batch && i < first+total; j, i = j+1, i+1 {
+				for len(waiting) > 0 && waiting[0].due <= i {
+					msgs, waiting = append(msgs, waiting[0].msg), waiting[1:]
+				}
 				key := fmt.Sprintf("k%d", r.IntN(keys))
 				x, y := labeledPoint(r)
 				id := fmt.Sprintf("e%d", i)
 				ids = append(ids, id)
 				xs, _ := json.Marshal(x)
+				switch {
+				case late > 0 && i%3 == 0:
+					msgs = append(msgs, kafka.Message{Key: []byte(key), Value: fmt.Appendf(nil, `{"id":%q,"x":%s}`, id, xs)})
+					waiting = append(waiting, label{due: i + late, msg: kafka.Message{Key: []byte(key), Value: fmt.Appendf(nil, `{"id":%q,"label":%d}`, id, y)}})
+					continue
+				case late > 0 && i%6 == 1: // never labeled
+					msgs = append(msgs, kafka.Message{Key: []byte(key), Value: fmt.Appendf(nil, `{"id":%q,"x":%s}`, id, xs)})
+					continue
+				}
 				if i%3 == 0 {
 					msgs = append(msgs, kafka.Message{Key: []byte(key), Value: fmt.Appendf(nil, `{"id":%q,"x":%s}`, id, xs)},
 						kafka.Message{Key: []byte(key), Value: fmt.Appendf(nil, `{"id":%q,"label":%d}`, id, y)})
 				} else {
 					msgs = append(msgs, kafka.Message{Key: []byte(key), Value: fmt.Appendf(nil, `{"id":%q,"x":%s,"label":%d}`, id, xs, y)})
+				}
+			}
+			if i == first+total {
+				for _, l := range waiting {
+					msgs = append(msgs, l.msg)
 				}
 			}
 			if err := writeRetrying(w, msgs); err != nil {
@@ -398,14 +428,25 @@ func (b *blackBox) markers() map[int][]checkpoint.Marker {
 }
 
 // checkpointedToEnd reports whether, in every events partition, the
-// changelog's last marker is through the partition's last offset.
+// changelog's last accepted marker (a restore's: a frozen former owner's
+// later marker is fenced) is through the partition's last offset.
 func (b *blackBox) checkpointedToEnd() bool {
-	ms := b.markers()
+	store := checkpoint.NewMemoryStore()
+	for p, msgs := range readTopic(b.t, b.addr, b.topic(b.changelog)) {
+		log := make([]checkpoint.Entry, 0, len(msgs))
+		for _, m := range msgs {
+			if m.Value != nil { // a tombstone carries nothing
+				log = append(log, checkpoint.Entry{Key: string(m.Key), Value: m.Value})
+			}
+		}
+		store.SetLog(p, log)
+	}
 	for p, msgs := range readTopic(b.t, b.addr, b.topic("events")) {
 		if len(msgs) == 0 {
 			continue
 		}
-		if len(ms[p]) == 0 || ms[p][len(ms[p])-1].Through[0] < msgs[len(msgs)-1].Offset {
+		snap, err := store.Load(context.Background(), p, nil)
+		if err != nil || snap.Marker == nil || snap.Marker.Through[0] < msgs[len(msgs)-1].Offset {
 			return false
 		}
 	}
