@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -65,7 +64,8 @@ func TestRecordBytesAreStable(t *testing.T) {
 		{"key", EncodeKey(KeyRecord{Partition: 2, Key: "device-7", Epoch: NextEpoch(0, 3), AppliedThrough: [2]int64{41, NoOffset}, State: []byte{1, 2, 3}}),
 			"024b575c5759028380808010086465766963652d37520103010203"},
 		{"empty key", EncodeKey(KeyRecord{Key: "empty"}), "024b8da72d22000005656d707479000000"},
-		{"marker", EncodeMarker(Marker{Partition: 1, Epoch: 5, Through: [2]int64{100, 7}, Reread: 40}), "034d94f2e5540105c8010e28"},
+		{"marker", EncodeMarker(Marker{Partition: 1, Epoch: 5, Through: [2]int64{100, 7}, Reread: 40, Digest: 0x0807060504030201}), "054dd04cf3d60105c8010e28000102030405060708"},
+		{"marker with peers", EncodeMarker(Marker{Partition: 1, Epoch: 5, Through: [2]int64{100, 7}, Peers: [][2]int64{{NoOffset, NoOffset}, {41, 9}}}), "054daf6867320105c8010e00010152120000000000000000"},
 		{"ownership", EncodeOwnership(Ownership{Partition: 0, Epoch: NextEpoch(1<<32, 9), Owner: "host-1/pid-42"}),
 			"024f48e4ad2c0089808080200d686f73742d312f7069642d3432"},
 	} {
@@ -105,34 +105,31 @@ func TestAppendKeyAndDecodeOwned(t *testing.T) {
 	}
 }
 
-func TestVersion1RecordsRead(t *testing.T) {
-	v1 := func(kind byte, body []byte) []byte {
-		out := []byte{1, kind}
+// One version per record kind: records of the formats before the first
+// release (a version 1 key record without an epoch, version 2 to 4
+// markers) are refused as corrupt, never read as something else.
+func TestOtherVersionsAreRefused(t *testing.T) {
+	framed := func(version, kind byte, body []byte) []byte {
+		out := []byte{version, kind}
 		out = binary.BigEndian.AppendUint32(out, crc32.Checksum(body, castagnoli))
 		return append(out, body...)
 	}
-	var kb []byte
-	kb = binary.AppendUvarint(kb, 2)
-	kb = binary.AppendUvarint(kb, 1)
-	kb = append(kb, 'k')
-	kb = binary.AppendVarint(kb, 40)
-	kb = binary.AppendVarint(kb, -1)
-	kb = binary.AppendUvarint(kb, 2)
-	kb = append(kb, "st"...)
-	got, err := Decode(v1(kindKey, kb))
-	if err != nil || got.Key == nil {
-		t.Fatalf("v1 key record: %v", err)
-	}
-	if !reflect.DeepEqual(*got.Key, KeyRecord{Partition: 2, Key: "k", AppliedThrough: [2]int64{40, -1}, State: []byte("st")}) {
-		t.Fatalf("v1 key record: %+v", got.Key)
-	}
-	var mb []byte
-	mb = binary.AppendUvarint(mb, 2)
-	mb = binary.AppendVarint(mb, 41)
-	mb = binary.AppendVarint(mb, -1)
-	got, err = Decode(v1(kindMarker, mb))
-	if err != nil || got.Marker == nil || !reflect.DeepEqual(*got.Marker, Marker{Partition: 2, Through: [2]int64{41, -1}}) {
-		t.Fatalf("v1 marker: %+v %v", got.Marker, err)
+	key := EncodeKey(KeyRecord{Partition: 2, Key: "k", AppliedThrough: [2]int64{40, -1}, State: []byte("st")})
+	marker := EncodeMarker(Marker{Partition: 2, Through: [2]int64{41, -1}})
+	owner := EncodeOwnership(Ownership{Partition: 2, Epoch: 7})
+	for _, tc := range []struct {
+		name string
+		rec  []byte
+	}{
+		{"key record, version 1", framed(1, kindKey, key[6:])},
+		{"key record, version 3", framed(3, kindKey, key[6:])},
+		{"marker, version 2", framed(2, kindMarker, marker[6:])},
+		{"marker, version 4", framed(4, kindMarker, marker[6:])},
+		{"ownership, version 1", framed(1, kindOwner, owner[6:])},
+	} {
+		if _, err := Decode(tc.rec); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("%s: %v, want corrupt", tc.name, err)
+		}
 	}
 }
 
@@ -440,22 +437,10 @@ func TestPositionsTellWhetherAnythingCameBetween(t *testing.T) {
 	}
 }
 
-// A version 2 marker (written before markers carried Reread) still reads,
-// with Reread 0; a marker whose Reread goes back before offset 0 is
-// corrupt; and a restore replays the events topic from Reread records
-// before the marker's Through + 1.
+// A marker whose Reread goes back before offset 0 is corrupt; and a
+// restore replays the events topic from Reread records before the marker's
+// Through + 1.
 func TestMarkerReread(t *testing.T) {
-	old, err := hex.DecodeString("024d10cd6cdd0105c8010e")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec, err := Decode(old)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := (Marker{Partition: 1, Epoch: 5, Through: [2]int64{100, 7}}); rec.Marker == nil || !reflect.DeepEqual(*rec.Marker, want) {
-		t.Fatalf("version 2 marker read as %+v, want %+v", rec.Marker, want)
-	}
 	for _, tc := range []struct {
 		reread  int64
 		from    int64
@@ -489,49 +474,81 @@ func TestMarkerReread(t *testing.T) {
 	}
 }
 
-// A marker with peers is written as version 4 and reads back whole; one
-// without is written as version 3, as before; a malformed peer list is
-// corrupt.
+// A marker's peers read back whole (nil for none, or all unread); a
+// malformed peer list is corrupt.
 func TestMarkerPeers(t *testing.T) {
 	none := [2]int64{NoOffset, NoOffset}
 	for _, tc := range []struct {
-		name    string
-		peers   [][2]int64
-		version byte
+		name  string
+		peers [][2]int64
+		want  [][2]int64
 	}{
-		{"none", nil, 3},
-		{"all unread", [][2]int64{none, none}, 3},
-		{"two", [][2]int64{none, {0, NoOffset}, {41, 9}}, 4},
-		{"one", [][2]int64{{7, 3}}, 4},
+		{"none", nil, nil},
+		{"all unread", [][2]int64{none, none}, nil},
+		{"two", [][2]int64{none, {0, NoOffset}, {41, 9}}, [][2]int64{none, {0, NoOffset}, {41, 9}}},
+		{"one", [][2]int64{{7, 3}}, [][2]int64{{7, 3}}},
 	} {
-		m := Marker{Partition: 1, Epoch: 5, Through: [2]int64{100, 7}, Reread: 3, Peers: tc.peers}
-		b := EncodeMarker(m)
-		if b[0] != tc.version {
-			t.Errorf("%s: written as version %d, want %d", tc.name, b[0], tc.version)
-		}
-		rec, err := Decode(b)
+		m := Marker{Partition: 1, Epoch: 5, Through: [2]int64{100, 7}, Reread: 3, Peers: tc.peers, Digest: 99}
+		rec, err := Decode(EncodeMarker(m))
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
-		if want := tc.peers; tc.version == 3 && rec.Marker.Peers != nil || tc.version == 4 && !reflect.DeepEqual(rec.Marker.Peers, want) {
-			t.Errorf("%s: peers read back as %v", tc.name, rec.Marker.Peers)
+		if !reflect.DeepEqual(rec.Marker.Peers, tc.want) || rec.Marker.Digest != 99 {
+			t.Errorf("%s: peers read back as %v, digest %d", tc.name, rec.Marker.Peers, rec.Marker.Digest)
 		}
 	}
-	// Version 4 bodies with bad peer lists: an empty one, partitions out
-	// of order, an offset below −1, both topics without one, a truncated
-	// entry.
-	base := EncodeMarker(Marker{Partition: 1, Epoch: 5, Through: [2]int64{100, 7}})[6:]
+	// Bodies with bad peer lists: partitions out of order, an offset below
+	// −1, both topics without one, a truncated entry.
+	full := EncodeMarker(Marker{Partition: 1, Epoch: 5, Through: [2]int64{100, 7}})
+	base := full[6 : len(full)-9] // without the empty peer list and the digest
 	for name, tail := range map[string][]byte{
-		"empty":     {0},
 		"unordered": {2, 3, 2, 2, 1, 2, 2},
 		"below -1":  {1, 0, 3, 2},
 		"unread":    {1, 0, 1, 1},
 		"truncated": {1, 0, 2},
 	} {
 		body := append(slices.Clone(base), tail...)
-		rec := append([]byte{4, kindMarker, 0, 0, 0, 0}, body...)
+		body = append(body, make([]byte, 8)...)
+		rec := append([]byte{MarkerVersion, kindMarker, 0, 0, 0, 0}, body...)
 		if _, err := Decode(frame(rec, 0)); !errors.Is(err, ErrCorrupt) {
 			t.Errorf("%s: %v, want corrupt", name, err)
 		}
+	}
+}
+
+// A key record's digest covers its key, applied offsets and state, not its
+// writer's epoch; a record holding nothing counts as none. A snapshot's
+// KeysDigest sums them, whatever the order.
+func TestKeyRecordDigest(t *testing.T) {
+	base := KeyRecord{Partition: 1, Key: "k", Epoch: 5, AppliedThrough: [2]int64{40, NoOffset}, State: []byte("state")}
+	d := base.Digest()
+	for _, tc := range []struct {
+		name string
+		edit func(r *KeyRecord)
+		same bool
+	}{
+		{"another epoch", func(r *KeyRecord) { r.Epoch = 9 }, true},
+		{"another partition", func(r *KeyRecord) { r.Partition = 2 }, true},
+		{"another key", func(r *KeyRecord) { r.Key = "K" }, false},
+		{"a key that takes a byte of the state", func(r *KeyRecord) { r.Key, r.State = "ks", []byte("tate") }, false},
+		{"another events offset", func(r *KeyRecord) { r.AppliedThrough[0] = 41 }, false},
+		{"another labels offset", func(r *KeyRecord) { r.AppliedThrough[1] = 0 }, false},
+		{"another state", func(r *KeyRecord) { r.State = []byte("statE") }, false},
+	} {
+		r := base
+		r.State = slices.Clone(base.State)
+		tc.edit(&r)
+		if got := r.Digest(); (got == d) != tc.same {
+			t.Errorf("%s: digest %016x, the base's %016x: want equal %v", tc.name, got, d, tc.same)
+		}
+	}
+	if got := (&KeyRecord{Key: "k", AppliedThrough: [2]int64{3, 4}}).Digest(); got != 0 {
+		t.Errorf("a record holding nothing: digest %016x, want 0", got)
+	}
+	a, b := base, base
+	b.Key = "other"
+	s1 := Snapshot{Keys: map[string]*KeyRecord{"k": &a, "other": &b}}
+	if got, want := s1.KeysDigest(), a.Digest()+b.Digest(); got != want {
+		t.Errorf("KeysDigest %016x, want the sum %016x", got, want)
 	}
 }

@@ -50,25 +50,32 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"slices"
 
 	"github.com/driftstream/driftstream/internal/wire"
 )
 
-// RecordVersion is the format version of markers. A version 4 marker is
-// version 3 followed by Peers: uvarint N, then N × (uvarint partition,
-// varint through of its events topic, varint through of its labels topic;
-// −1 for none, not both), by partition, the partitions with an offset; a
-// marker without peers is written as version 3. Markers end with Reread since
-// version 3; version 2 markers are read with Reread 0 (their key states
-// held every awaited input). Key and ownership records are written as
-// version 2 (keyRecordVersion), which versions 3 and 4 did not change, and
-// a later one is refused. Version 1 records (no epoch) are read with epoch
-// 0.
-const RecordVersion = 4
-
-// peerlessMarkerVersion is the version of a marker without peers.
-const peerlessMarkerVersion = 3
+// The records of a checkpoint log, each framed as version (1 byte), kind
+// (1 byte: 'K' key, 'M' marker, 'O' ownership), CRC-32C (Castagnoli, big
+// endian) of the body, body. One version per kind; a record of another
+// version is refused as corrupt (the formats before the first release are
+// not read: CHANGELOG.md).
+//
+//	key record, version 2:  uvarint partition, uvarint epoch, uvarint len +
+//	                        key, varint applied_through[events],
+//	                        varint applied_through[labels] (−1: none),
+//	                        uvarint len + state
+//	marker, version 5:      uvarint partition, uvarint epoch, varint
+//	                        through[events], varint through[labels],
+//	                        uvarint reread, peers (AppendPeers; 0 for
+//	                        none), digest (8 bytes, little endian)
+//	ownership, version 2:   uvarint partition, uvarint epoch, uvarint len +
+//	                        owner
+const (
+	// KeyRecordVersion is the version of key and ownership records.
+	KeyRecordVersion = 2
+	// MarkerVersion is the version of markers.
+	MarkerVersion = 5
+)
 
 // maxPeers bounds the partitions a decoded marker names.
 const maxPeers = 1 << 16
@@ -132,6 +139,10 @@ type Marker struct {
 	// then by input topic as Through; NoOffset for none): where their
 	// reading resumes.
 	Peers [][2]int64
+	// Digest is the partition's state as of the marker in 64 bits: the sum
+	// (mod 2⁶⁴) of KeyRecord.Digest over the latest record of every key
+	// (digest.go). A restore recomputes it over what it loaded.
+	Digest uint64
 }
 
 // noPeer is a partition of Marker.Peers with no offset.
@@ -176,9 +187,9 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // header appends a record's header, its CRC left for frame.
 func header(b []byte, kind byte) []byte {
-	v := byte(keyRecordVersion)
+	v := byte(KeyRecordVersion)
 	if kind == kindMarker {
-		v = peerlessMarkerVersion
+		v = MarkerVersion
 	}
 	return append(b, v, kind, 0, 0, 0, 0)
 }
@@ -218,10 +229,8 @@ func EncodeMarker(m Marker) []byte {
 		b = binary.AppendVarint(b, o)
 	}
 	b = binary.AppendUvarint(b, uint64(m.Reread))
-	if slices.ContainsFunc(m.Peers, func(t [2]int64) bool { return t != noPeer }) {
-		b[0] = RecordVersion
-		b = AppendPeers(b, m.Peers)
-	}
+	b = AppendPeers(b, m.Peers)
+	b = binary.LittleEndian.AppendUint64(b, m.Digest)
 	return frame(b, 0)
 }
 
@@ -298,22 +307,19 @@ func decode(data []byte, owned bool) (Record, error) {
 	if len(data) < 6 {
 		return Record{}, fmt.Errorf("%d bytes: %w", len(data), ErrCorrupt)
 	}
-	version := data[0]
-	if version < 1 || version > RecordVersion || version > keyRecordVersion && data[1] != kindMarker {
-		return Record{}, fmt.Errorf("version %d of a record of kind %q, this build reads 1 to %d (markers) and 1 to %d (the others): %w",
-			version, data[1], RecordVersion, keyRecordVersion, ErrCorrupt)
+	want := byte(KeyRecordVersion)
+	if data[1] == kindMarker {
+		want = MarkerVersion
+	}
+	if data[0] != want {
+		return Record{}, fmt.Errorf("version %d of a record of kind %q, this build reads version %d only: %w", data[0], data[1], want, ErrCorrupt)
 	}
 	body := data[6:]
 	if got, want := crc32.Checksum(body, castagnoli), binary.BigEndian.Uint32(data[2:6]); got != want {
 		return Record{}, fmt.Errorf("CRC %08x, record says %08x: %w", got, want, ErrCorrupt)
 	}
 	r := wire.NewReader(body, ErrCorrupt)
-	epoch := func() Epoch {
-		if version == 1 {
-			return 0
-		}
-		return Epoch(r.Uvarint())
-	}
+	epoch := func() Epoch { return Epoch(r.Uvarint()) }
 	switch data[1] {
 	case kindKey:
 		k := KeyRecord{Partition: int(r.Uvarint())}
@@ -334,23 +340,15 @@ func decode(data []byte, owned bool) (Record, error) {
 		for i := range m.Through {
 			m.Through[i] = r.Varint()
 		}
-		if version >= 3 {
-			if re := r.Uvarint(); re > uint64(max(m.Through[0]+1, 0)) {
-				r.Fail("reread count")
-			} else {
-				m.Reread = int64(re)
-			}
+		if re := r.Uvarint(); re > uint64(max(m.Through[0]+1, 0)) {
+			r.Fail("reread count")
+		} else {
+			m.Reread = int64(re)
 		}
-		if version >= 4 {
-			if m.Peers = ReadPeers(r); m.Peers == nil {
-				r.Fail("peers") // a version 4 marker has some
-			}
-		}
+		m.Peers = ReadPeers(r)
+		m.Digest = r.Uint64()
 		return Record{Marker: &m}, r.Done()
 	case kindOwner:
-		if version == 1 {
-			break
-		}
 		o := Ownership{Partition: int(r.Uvarint())}
 		o.Epoch = epoch()
 		o.Owner = string(r.View())

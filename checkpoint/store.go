@@ -196,9 +196,6 @@ const (
 	reservedPrefix  = "\x00driftstream-"
 	markerKeyPrefix = reservedPrefix + "marker-"
 	ownerKeyPrefix  = reservedPrefix + "owner-"
-	// legacyMarkerKey is where version 1 wrote markers (the file store wrote
-	// them under the empty key).
-	legacyMarkerKey = reservedPrefix + "marker"
 )
 
 // ReservedKey reports whether an entity key collides with the store's own
@@ -263,8 +260,7 @@ func (s *Snapshot) absorb(p int, pos int64, key []byte, value []byte, owned bool
 		s.Owner = o
 	case rec.Marker != nil:
 		m := rec.Marker
-		legacy := m.Epoch == 0 && (len(key) == 0 || string(key) == legacyMarkerKey)
-		if m.Partition != p || (string(key) != markerKey(m.Epoch) && !legacy) {
+		if m.Partition != p || string(key) != markerKey(m.Epoch) {
 			mismatch("marker", m.Partition)
 			return
 		}

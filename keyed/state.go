@@ -51,6 +51,10 @@ type Mark struct {
 	// Slot is the holder's index of the key while Dirty (package
 	// pipeline's: its place in the list of changed keys).
 	Slot int32
+	// Digest is the checkpoint.KeyRecord.Digest of the key's latest record
+	// in the changelog (package pipeline's: what its next record replaces
+	// in the marker's digest).
+	Digest uint64
 }
 
 // setMix sets the key's mixture to m, held in the State itself: no

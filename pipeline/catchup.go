@@ -23,7 +23,7 @@ import (
 // deleted its start, the store failed): k is closed then, and the caller
 // restores. A claim refused (err) is the partition's failure, as in resume.
 func (r *Runner) catchUp(ctx context.Context, k *Kept, epoch checkpoint.Epoch) (res Restored, ok bool, err error) {
-	sink := &restoring{w: k.w, inPlace: true}
+	sink := &restoring{w: k.w, inPlace: true, digest: k.w.digest}
 	p := r.cfg.Partition
 	snap, err := checkpoint.Resume(sink, checkpoint.Ownership{Partition: p, Epoch: k.epoch, Owner: r.cfg.Owner},
 		k.w.marker(k.epoch))

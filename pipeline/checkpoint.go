@@ -126,6 +126,7 @@ func (w *Worker) TakeCheckpoint() (CheckpointBatch, error) {
 	if len(c.Keys) > 0 {
 		w.recordHint = c.Bytes/len(c.Keys) + 1
 	}
+	c.Marker.Digest = w.digestWritten(c.Keys)
 	w.early.taken(len(c.Keys), w.recordHint)
 	if w.cache != nil {
 		if err := w.spill(&c); err != nil {
@@ -152,3 +153,25 @@ func (w *Worker) SetEpoch(e checkpoint.Epoch) { w.epoch = e }
 // SuppressBelow stops outputs for records below these offsets: they were
 // delivered before the restart (the group's committed offsets).
 func (w *Worker) SuppressBelow(offsets [2]int64) { w.suppress = offsets }
+
+// digestWritten brings the partition's digest up to date with records, the
+// key records of a checkpoint: each one's digest replaces that of its key's
+// former record (checkpoint's digest.go). It returns the marker's digest.
+// Every key written that holds a state is in memory here (a dirty key stays
+// there until written).
+func (w *Worker) digestWritten(records []checkpoint.KeyRecord) uint64 {
+	for i := range records {
+		rec := &records[i]
+		d := rec.Digest()
+		old, unheld := w.unheldDigest[rec.Key]
+		if unheld {
+			delete(w.unheldDigest, rec.Key)
+		}
+		if ks := w.keys[rec.Key]; ks != nil {
+			old += ks.Mark.Digest
+			ks.Mark.Digest = d
+		}
+		w.digest += d - old
+	}
+	return w.digest
+}

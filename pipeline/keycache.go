@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"strings"
@@ -46,13 +47,37 @@ type keyCache struct {
 	buf   []byte
 }
 
-// set writes rec to the store, encoded in the cache's reused buffer.
-func (c *keyCache) set(rec *checkpoint.KeyRecord) error {
-	c.buf = checkpoint.AppendKey(c.buf[:0], *rec)
+// A key store's value is the digest of the key's latest changelog record
+// (8 bytes, little endian: what its next record replaces in the marker's
+// digest), then the key's record (checkpoint.AppendKey), whose state is
+// the key's whole state (keyed.Model.AppendState): it may differ from the
+// changelog's record, which leaves out the inputs the events topic gives
+// back.
+
+// set writes rec to the store with digest, the digest of the key's latest
+// changelog record, encoded in the cache's reused buffer.
+func (c *keyCache) set(rec *checkpoint.KeyRecord, digest uint64) error {
+	c.buf = binary.LittleEndian.AppendUint64(c.buf[:0], digest)
+	c.buf = checkpoint.AppendKey(c.buf, *rec)
 	if err := c.store.Set(rec.Key, c.buf); err != nil {
 		return keyStoreError{err}
 	}
 	return nil
+}
+
+// decodeStored reads a key store's value: the digest and the record.
+func decodeStored(b []byte) (uint64, *checkpoint.KeyRecord, error) {
+	if len(b) < 8 {
+		return 0, nil, fmt.Errorf("a value of %d bytes: %w", len(b), checkpoint.ErrCorrupt)
+	}
+	rec, err := checkpoint.DecodeOwned(b[8:]) // b is ours: the state is read in place
+	if err == nil && rec.Key == nil {
+		err = fmt.Errorf("not a key record: %w", checkpoint.ErrCorrupt)
+	}
+	if err != nil {
+		return 0, nil, err
+	}
+	return binary.LittleEndian.Uint64(b), rec.Key, nil
 }
 
 // UseKeyStore makes the worker keep its keys in s, holding at most
@@ -100,7 +125,7 @@ func (w *Worker) lookup(key string) (*keyed.State, bool, error) {
 
 // fault reads key back from the key store into memory (lookup's miss).
 func (w *Worker) fault(key string) (*keyed.State, bool, error) {
-	rec, ok, err := w.stored(key)
+	rec, digest, ok, err := w.stored(key)
 	if !ok || err != nil {
 		return nil, false, err
 	}
@@ -108,30 +133,29 @@ func (w *Worker) fault(key string) (*keyed.State, bool, error) {
 	if err != nil {
 		return nil, false, fmt.Errorf("partition %d: key %q from the key store: %w", w.partition, key, err)
 	}
+	ks.Mark.Digest = digest
 	w.keys[key] = ks
 	return ks, true, nil
 }
 
-// stored reads key's record from the key store.
-func (w *Worker) stored(key string) (*checkpoint.KeyRecord, bool, error) {
+// stored reads key's record from the key store, and the digest of its
+// latest changelog record.
+func (w *Worker) stored(key string) (*checkpoint.KeyRecord, uint64, bool, error) {
 	b, ok, err := w.cache.store.Get(key)
 	if err != nil {
-		return nil, false, keyStoreError{err}
+		return nil, 0, false, keyStoreError{err}
 	}
 	if !ok {
-		return nil, false, nil
+		return nil, 0, false, nil
 	}
-	rec, err := checkpoint.DecodeOwned(b) // b is ours: the state is read in place
-	if err == nil && rec.Key == nil {
-		err = fmt.Errorf("not a key record: %w", checkpoint.ErrCorrupt)
-	}
-	if err == nil && rec.Key.Key != key {
-		err = fmt.Errorf("the record of key %q: %w", rec.Key.Key, checkpoint.ErrCorrupt)
+	digest, rec, err := decodeStored(b)
+	if err == nil && rec.Key != key {
+		err = fmt.Errorf("the record of key %q: %w", rec.Key, checkpoint.ErrCorrupt)
 	}
 	if err != nil {
-		return nil, false, fmt.Errorf("partition %d: key %q from the key store: %w", w.partition, key, err)
+		return nil, 0, false, fmt.Errorf("partition %d: key %q from the key store: %w", w.partition, key, err)
 	}
-	return rec.Key, true, nil
+	return rec, digest, true, nil
 }
 
 // spill evicts clean keys, once a checkpoint has made every key clean,
@@ -181,7 +205,7 @@ func (w *Worker) spill(c *CheckpointBatch) error {
 			w.stateBuf = state
 			rec = checkpoint.KeyRecord{Partition: w.partition, Key: key, Epoch: w.epoch, AppliedThrough: ks.Applied, State: state}
 		}
-		if err := w.cache.set(&rec); err != nil {
+		if err := w.cache.set(&rec, ks.Mark.Digest); err != nil {
 			return err
 		}
 	}

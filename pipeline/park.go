@@ -28,12 +28,11 @@ type ParkingKeyStore interface {
 // the changelog instead.
 var ErrNotParked = errors.New("no usable parked state")
 
-// parkMagic opens every manifest; parkVersion is its format, whose fields
-// (encode) may end with the peers' offsets (a shared part across
-// partitions).
+// parkMagic opens every manifest; parkVersion is its format (encode), and
+// that of the parked key store's values (keycache.go).
 const (
 	parkMagic   = "driftstream-parked\x00"
-	parkVersion = 2
+	parkVersion = 3
 )
 
 // Park leaves the kept state on disk for the partition's next owner in a
@@ -71,7 +70,7 @@ func (k *Kept) Park(dir, scope string) error {
 		state, err := w.model.AppendState(w.stateBuf[:0], ks) // set copies it
 		if err == nil {
 			w.stateBuf = state
-			err = w.cache.set(&checkpoint.KeyRecord{Partition: w.partition, Key: key, Epoch: w.epoch, AppliedThrough: ks.Applied, State: state})
+			err = w.cache.set(&checkpoint.KeyRecord{Partition: w.partition, Key: key, Epoch: w.epoch, AppliedThrough: ks.Applied, State: state}, ks.Mark.Digest)
 		}
 		if err != nil {
 			w.Close()
@@ -83,7 +82,7 @@ func (k *Kept) Park(dir, scope string) error {
 		w.Close()
 		return fmt.Errorf("park partition %d: %w", w.partition, err)
 	}
-	m := parkManifest{partition: w.partition, end: k.end, epoch: k.epoch, through: w.through, reread: w.rereadCount(), keys: w.cache.count, fingerprint: fp, scope: scope, peers: w.peers}
+	m := parkManifest{partition: w.partition, end: k.end, epoch: k.epoch, through: w.through, reread: w.rereadCount(), keys: w.cache.count, fingerprint: fp, scope: scope, digest: w.digest, peers: w.peers}
 	if err := ps.Park(dir, m.encode()); err != nil {
 		return fmt.Errorf("park partition %d: %w", w.partition, err)
 	}
@@ -135,6 +134,7 @@ func unpark(cfg Config, partition int, store KeyStore, cacheKeys int, manifest [
 	w.through = m.through
 	w.peers = m.peers
 	w.epoch = m.epoch
+	w.digest = m.digest
 	if m.reread > 0 { // the awaited inputs' offsets are tracked again as the events topic is re-read
 		w.startReread(m.through[EventsTopic]+1-m.reread, m.through[EventsTopic]+1, m.through[EventsTopic]+1)
 	}
@@ -155,13 +155,17 @@ type parkManifest struct {
 	keys        int
 	fingerprint [32]byte
 	scope       string
+	digest      uint64 // the partition's digest as of the state's last checkpoint
 	// peers is the worker's last offset of each other partition's input
-	// topics (Worker.peers), written after scope when there is one, as a
-	// marker writes them (checkpoint.AppendPeers).
+	// topics (Worker.peers), as a marker writes them (checkpoint.AppendPeers).
 	peers [][2]int64
 }
 
-// encode writes the manifest: magic, version, fields, CRC-32C of them all.
+// encode writes the manifest: magic, version, then varint partition,
+// varint end, uvarint epoch, varint through ×2, uvarint reread, uvarint
+// keys, 32-byte fingerprint, uvarint len + scope, digest (8 bytes, little
+// endian), peers (checkpoint.AppendPeers), then CRC-32C (Castagnoli, little
+// endian) of them all.
 func (m *parkManifest) encode() []byte {
 	b := append([]byte(parkMagic), parkVersion)
 	b = binary.AppendVarint(b, int64(m.partition))
@@ -173,9 +177,8 @@ func (m *parkManifest) encode() []byte {
 	b = binary.AppendUvarint(b, uint64(m.keys))
 	b = append(b, m.fingerprint[:]...)
 	b = wire.AppendString(b, m.scope)
-	if len(m.peers) > 0 {
-		b = checkpoint.AppendPeers(b, m.peers)
-	}
+	b = binary.LittleEndian.AppendUint64(b, m.digest)
+	b = checkpoint.AppendPeers(b, m.peers)
 	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, crcTable))
 }
 
@@ -208,9 +211,8 @@ func decodeManifest(b []byte) (parkManifest, error) {
 		r.B = r.B[len(m.fingerprint):]
 	}
 	m.scope = string(r.Bytes())
-	if len(r.B) > 0 && r.Err == nil {
-		m.peers = checkpoint.ReadPeers(r)
-	}
+	m.digest = r.Uint64()
+	m.peers = checkpoint.ReadPeers(r)
 	if err := r.Done(); err != nil {
 		return m, fmt.Errorf("manifest: %w", err)
 	}

@@ -75,7 +75,7 @@ func (w *Worker) Peers() [][2]int64 {
 // marker is the marker that closes a checkpoint of everything processed,
 // written under epoch.
 func (w *Worker) marker(epoch checkpoint.Epoch) checkpoint.Marker {
-	return checkpoint.Marker{Partition: w.partition, Epoch: epoch, Through: w.through, Reread: w.rereadCount(), Peers: slices.Clone(w.peers)}
+	return checkpoint.Marker{Partition: w.partition, Epoch: epoch, Through: w.through, Reread: w.rereadCount(), Peers: slices.Clone(w.peers), Digest: w.digest}
 }
 
 // restorePeers sets where the other partitions' reading resumes after a

@@ -25,19 +25,35 @@ import (
 // used (unreadable, or a zombie's left alone by compaction).
 var ErrInexactRestore = errors.New("the changelog cannot restore the partition exactly")
 
+// ErrDigestMismatch reports a restore whose state's digest is not its last
+// marker's: a record missing, one too many, or another one than the
+// writer's.
+var ErrDigestMismatch = errors.New("the restored state's digest is not its checkpoint's")
+
 // inexactError is an inexact restore: what it read, for the claim that
-// follows and the warnings.
+// follows and the warnings; mismatch, when set, holds the marker's digest
+// and the loaded state's.
 type inexactError struct {
 	res       Restored
 	partition int
+	mismatch  *[2]uint64
 }
 
 func (e *inexactError) Error() string {
+	if m := e.mismatch; m != nil {
+		return fmt.Sprintf("partition %d: %v: %v: the state loaded has digest %016x, its last checkpoint (through offset %d) %016x: a record is missing, one too many, or another one than its writer's",
+			e.partition, ErrInexactRestore, ErrDigestMismatch, m[1], e.res.Marker.Through[0], m[0])
+	}
 	return fmt.Sprintf("partition %d: %v: with a population model every key learns through the partition's shared part, and %d of its key records cannot be used (first: %v), so those keys would replay beside a shared part ahead of them",
 		e.partition, ErrInexactRestore, len(e.res.Problems), e.first())
 }
 
-func (e *inexactError) Unwrap() error { return ErrInexactRestore }
+func (e *inexactError) Unwrap() []error {
+	if e.mismatch != nil {
+		return []error{ErrInexactRestore, ErrDigestMismatch}
+	}
+	return []error{ErrInexactRestore}
+}
 
 func (e *inexactError) first() error {
 	if len(e.res.Problems) == 0 {

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"encoding/binary"
 	"context"
 	"errors"
 	"fmt"
@@ -43,6 +44,10 @@ type Restored struct {
 	// the store position after the last record read (a positioned store's).
 	Owner *checkpoint.Ownership
 	End   int64
+	// Verified is set when the digest of the state loaded is the last
+	// marker's (a restore, or a catch-up, that proved itself); Mismatch when
+	// it was not, and the partition was rebuilt from its inputs instead.
+	Verified, Mismatch bool
 	// Origin is where the partition's state came from.
 	Origin Origin
 	// CaughtUp is, for a resumed state, how many positions of the
@@ -143,8 +148,9 @@ func (w *Worker) restore(ctx context.Context, load loadFunc) (Restored, error) {
 		if err := w.cache.store.Reset(); err != nil {
 			return Restored{}, keyStoreError{err}
 		}
-		sink.held = map[string]struct{}{}
+		sink.held = map[string]uint64{}
 	}
+	w.digest, w.unheldDigest = 0, nil
 	// Every state comes from its changelog record, so every awaited input
 	// to re-read is one a state lacks: the re-read decodes only those.
 	w.model.CollectMissing()
@@ -246,10 +252,21 @@ func (w *Worker) restored(snap *checkpoint.Snapshot, sink *restoring) (Restored,
 			snap.Corrupt = append(snap.Corrupt, checkpoint.Corruption{Key: key, Err: err})
 		}
 	}
+	res.Torn = snap.Torn
+	// The restore proves itself: the digest of what it loaded is the last
+	// marker's (checkpoint's digest.go), unless some record could not be
+	// used (then its key replays from further back, or the partition is
+	// rebuilt).
+	if snap.Marker != nil && len(snap.Corrupt) == 0 {
+		if sink.digest != snap.Marker.Digest {
+			return Restored{}, &inexactError{res: res, partition: w.partition, mismatch: &[2]uint64{snap.Marker.Digest, sink.digest}}
+		}
+		res.Verified = true
+	}
 	if w.cfg.KeysDepend() && len(snap.Corrupt) > 0 {
-		res.Torn = snap.Torn
 		return Restored{}, &inexactError{res: res, partition: w.partition}
 	}
+	w.digest = sink.digest
 	for _, c := range snap.Corrupt {
 		if c.Key != "" {
 			w.markDirty(c.Key, w.keys[c.Key])
@@ -271,7 +288,7 @@ func (w *Worker) restored(snap *checkpoint.Snapshot, sink *restoring) (Restored,
 		if _, ok := sink.held[key]; w.cache == nil || (sink.held != nil && !ok) {
 			return [2]int64{}, false
 		}
-		rec, ok, serr := w.stored(key)
+		rec, _, ok, serr := w.stored(key)
 		if serr != nil {
 			err = serr
 		}
@@ -314,8 +331,12 @@ type restoring struct {
 	// a key recorded as holding nothing, the decoding error otherwise.
 	unheld map[string]error
 	// held holds, with a key store and not in place, the keys whose latest
-	// record decoded: the keys in the store (a set of names, not states).
-	held map[string]struct{}
+	// record decoded: the keys in the store (their names and the digests of
+	// their records, not their states).
+	held map[string]uint64
+	// digest is the partition's digest over the records loaded (and, in
+	// place, the worker's before them): what the last marker's must be.
+	digest uint64
 	// err is the key store's first failure; the records after it are
 	// skipped, and the restore fails.
 	err error
@@ -326,7 +347,7 @@ func (r *restoring) Reserve(n int) {
 		return
 	}
 	if r.held != nil && len(r.held) == 0 {
-		r.held = make(map[string]struct{}, n) // the names of every key
+		r.held = make(map[string]uint64, n) // the names of every key
 	}
 	if r.w.cache != nil {
 		n = min(n, r.w.cache.max)
@@ -374,6 +395,15 @@ func (r *restoring) Put(rec *checkpoint.KeyRecord) {
 		}
 	}
 	old, inMemory := r.w.keys[rec.Key]
+	if d := rec.Digest(); true {
+		r.digest += d - r.prior(rec.Key, old, inMemory)
+		if d != 0 { // counted, not held: the key's next record replaces it
+			if r.w.unheldDigest == nil {
+				r.w.unheldDigest = map[string]uint64{}
+			}
+			r.w.unheldDigest[rec.Key] = d
+		}
+	}
 	r.w.model.Release(old)
 	if r.w.cache != nil && (inMemory || r.stored(rec.Key)) {
 		if r.held != nil {
@@ -398,6 +428,8 @@ func (r *restoring) Put(rec *checkpoint.KeyRecord) {
 // and no room left in the cache, there.
 func (r *restoring) hold(rec *checkpoint.KeyRecord, ks *keyed.State) {
 	old, inMemory := r.w.keys[rec.Key]
+	ks.Mark.Digest = rec.Digest()
+	r.digest += ks.Mark.Digest - r.prior(rec.Key, old, inMemory)
 	r.w.model.Release(old) // replaced (in place): its warning level goes with it
 	if r.w.cache == nil {
 		r.w.keys[rec.Key] = ks
@@ -405,7 +437,7 @@ func (r *restoring) hold(rec *checkpoint.KeyRecord, ks *keyed.State) {
 	}
 	switch {
 	case r.held != nil:
-		r.held[rec.Key] = struct{}{}
+		r.held[rec.Key] = ks.Mark.Digest
 	case !inMemory && !r.stored(rec.Key):
 		r.w.cache.count++ // a key new to the worker (in place)
 	}
@@ -415,6 +447,31 @@ func (r *restoring) hold(rec *checkpoint.KeyRecord, ks *keyed.State) {
 		return
 	}
 	if r.err == nil {
-		r.err = r.w.cache.set(rec)
+		r.err = r.w.cache.set(rec, ks.Mark.Digest)
 	}
+}
+
+// prior is the digest of the record key had before the one being loaded:
+// the key's in memory (old), in the key store, or unheld; 0 for none.
+func (r *restoring) prior(key string, old *keyed.State, inMemory bool) uint64 {
+	d, unheld := r.w.unheldDigest[key]
+	if unheld {
+		delete(r.w.unheldDigest, key)
+	}
+	switch {
+	case inMemory:
+		return d + old.Mark.Digest
+	case r.held != nil:
+		return d + r.held[key]
+	case !r.inPlace || r.w.cache == nil || r.err != nil:
+		return d
+	}
+	b, ok, err := r.w.cache.store.Get(key)
+	switch {
+	case err != nil:
+		r.err = keyStoreError{err}
+	case ok && len(b) >= 8:
+		d += binary.LittleEndian.Uint64(b)
+	}
+	return d
 }

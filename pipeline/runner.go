@@ -380,7 +380,7 @@ func (r *Runner) start(ctx context.Context) error {
 		h.Restored(res, r.w.keyCount(), time.Since(start))
 	}
 	r.log.Info("partition restored", "keys", r.w.Keys(), "from", res.Origin.String(), "caught_up_records", res.CaughtUp, "replay_from", res.From[0], "committed", committed[0],
-		"epoch", r.w.epoch.String(), "fenced_records", res.Fenced, "torn_records", res.TornRecords(), "changelog_records", res.Read, "restore_ms", time.Since(start).Milliseconds())
+		"epoch", r.w.epoch.String(), "verified", res.Verified, "fenced_records", res.Fenced, "torn_records", res.TornRecords(), "changelog_records", res.Read, "restore_ms", time.Since(start).Milliseconds())
 	return nil
 }
 
@@ -448,7 +448,7 @@ func (r *Runner) restore(ctx context.Context) (res Restored, err error) {
 		}
 		r.w.SetEpoch(epoch)
 		r.strict = true
-		res.Origin, res.Marker, res.From = FromInputs, nil, r.w.Next()
+		res.Origin, res.Marker, res.From, res.Mismatch = FromInputs, nil, r.w.Next(), inexact.mismatch != nil
 		return res, nil
 	}
 	for _, p := range res.Problems {

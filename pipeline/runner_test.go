@@ -813,8 +813,11 @@ func TestKeptStateResumesOnlyWhenNothingCameBetween(t *testing.T) {
 			// What c wrote is what the log gives back: its claims were not
 			// fenced, and it counts the keys it holds.
 			fresh, _ := NewWorker(h.cfg, 0)
-			if _, err := fresh.Restore(context.Background(), h.store.MemoryStore); err != nil {
-				t.Fatal(err)
+			if res, err := fresh.Restore(context.Background(), h.store.MemoryStore); err != nil || !res.Verified {
+				t.Fatalf("a fresh restore of what c wrote: verified %v, %v (the digest c kept is not the log's)", res.Verified, err)
+			}
+			if caughtUp := between && resumed; caughtUp && !tc.corrupt && !obs.res.Verified { // a garbled record cannot be verified
+				t.Fatal("the catch-up did not verify its state against the last marker's digest")
 			}
 			if got, want := logStates(t, c.w), logStates(t, fresh); !maps.EqualFunc(got, want, bytes.Equal) || c.w.Keys() != fresh.Keys() {
 				t.Fatalf("the store restores %d keys, %d of them as c holds them; c counts %d keys", len(want), equalStates(got, want), c.w.Keys())

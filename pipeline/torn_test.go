@@ -103,6 +103,9 @@ func tornAndRestored(t *testing.T, cfg Config, durable func([]checkpoint.KeyReco
 	if n := got.res.TornRecords(); n != torn {
 		t.Errorf("the restore set aside %d records, want the %d torn", n, torn)
 	}
+	if !got.res.Verified {
+		t.Error("the restore did not match its marker's digest")
+	}
 	// The crashed interval's outputs were flushed before its key records
 	// were written: each is repeated once, identically (check).
 	if dups, want := h.check(final), predictionsIn(h.feed.recs, crashAt-h.every, crashAt); dups != want {

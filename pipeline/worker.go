@@ -24,6 +24,12 @@ type Worker struct {
 	stateBuf   []byte // a key-store record being written (spill, park), reused
 	partition  int
 	epoch      checkpoint.Epoch // written into every checkpoint record
+	// digest is the partition's state as of the last checkpoint, as its
+	// marker carries it (checkpoint's digest.go); unheldDigest the digests
+	// of the keys whose latest record is counted in it but gave no state
+	// (an unreadable one), which their next record replaces.
+	digest       uint64
+	unheldDigest map[string]uint64
 	keys       map[string]*keyed.State
 	// cache, when set, holds the keys beyond those in memory (UseKeyStore).
 	cache *keyCache

@@ -30,6 +30,9 @@ type counters struct {
 	// rebuilt counts the partitions rebuilt from their input topics, as
 	// the changelog could not restore them exactly.
 	rebuilt atomic.Int64
+	// verified and mismatched count the restores and catch-ups whose
+	// state's digest was, and was not, their last checkpoint's.
+	verified, mismatched atomic.Int64
 
 	// merges counts, per partition, the times its merge of the events and
 	// labels topics went on without a caught-up one after DRIFTSTREAM_MERGE_WAIT

@@ -115,6 +115,12 @@ func (o *partitionObserver) Restored(res pipeline.Restored, _ pipeline.KeyCount,
 		c.caughtUp.Add(1)
 	}
 	c.torn.Add(int64(res.TornRecords()))
+	if res.Verified {
+		c.verified.Add(1)
+	}
+	if res.Mismatch {
+		c.mismatched.Add(1)
+	}
 }
 
 // Checkpointed measures the checkpoint and the state directory.

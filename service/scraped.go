@@ -24,6 +24,7 @@ type scraped struct {
 	totals                                                            []*prometheus.Desc
 	counters                                                          []keyed.Counter
 	resumed, unparked, caughtUp, parkedRefused, tornRecords, rebuilt  *prometheus.Desc
+	restoreVerified, restoreMismatch                                  *prometheus.Desc
 	deadLetters, outputsRefused, driftAlerts, followed                *prometheus.Desc
 	windowAccuracy, lag, labelsLag, keys, keysResident, keysInWarning *prometheus.Desc
 	populationShare, populationWeight                                 *prometheus.Desc
@@ -40,6 +41,8 @@ func newScraped() *scraped {
 		unparked:         d("partitions_unparked_total", "Partitions resumed at start from the key store a former process parked on this member's state volume (DRIFTSTREAM_PARK_STATE), without reading the changelog."),
 		caughtUp:         d("partitions_caught_up_total", "Partitions resumed (from memory or a parked key store) whose changelog another member had written to meanwhile, brought up to date by reading only the records written since (the rest of the changelog is not read)."),
 		tornRecords:      d("checkpoint_torn_records_total", "Key records of torn checkpoints (their writer stopped between them and the checkpoint's marker, e.g. killed while writing it) set aside by restores and catch-ups: their keys kept their records of the checkpoint before, and were written again at the next checkpoint."),
+		restoreVerified:  d("restore_verified_total", "Restores and catch-ups whose state proved itself: the digest of the key records loaded is the one their last checkpoint's marker carries. A restore that met a record it could not use is not verified (it replays that key from further back, or rebuilds the partition)."),
+		restoreMismatch:  d("restore_mismatch_total", "Restores whose state's digest was not their last checkpoint's (a record missing, one too many, or another one than its writer's): never used; the partition was rebuilt from its inputs (partitions_rebuilt_total), or failed when retention had deleted input records."),
 		rebuilt:          d("partitions_rebuilt_total", "Partitions rebuilt from their input topics' first records because the changelog could not restore them exactly: with a population model, a key record that could not be used (unreadable, or written by a former owner after a newer one claimed the partition and left alone by compaction). A rebuild fails the partition if retention deleted any input record."),
 		parkedRefused:    d("parked_stores_refused_total", "Parked key stores (DRIFTSTREAM_PARK_STATE) found at start that could not be resumed (damaged: Pebble did not reopen the tables the park left; or parked for another partition, changelog, release or configuration), removed, their partitions restored from the changelog."),
 		deadLetters:      d("dead_letters_total", "Records sent to the dead-letter topic, by reason.", "reason"),
@@ -88,7 +91,7 @@ func (c *scraped) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range c.totals {
 		ch <- d
 	}
-	for _, d := range []*prometheus.Desc{c.ready, c.mergeWentOn, c.resumed, c.unparked, c.caughtUp, c.tornRecords, c.rebuilt, c.parkedRefused, c.deadLetters, c.outputsRefused,
+	for _, d := range []*prometheus.Desc{c.ready, c.mergeWentOn, c.resumed, c.unparked, c.caughtUp, c.tornRecords, c.rebuilt, c.restoreVerified, c.restoreMismatch, c.parkedRefused, c.deadLetters, c.outputsRefused,
 		c.driftAlerts, c.followed, c.windowAccuracy, c.lag, c.labelsLag, c.keys, c.keysResident, c.keysInWarning, c.populationShare, c.populationWeight, c.unreadPartitions} {
 		ch <- d
 	}
@@ -125,6 +128,8 @@ func (c *scraped) Collect(ch chan<- prometheus.Metric) {
 	counter(c.caughtUp, cnt.caughtUp.Load())
 	counter(c.tornRecords, cnt.torn.Load())
 	counter(c.rebuilt, cnt.rebuilt.Load())
+	counter(c.restoreVerified, cnt.verified.Load())
+	counter(c.restoreMismatch, cnt.mismatched.Load())
 	counter(c.parkedRefused, cnt.parkedRefused.Load())
 	unread, ready := int64(0), 0.0
 	if s := c.svc.Load(); s != nil {

@@ -92,16 +92,19 @@ func TestChaosKillsAndZombies(t *testing.T) {
 	ids := prod.finish(t)
 	b.finishWith(ids, members...)
 	dups, fenced := b.verify(ids)
-	torn, restores, rebuilt, reread, stale := 0, 0, 0, 0, 0
+	torn, restores, read, verified, mismatched, rebuilt, reread, stale := 0, 0, 0, 0, 0, 0, 0, 0
 	for _, p := range all {
 		torn += p.count(`"torn checkpoint set aside`)
 		restores += p.count(`"partition restored"`)
+		read += p.count(`"from":"changelog"`) + p.count(`"caught_up_records":`) - p.count(`"caught_up_records":0,`)
+		verified += p.count(`"verified":true`)
+		mismatched += p.count(`the restored state's digest is not its checkpoint's`)
 		rebuilt += p.count(`"from":"inputs"`)
 		reread += p.count(`came between the restore's read and its claim`)
 		stale += p.count(`after this member's`)
 	}
-	t.Logf("chaos seed %d: %d kills, %d zombies, %d restores (%d rebuilt from the inputs, %d read again up to their claim, %d refused as of an ended generation), %d torn checkpoints set aside, %d fenced records, %d duplicate predictions (identical)",
-		seed, kills, zombies, restores, rebuilt, reread, stale, torn, fenced, dups)
+	t.Logf("chaos seed %d: %d kills, %d zombies, %d restores (%d read the changelog, %d verified by their marker's digest, %d digest mismatches; %d rebuilt from the inputs, %d read again up to their claim, %d refused as of an ended generation), %d torn checkpoints set aside, %d fenced records, %d duplicate predictions (identical)",
+		seed, kills, zombies, restores, read, verified, mismatched, rebuilt, reread, stale, torn, fenced, dups)
 	if kills < seconds/6 {
 		t.Fatalf("%d members killed in %d s, fewer than one in 6 s: the run proves too little", kills, seconds)
 	}
