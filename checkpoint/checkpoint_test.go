@@ -62,12 +62,12 @@ func TestRecordBytesAreStable(t *testing.T) {
 		want string
 	}{
 		{"key", EncodeKey(KeyRecord{Partition: 2, Key: "device-7", Epoch: NextEpoch(0, 3), AppliedThrough: [2]int64{41, NoOffset}, State: []byte{1, 2, 3}}),
-			"024b575c5759028380808010086465766963652d37520103010203"},
-		{"empty key", EncodeKey(KeyRecord{Key: "empty"}), "024b8da72d22000005656d707479000000"},
-		{"marker", EncodeMarker(Marker{Partition: 1, Epoch: 5, Through: [2]int64{100, 7}, Reread: 40, Digest: 0x0807060504030201}), "054dd04cf3d60105c8010e28000102030405060708"},
-		{"marker with peers", EncodeMarker(Marker{Partition: 1, Epoch: 5, Through: [2]int64{100, 7}, Peers: [][2]int64{{NoOffset, NoOffset}, {41, 9}}}), "054daf6867320105c8010e00010152120000000000000000"},
+			"014b575c5759028380808010086465766963652d37520103010203"},
+		{"empty key", EncodeKey(KeyRecord{Key: "empty"}), "014b8da72d22000005656d707479000000"},
+		{"marker", EncodeMarker(Marker{Partition: 1, Epoch: 5, Through: [2]int64{100, 7}, Reread: 40, Digest: 0x0807060504030201}), "014dd04cf3d60105c8010e28000102030405060708"},
+		{"marker with peers", EncodeMarker(Marker{Partition: 1, Epoch: 5, Through: [2]int64{100, 7}, Peers: [][2]int64{{NoOffset, NoOffset}, {41, 9}}}), "014daf6867320105c8010e00010152120000000000000000"},
 		{"ownership", EncodeOwnership(Ownership{Partition: 0, Epoch: NextEpoch(1<<32, 9), Owner: "host-1/pid-42"}),
-			"024f48e4ad2c0089808080200d686f73742d312f7069642d3432"},
+			"014f48e4ad2c0089808080200d686f73742d312f7069642d3432"},
 	} {
 		if got := fmt.Sprintf("%x", tc.got); got != tc.want {
 			t.Errorf("%s record: %s, want %s", tc.name, got, tc.want)
@@ -105,9 +105,9 @@ func TestAppendKeyAndDecodeOwned(t *testing.T) {
 	}
 }
 
-// One version per record kind: records of the formats before the first
-// release (a version 1 key record without an epoch, version 2 to 4
-// markers) are refused as corrupt, never read as something else.
+// One format version: a record of another (the formats before the first
+// release numbered key records up to 2 and markers up to 4) is refused as
+// corrupt, never read as something else.
 func TestOtherVersionsAreRefused(t *testing.T) {
 	framed := func(version, kind byte, body []byte) []byte {
 		out := []byte{version, kind}
@@ -121,11 +121,10 @@ func TestOtherVersionsAreRefused(t *testing.T) {
 		name string
 		rec  []byte
 	}{
-		{"key record, version 1", framed(1, kindKey, key[6:])},
-		{"key record, version 3", framed(3, kindKey, key[6:])},
-		{"marker, version 2", framed(2, kindMarker, marker[6:])},
-		{"marker, version 4", framed(4, kindMarker, marker[6:])},
-		{"ownership, version 1", framed(1, kindOwner, owner[6:])},
+		{"key record, version 2", framed(2, kindKey, key[6:])},
+		{"marker, version 0", framed(0, kindMarker, marker[6:])},
+		{"marker, version 5", framed(5, kindMarker, marker[6:])},
+		{"ownership, version 2", framed(2, kindOwner, owner[6:])},
 	} {
 		if _, err := Decode(tc.rec); !errors.Is(err, ErrCorrupt) {
 			t.Errorf("%s: %v, want corrupt", tc.name, err)
@@ -509,7 +508,7 @@ func TestMarkerPeers(t *testing.T) {
 	} {
 		body := append(slices.Clone(base), tail...)
 		body = append(body, make([]byte, 8)...)
-		rec := append([]byte{MarkerVersion, kindMarker, 0, 0, 0, 0}, body...)
+		rec := append([]byte{FormatVersion, kindMarker, 0, 0, 0, 0}, body...)
 		if _, err := Decode(frame(rec, 0)); !errors.Is(err, ErrCorrupt) {
 			t.Errorf("%s: %v, want corrupt", name, err)
 		}

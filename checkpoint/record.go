@@ -56,32 +56,21 @@ import (
 
 // The records of a checkpoint log, each framed as version (1 byte), kind
 // (1 byte: 'K' key, 'M' marker, 'O' ownership), CRC-32C (Castagnoli, big
-// endian) of the body, body. One version per kind; a record of another
-// version is refused as corrupt (the formats before the first release are
-// not read: CHANGELOG.md).
+// endian) of the body, body. FormatVersion is the version of every kind; a
+// record of another version is refused as corrupt (CHANGELOG.md: the
+// formats before the first release are not read).
 //
-//	key record, version 2:  uvarint partition, uvarint epoch, uvarint len +
-//	                        key, varint applied_through[events],
-//	                        varint applied_through[labels] (−1: none),
-//	                        uvarint len + state
-//	marker, version 5:      uvarint partition, uvarint epoch, varint
-//	                        through[events], varint through[labels],
-//	                        uvarint reread, peers (AppendPeers; 0 for
-//	                        none), digest (8 bytes, little endian)
-//	ownership, version 2:   uvarint partition, uvarint epoch, uvarint len +
-//	                        owner
-const (
-	// KeyRecordVersion is the version of key and ownership records.
-	KeyRecordVersion = 2
-	// MarkerVersion is the version of markers.
-	MarkerVersion = 5
-)
+//	key record:  uvarint partition, uvarint epoch, uvarint len + key,
+//	             varint applied_through[events], varint
+//	             applied_through[labels] (−1: none), uvarint len + state
+//	marker:      uvarint partition, uvarint epoch, varint through[events],
+//	             varint through[labels], uvarint reread, peers
+//	             (AppendPeers; 0 for none), digest (8 bytes, little endian)
+//	ownership:   uvarint partition, uvarint epoch, uvarint len + owner
+const FormatVersion = 1
 
 // maxPeers bounds the partitions a decoded marker names.
 const maxPeers = 1 << 16
-
-// keyRecordVersion is the format version of key and ownership records.
-const keyRecordVersion = 2
 
 // ErrCorrupt reports a record whose checksum, version or layout is wrong.
 var ErrCorrupt = errors.New("corrupt checkpoint record")
@@ -187,11 +176,7 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // header appends a record's header, its CRC left for frame.
 func header(b []byte, kind byte) []byte {
-	v := byte(KeyRecordVersion)
-	if kind == kindMarker {
-		v = MarkerVersion
-	}
-	return append(b, v, kind, 0, 0, 0, 0)
+	return append(b, FormatVersion, kind, 0, 0, 0, 0)
 }
 
 // frame fills in the CRC of the record that starts at b[start:].
@@ -235,7 +220,7 @@ func EncodeMarker(m Marker) []byte {
 }
 
 // AppendPeers appends peers — per partition, the last offset of each
-// input topic (NoOffset: none) — in the layout of a version 4 marker's
+// input topic (NoOffset: none) — in the layout of a marker's
 // Peers, which key states and park manifests use too: uvarint N, then N ×
 // (uvarint partition, varint events-topic offset, varint labels-topic
 // offset), by partition, for the partitions with an offset.
@@ -307,12 +292,8 @@ func decode(data []byte, owned bool) (Record, error) {
 	if len(data) < 6 {
 		return Record{}, fmt.Errorf("%d bytes: %w", len(data), ErrCorrupt)
 	}
-	want := byte(KeyRecordVersion)
-	if data[1] == kindMarker {
-		want = MarkerVersion
-	}
-	if data[0] != want {
-		return Record{}, fmt.Errorf("version %d of a record of kind %q, this build reads version %d only: %w", data[0], data[1], want, ErrCorrupt)
+	if data[0] != FormatVersion {
+		return Record{}, fmt.Errorf("version %d of a record of kind %q, this build reads version %d only: %w", data[0], data[1], FormatVersion, ErrCorrupt)
 	}
 	body := data[6:]
 	if got, want := crc32.Checksum(body, castagnoli), binary.BigEndian.Uint32(data[2:6]); got != want {

@@ -32,7 +32,7 @@ var ErrNotParked = errors.New("no usable parked state")
 // that of the parked key store's values (keycache.go).
 const (
 	parkMagic   = "driftstream-parked\x00"
-	parkVersion = 3
+	parkVersion = 1
 )
 
 // Park leaves the kept state on disk for the partition's next owner in a

@@ -1,8 +1,8 @@
 package pipeline
 
 import (
-	"encoding/binary"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"maps"

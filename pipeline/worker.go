@@ -30,7 +30,7 @@ type Worker struct {
 	// (an unreadable one), which their next record replaces.
 	digest       uint64
 	unheldDigest map[string]uint64
-	keys       map[string]*keyed.State
+	keys         map[string]*keyed.State
 	// cache, when set, holds the keys beyond those in memory (UseKeyStore).
 	cache *keyCache
 	// dirty lists the keys changed since the last checkpoint (each held
