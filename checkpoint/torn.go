@@ -38,10 +38,11 @@ import "fmt"
 //
 // A fresh key's record torn after the cleaner removed the key's earlier
 // record (which the torn one superseded) cannot be told from a new key's:
-// it restores as holding nothing. The window for that is narrow (the torn
-// records must leave the active segment, which takes the next owner's
-// claim, and the cleaner must run before the next owner's first
-// checkpoint rewrites the key).
+// it is handed back as holding nothing. The marker's digest (digest.go)
+// still counts the removed record, so the restore does not verify, and its
+// reader does not use it. The window for that is narrow (the torn records
+// must leave the active segment and the cleaner must run before the next
+// owner's first checkpoint rewrites the key).
 
 // TornCheckpoint is a checkpoint whose key records were read without the
 // marker that would close it: its writer stopped while writing it. Its

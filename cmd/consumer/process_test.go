@@ -427,6 +427,19 @@ func (b *blackBox) markers() map[int][]checkpoint.Marker {
 	return out
 }
 
+// runToEnd writes evs to the events topic, and runs one member until every
+// event of ids is predicted and every partition checkpointed through its
+// last event; then it stops it cleanly.
+func (b *blackBox) runToEnd(evs []kafka.Message, ids []string) {
+	b.t.Helper()
+	kafkatest.Write(b.t, b.addr, b.topic("events"), evs)
+	first := b.start()
+	b.waitPredicted(ids)
+	waitFor(b.t, 60*time.Second, "every partition checkpointed through its last event", b.checkpointedToEnd)
+	first.signal(b.t, syscall.SIGTERM)
+	first.waitClean(b.t)
+}
+
 // checkpointedToEnd reports whether, in every events partition, the
 // changelog's last accepted marker (a restore's: a frozen former owner's
 // later marker is fenced) is through the partition's last offset.

@@ -32,12 +32,7 @@ func TestBlackBoxInexactRestoreRebuilds(t *testing.T) {
 				evs = append(evs, kafka.Message{Key: fmt.Appendf(nil, "k%d", i%20),
 					Value: fmt.Appendf(nil, `{"id":%q,"x":[%d,1,-1,0.5,0,%d],"label":%d}`, id, i%5-2, i%3-1, 1-2*(i%2))})
 			}
-			kafkatest.Write(t, b.addr, b.topic("events"), evs)
-			first := b.start()
-			b.waitPredicted(ids)
-			waitFor(t, 60*time.Second, "every partition checkpointed through its last event", b.checkpointedToEnd)
-			first.signal(t, syscall.SIGTERM)
-			first.waitClean(t)
+			b.runToEnd(evs, ids)
 
 			// k3's record garbled (a record after its last, under its key, on its partition).
 			kafkatest.Write(t, b.addr, b.topic("changelog"), []kafka.Message{{Key: []byte("k3"), Value: []byte("not a checkpoint record")}})

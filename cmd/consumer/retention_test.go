@@ -40,12 +40,7 @@ func TestBlackBoxRetentionTakesAwaitedInputsWithIt(t *testing.T) {
 				evs = append(evs, kafka.Message{Key: key, Value: fmt.Appendf(nil, `{"id":%q,"x":[%d,1,-1,0.5,0,%d]}`, id, i%5-2, i%3-1)})
 				lbs = append(lbs, kafka.Message{Key: key, Value: fmt.Appendf(nil, `{"id":%q,"label":%d}`, id, 1-2*(i%2))})
 			}
-			kafkatest.Write(t, b.addr, b.topic("events"), evs)
-			first := b.start()
-			b.waitPredicted(ids)
-			waitFor(t, 60*time.Second, "every partition checkpointed through its last event", b.checkpointedToEnd)
-			first.signal(t, syscall.SIGTERM)
-			first.waitClean(t)
+			b.runToEnd(evs, ids)
 
 			// Retention deletes the first half of each partition, every
 			// record of it an event awaiting its label.
