@@ -29,9 +29,12 @@ seconds=${DRIFTSTREAM_CHAOS_SECONDS:-60}
 for version in "${versions[@]}"; do
   dir="$kafka_dir/$version"
   start=$(date +%s)
-  addr=$(scripts/kafka-broker.sh start "$version" "$port" "$dir")
-  echo "kafka $version at $addr: chaos run of ${seconds} s"
-  if ! DRIFTSTREAM_CHAOS=1 DRIFTSTREAM_KAFKA_ADDR="$addr" \
+  # The broker advertises the proxy's port: the test's proxy (on it) kills
+  # members inside a checkpoint's write (chaosproxy_test.go).
+  proxy_port=$((port + 5))
+  addr=$(DRIFTSTREAM_KAFKA_ADVERTISED_PORT=$proxy_port scripts/kafka-broker.sh start "$version" "$port" "$dir")
+  echo "kafka $version at $addr (its clients through 127.0.0.1:$proxy_port): chaos run of ${seconds} s"
+  if ! DRIFTSTREAM_CHAOS=1 DRIFTSTREAM_CHAOS_BROKER="$addr" DRIFTSTREAM_KAFKA_ADDR="127.0.0.1:$proxy_port" \
     go test -count=1 -run '^TestChaosKillsAndZombies$' -v -timeout "$((seconds * 3 + 600))s" ./cmd/consumer > "$dir/chaos.log" 2>&1; then
     tail -150 "$dir/chaos.log"
     echo "kafka $version: the chaos run failed; the broker's log: $dir/server.log" >&2

@@ -13,7 +13,9 @@
 # on PORT+1, the controller on PORT+2, and SSL with mutual TLS on PORT+3: a CA,
 # the broker's certificate (127.0.0.1, localhost) and a client certificate
 # are made with openssl in DIR/tls (ca.pem, client.pem, client-key.pem).
-# message.max.bytes stays at its default.
+# message.max.bytes stays at its default. DRIFTSTREAM_KAFKA_ADVERTISED_PORT,
+# when set, is the PLAINTEXT port the broker tells its clients (a proxy in
+# front of it: the chaos run's).
 set -euo pipefail
 
 cmd=${1:?usage: kafka-broker.sh start VERSION PORT DIR | stop DIR}
@@ -71,7 +73,7 @@ process.roles=broker,controller
 node.id=1
 controller.quorum.voters=1@127.0.0.1:$ctrl_port
 listeners=PLAINTEXT://127.0.0.1:$port,SASL_PLAINTEXT://127.0.0.1:$sasl_port,CONTROLLER://127.0.0.1:$ctrl_port,SSL://127.0.0.1:$tls_port
-advertised.listeners=PLAINTEXT://127.0.0.1:$port,SASL_PLAINTEXT://127.0.0.1:$sasl_port,SSL://127.0.0.1:$tls_port
+advertised.listeners=PLAINTEXT://127.0.0.1:${DRIFTSTREAM_KAFKA_ADVERTISED_PORT:-$port},SASL_PLAINTEXT://127.0.0.1:$sasl_port,SSL://127.0.0.1:$tls_port
 listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT,SSL:SSL
 ssl.keystore.type=PEM
 ssl.keystore.location=$tls/server-keystore.pem

@@ -24,10 +24,13 @@ import (
 // checkpoints and to compact them: its max.message.bytes of 32 KiB makes
 // each checkpoint several produce requests, so that kills land between them,
 // and 1 MiB segments rolled every 10 s with a cleaner eager to clean
-// (min.cleanable.dirty.ratio 0.01). Every prediction and every final key
-// state is compared with an uninterrupted run (verify): it fails on one
-// missing or differing prediction or one differing state, and prints the
-// seed that replays the schedule.
+// (min.cleanable.dirty.ratio 0.01). Against scripts/chaos.sh's broker, the
+// members reach it through a proxy (chaosproxy_test.go), and half the kills
+// land inside a checkpoint's write on purpose: the proxy lets a
+// checkpoint's first produce request through and kills its sender. Every
+// prediction and every final key state is compared with an uninterrupted
+// run (verify): it fails on one missing or differing prediction or one
+// differing state, and prints the seed that replays the schedule.
 //
 // It runs only with DRIFTSTREAM_CHAOS=1 (its own CI step, scripts/chaos.sh,
 // against a real broker; DRIFTSTREAM_CHAOS_EVENTS_PER_SECOND,
@@ -55,8 +58,19 @@ func TestChaosKillsAndZombies(t *testing.T) {
 	population := cmp.Or(os.Getenv("DRIFTSTREAM_CHAOS_POPULATION"), "additive")
 	t.Logf("chaos seed %d (DRIFTSTREAM_CHAOS_SEED replays the schedule), %d events a second for %d s, %d members, population %s, a third of the labels %d events late and a sixth never",
 		seed, rate, seconds, nmembers, population, late)
+	// With DRIFTSTREAM_CHAOS_BROKER (scripts/chaos.sh sets it), the members
+	// reach the broker there through a proxy on DRIFTSTREAM_KAFKA_ADDR that
+	// kills a member inside a checkpoint's write on purpose.
+	var proxy *tearProxy
+	if broker := os.Getenv("DRIFTSTREAM_CHAOS_BROKER"); broker != "" {
+		proxy = startTearProxy(t, os.Getenv("DRIFTSTREAM_KAFKA_ADDR"), broker)
+	}
 	b := newBlackBox(t)
 	b.ownGroup = true
+	if proxy != nil {
+		name := []byte(b.topic("changelog"))
+		proxy.changelog.Store(&name)
+	}
 	// The shipped learner configuration: drop the suite's lasec-ss.
 	i := slices.Index(b.args, "-learner")
 	b.args = slices.Delete(b.args, i, i+4)
@@ -73,19 +87,41 @@ func TestChaosKillsAndZombies(t *testing.T) {
 		members = append(members, b.start())
 	}
 	all := slices.Clone(members)
-	kills, zombies := 0, 0
+	kills, zombies, inCheckpoint := 0, 0, 0
 	deadline := time.Now().Add(time.Duration(seconds) * time.Second)
 	for time.Now().Before(deadline) {
 		time.Sleep(time.Duration(300+r.IntN(2200)) * time.Millisecond)
 		i := r.IntN(len(members))
-		if r.IntN(5) == 0 { // a zombie: frozen past its session timeout, then thawed
+		switch event := r.IntN(10); {
+		case event < 2: // a zombie: frozen past its session timeout, then thawed
 			members[i].signal(t, syscall.SIGSTOP)
 			time.Sleep(time.Duration(2500+r.IntN(2000)) * time.Millisecond)
 			members[i].signal(t, syscall.SIGCONT)
 			zombies++
 			continue
+		case event < 6 && proxy != nil: // killed inside a checkpoint's write, whichever member writes one next
+			proxy.armed.Store(true)
+			select {
+			case pid := <-proxy.killed:
+				i = slices.IndexFunc(members, func(m *proc) bool { return m.cmd.Process.Pid == pid })
+				if i < 0 {
+					t.Fatalf("the proxy killed pid %d, which is no member's", pid)
+				}
+				members[i].waitKilled(t)
+				inCheckpoint++
+			case <-time.After(3 * time.Second): // no checkpoint written meanwhile
+				if proxy.armed.CompareAndSwap(true, false) {
+					members[i].kill(t)
+				} else { // it fired as the wait ended
+					pid := <-proxy.killed
+					i = slices.IndexFunc(members, func(m *proc) bool { return m.cmd.Process.Pid == pid })
+					members[i].waitKilled(t)
+					inCheckpoint++
+				}
+			}
+		default:
+			members[i].kill(t)
 		}
-		members[i].kill(t)
 		kills++
 		members[i] = b.start()
 		all = append(all, members[i])
@@ -100,6 +136,11 @@ func TestChaosKillsAndZombies(t *testing.T) {
 		read += p.count(`"from":"changelog"`) + p.count(`"caught_up_records":`) - p.count(`"caught_up_records":0,`)
 		verified += p.count(`"verified":true`)
 		mismatched += p.count(`the restored state's digest is not its checkpoint's`)
+		for _, line := range strings.Split(p.logLines(1<<20, `"from":"inputs"`), "\n") {
+			if line != "" {
+				t.Logf("a partition rebuilt from its inputs: %s", line)
+			}
+		}
 		// A restore with a marker to check that was not verified, listed.
 		for _, line := range strings.Split(p.logLines(1<<20, `"partition restored"`), "\n") {
 			if strings.Contains(line, `"verified":false`) && !strings.Contains(line, `"caught_up_records":0,"replay_from":0,`) && !strings.Contains(line, `"from":"memory","caught_up_records":0,`) && !strings.Contains(line, `"from":"parked","caught_up_records":0,`) {
@@ -110,8 +151,11 @@ func TestChaosKillsAndZombies(t *testing.T) {
 		reread += p.count(`came between the restore's read and its claim`)
 		stale += p.count(`after this member's`)
 	}
-	t.Logf("chaos seed %d: %d kills, %d zombies, %d restores (%d read the changelog, %d verified by their marker's digest, %d digest mismatches; %d rebuilt from the inputs, %d read again up to their claim, %d refused as of an ended generation), %d torn checkpoints set aside, %d fenced records, %d duplicate predictions (identical)",
-		seed, kills, zombies, restores, read, verified, mismatched, rebuilt, reread, stale, torn, fenced, dups)
+	t.Logf("chaos seed %d: %d kills (%d inside a checkpoint's write), %d zombies, %d restores (%d read the changelog, %d verified by their marker's digest, %d digest mismatches; %d rebuilt from the inputs, %d read again up to their claim, %d refused as of an ended generation), %d torn checkpoints set aside, %d fenced records, %d duplicate predictions (identical)",
+		seed, kills, inCheckpoint, zombies, restores, read, verified, mismatched, rebuilt, reread, stale, torn, fenced, dups)
+	if proxy != nil && inCheckpoint > 0 && torn == 0 {
+		t.Fatalf("%d members killed inside a checkpoint's write, yet no restore set a torn checkpoint aside", inCheckpoint)
+	}
 	if kills < seconds/6 {
 		t.Fatalf("%d members killed in %d s, fewer than one in 6 s: the run proves too little", kills, seconds)
 	}

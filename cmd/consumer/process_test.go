@@ -224,6 +224,16 @@ func (p *proc) kill(t *testing.T) {
 	<-p.done
 }
 
+// waitKilled waits for p, killed by another hand, to exit.
+func (p *proc) waitKilled(t *testing.T) {
+	t.Helper()
+	select {
+	case <-p.done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%s: still running 30 s after its SIGKILL", p.log)
+	}
+}
+
 func tail(s string, n int) string { return s[max(0, len(s)-n):] }
 
 // waitFor is poll.Until.
