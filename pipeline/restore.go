@@ -44,6 +44,10 @@ type Restored struct {
 	// the store position after the last record read (a positioned store's).
 	Owner *checkpoint.Ownership
 	End   int64
+	// StandInsDropped counts the fenced records of keys that had no record
+	// at the last marker (a frozen former owner wrote them first), set
+	// aside once the marker's digest showed it.
+	StandInsDropped int
 	// Verified is set when the digest of the state loaded is the last
 	// marker's (a restore, or a catch-up, that proved itself); Mismatch when
 	// it was not, and the partition was rebuilt from its inputs instead.
@@ -224,6 +228,7 @@ func configurationChanged(unheld map[string]error) error {
 // has handed every record to sink: it reports the records set aside, marks
 // their keys dirty, and sets the replay start.
 func (w *Worker) restored(snap *checkpoint.Snapshot, sink *restoring) (Restored, error) {
+	dropped := sink.dropStandIns(snap)
 	err := sink.err
 	if err == nil && w.cache != nil {
 		if err = w.cache.store.Flush(); err != nil {
@@ -281,6 +286,10 @@ func (w *Worker) restored(snap *checkpoint.Snapshot, sink *restoring) (Restored,
 			w.markDirty(key, w.keys[key])
 		}
 	}
+	for _, key := range dropped { // an empty record supersedes the zombie's
+		w.markDirty(key, nil)
+	}
+	res.StandInsDropped = len(dropped)
 	absorb := snap.AbsorbFromKeys(func(key string) ([2]int64, bool) {
 		if ks, ok := w.keys[key]; ok {
 			return ks.Applied, true
@@ -449,6 +458,43 @@ func (r *restoring) hold(rec *checkpoint.KeyRecord, ks *keyed.State) {
 	if r.err == nil {
 		r.err = r.w.cache.set(rec, ks.Mark.Digest)
 	}
+}
+
+// dropStandIns tells apart the fenced records standing in for keys that
+// have no accepted record (checkpoint's fencing rule): a frozen former
+// owner's record of a key that had none at the last marker (it wrote the
+// key first), or one the cleaner left alone by removing the accepted record
+// it superseded. The marker's digest counts the latter, not the former: when
+// the digest of what was loaded, without the stand-ins, is the marker's,
+// every stand-in is of a key that held nothing at the marker, and it is
+// dropped (the key holds nothing, and is written so at the next
+// checkpoint); otherwise they stay (the key replays from further back, or
+// the partition is rebuilt). It returns the keys dropped.
+func (r *restoring) dropStandIns(snap *checkpoint.Snapshot) []string {
+	if snap.Marker == nil || r.err != nil {
+		return nil
+	}
+	var keys []string
+	var sum uint64
+	for _, c := range snap.Corrupt {
+		if c.Key == "" || !errors.Is(c.Err, checkpoint.ErrFenced) {
+			return nil // another problem: nothing to tell apart
+		}
+		ks, inMemory := r.w.keys[c.Key]
+		sum += r.prior(c.Key, ks, inMemory)
+		if r.err != nil {
+			return nil
+		}
+		keys = append(keys, c.Key)
+	}
+	if len(keys) == 0 || r.digest-sum != snap.Marker.Digest {
+		return nil
+	}
+	for _, key := range keys {
+		r.Put(&checkpoint.KeyRecord{Partition: r.w.partition, Key: key, AppliedThrough: [2]int64{checkpoint.NoOffset, checkpoint.NoOffset}})
+	}
+	snap.Corrupt = nil
+	return keys
 }
 
 // prior is the digest of the record key had before the one being loaded:
