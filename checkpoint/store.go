@@ -117,8 +117,14 @@ type Snapshot struct {
 	// MaxEpoch is the highest epoch of any record read: a new owner claims
 	// NextEpoch(MaxEpoch, generation).
 	MaxEpoch Epoch
-	// Fenced counts records ignored or demoted by the fencing rule.
-	Fenced int
+	// Fenced counts records ignored or demoted by the fencing rule;
+	// FencedKeys are the keys of the fenced key records ignored because the
+	// key has an accepted record (a key may be listed more than once). Such
+	// a record follows the accepted one, so once both are in a cleaned
+	// segment the cleaner removes the accepted one: the reader writes those
+	// keys again.
+	Fenced     int
+	FencedKeys []string
 	// Read counts the records read: what a restore costs, the changelog's
 	// length once compacted.
 	Read int
@@ -281,6 +287,7 @@ func (s *Snapshot) absorb(p int, pos int64, key []byte, value []byte, owned bool
 		if k.Epoch < current {
 			s.Fenced++
 			if s.has(k.Key) {
+				s.FencedKeys = append(s.FencedKeys, k.Key)
 				return // the key has an accepted record: keep it
 			}
 			s.keep(k)

@@ -44,6 +44,10 @@ type Restored struct {
 	// the store position after the last record read (a positioned store's).
 	Owner *checkpoint.Ownership
 	End   int64
+	// Rewrite is set when keys must be written again at once: their torn or
+	// fenced records follow their accepted ones in the changelog, and the
+	// cleaner would otherwise remove the accepted ones.
+	Rewrite bool
 	// StandInsDropped counts the fenced records of keys that had no record
 	// at the last marker (a frozen former owner wrote them first), set
 	// aside once the marker's digest showed it.
@@ -289,6 +293,16 @@ func (w *Worker) restored(snap *checkpoint.Snapshot, sink *restoring) (Restored,
 	for _, key := range dropped { // an empty record supersedes the zombie's
 		w.markDirty(key, nil)
 	}
+	// A frozen former owner's record after a key's accepted one would have
+	// the cleaner remove the accepted one: the key is written again.
+	seen := map[string]bool{}
+	for _, key := range snap.FencedKeys {
+		if ks := w.keys[key]; !seen[key] && (ks == nil || !ks.Mark.Dirty) {
+			w.markDirty(key, ks)
+		}
+		seen[key] = true
+	}
+	res.Rewrite = len(snap.Torn) > 0 || len(snap.FencedKeys) > 0
 	res.StandInsDropped = len(dropped)
 	absorb := snap.AbsorbFromKeys(func(key string) ([2]int64, bool) {
 		if ks, ok := w.keys[key]; ok {

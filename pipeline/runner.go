@@ -128,8 +128,9 @@ type Runner struct {
 	// strict is set when the partition is rebuilt from its inputs: its
 	// sources must read every record (From.Strict).
 	strict bool
-	// rewrite is set when the restore set torn records aside: their keys
-	// are checkpointed before the first record is processed.
+	// rewrite is set when the restore set torn or fenced records aside
+	// (Restored.Rewrite): their keys are checkpointed before the first
+	// record is processed.
 	rewrite bool
 }
 
@@ -308,9 +309,10 @@ func (r *Runner) run(ctx context.Context) error {
 	// latest while records arrive: the ticker restarts at every checkpoint.
 	l.tick = time.NewTicker(r.cfg.CheckpointPeriod)
 	defer l.tick.Stop()
-	// Torn records stay in the changelog until their keys are written
-	// again; the cleaner may meanwhile remove the records they superseded
-	// (then only a rebuild restores the partition). Written again at once.
+	// Torn and fenced records stay in the changelog until their keys are
+	// written again; the cleaner may meanwhile remove the accepted records
+	// they follow (then only a rebuild restores the partition). Written
+	// again at once.
 	if r.rewrite {
 		r.rewrite = false
 		if err := l.checkpoint(nil); err != nil {
@@ -381,7 +383,7 @@ func (r *Runner) start(ctx context.Context) error {
 	} else if res, err = r.restore(ctx); err != nil {
 		return err
 	}
-	r.rewrite = len(res.Torn) > 0 && res.Origin != FromInputs
+	r.rewrite = res.Rewrite && res.Origin != FromInputs
 	for _, t := range res.Torn {
 		r.log.Warn("torn checkpoint set aside: its writer stopped before its marker; its keys keep their records of the checkpoint before and are written again at the next checkpoint",
 			"epoch", t.Epoch.String(), "first", t.First, "last", t.Last, "records", t.Records, "keys", len(t.Keys))

@@ -594,7 +594,31 @@ func TestZombieWriterIsFenced(t *testing.T) {
 	}
 	final := h.finish(3)
 	dups := h.check(final)
-	t.Logf("%d records of the first epoch in the log, %d fenced at restore, %d duplicate predictions (identical)", fenced, snap.Fenced, dups)
+	// Every key the zombie wrote after B's claim is written again by the
+	// final runner's first checkpoint, before it processes a record: the
+	// cleaner can then never keep the zombie's record in place of the key's.
+	claimed, done := false, false
+	stale, again := map[string]bool{}, map[string]bool{}
+	for _, e := range h.store.Log(0) {
+		rec, err := checkpoint.Decode(e.Value)
+		switch {
+		case err != nil || done:
+		case rec.Owner != nil && rec.Owner.Epoch>>32 == 2:
+			claimed = true
+		case rec.Marker != nil && rec.Marker.Epoch>>32 == 3:
+			done = true // the final runner's first checkpoint ends
+		case rec.Key != nil && rec.Key.Epoch>>32 == 3:
+			again[rec.Key.Key] = true
+		case rec.Key != nil && claimed && rec.Key.Epoch>>32 == 1:
+			stale[rec.Key.Key] = true
+		}
+	}
+	for key := range stale {
+		if !again[key] {
+			t.Errorf("key %q: the zombie's record is not superseded by the final runner's first checkpoint", key)
+		}
+	}
+	t.Logf("%d records of the first epoch in the log, %d fenced at restore (%d keys written again at once), %d duplicate predictions (identical)", fenced, snap.Fenced, len(stale), dups)
 }
 
 // errGenerationEnded stands for kafka-go's: the error a group generation's

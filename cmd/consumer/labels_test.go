@@ -77,9 +77,11 @@ func killedLikeTheBacktest(t *testing.T, seed uint64, spread time.Duration, extr
 	ids := writeWithLabels(t, b.addr, b.topic("events"), b.topic("labels"), 120, 60000)
 	r := rand.New(rand.NewPCG(seed, seed))
 	for i := range 5 {
+		before := len(b.predicted())
 		p := b.start()
-		if i%4 != 3 { // some kills land during restore, most while processing
+		if i%4 != 3 { // some kills land during restore, most while processing: once it wrote predictions
 			waitFor(t, 60*time.Second, "partitions restored", func() bool { return p.count(`"partition restored"`) >= 1 })
+			waitFor(t, 60*time.Second, "processing began", func() bool { return len(b.predicted()) > before || before == len(ids) })
 		}
 		time.Sleep(20*time.Millisecond + time.Duration(r.Int64N(int64(spread)))) // the records are all there: a consumer is through them in seconds
 		p.kill(t)
