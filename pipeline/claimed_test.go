@@ -53,7 +53,6 @@ func TestStateIsTheLogsAsOfTheClaim(t *testing.T) {
 }
 
 func claimLandsLate(t *testing.T, cfg Config, ended, stop bool) {
-	ctx := context.Background()
 	h := newHarness(t, 2400, 300, false) // many keys: B's last interval leaves most untouched
 	h.cfg = cfg
 	h.runUntil(1, 400)
@@ -71,19 +70,13 @@ func claimLandsLate(t *testing.T, cfg Config, ended, stop bool) {
 	obsA := &restoredAs{}
 	gateA := newGate(1600)
 	a := h.runner(6, gateA, nil, obsA)
-	actx, stopA := context.WithCancel(ctx)
-	defer stopA()
-	doneA := make(chan error, 1)
-	go func() { doneA <- a.Run(actx) }()
+	stopA, doneA := goRun(t, a)
 	<-held // A has read the log, through offset 400's checkpoint
 
 	obsB := &progress{}
 	gateB := newGate(1400)
 	b := h.runner(7, gateB, nil, obsB)
-	bctx, stopB := context.WithCancel(ctx)
-	defer stopB()
-	doneB := make(chan error, 1)
-	go func() { doneB <- b.Run(bctx) }()
+	stopB, doneB := goRun(t, b)
 	eventually(t, "B's checkpoints through offset 1400", func() bool { return obsB.last.Load() == 1399 && obsB.checkpoints.Load() == 1000/int64(h.every) })
 	if !ended { // B stops first: A claims above it and goes on from its last checkpoint
 		stopB()
@@ -125,4 +118,14 @@ func claimLandsLate(t *testing.T, cfg Config, ended, stop bool) {
 	if dups := h.check(h.finish(8)); dups > 2400 {
 		t.Fatalf("%d duplicate predictions", dups)
 	}
+}
+
+// goRun runs r on a goroutine until stop is called (or the test ends); done
+// gets Run's result.
+func goRun(t *testing.T, r *Runner) (stop context.CancelFunc, done <-chan error) {
+	ctx, stop := context.WithCancel(context.Background())
+	t.Cleanup(stop)
+	ch := make(chan error, 1)
+	go func() { ch <- r.Run(ctx) }()
+	return stop, ch
 }
