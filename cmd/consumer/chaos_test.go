@@ -88,8 +88,10 @@ func TestChaosKillsAndZombies(t *testing.T) {
 	}
 	all := slices.Clone(members)
 	kills, zombies, inCheckpoint := 0, 0, 0
+	// The schedule runs while the input is written, and on until it has
+	// killed a member every 6 s of input (at most a minute more).
 	deadline := time.Now().Add(time.Duration(seconds) * time.Second)
-	for time.Now().Before(deadline) {
+	for time.Now().Before(deadline) || kills < seconds/6 && time.Now().Before(deadline.Add(time.Minute)) {
 		time.Sleep(time.Duration(300+r.IntN(2200)) * time.Millisecond)
 		i := r.IntN(len(members))
 		switch event := r.IntN(10); {
