@@ -452,7 +452,7 @@ func (r *Runner) restore(ctx context.Context) (res Restored, err error) {
 		}
 	}
 	if inexact != nil {
-		r.log.Error("the changelog cannot restore the partition exactly: rebuilding it from its input topics' first records (it fails if retention deleted any)",
+		r.log.Warn("the changelog cannot restore the partition exactly: rebuilding it from its input topics' first records (it fails if retention deleted any)",
 			"err", inexact.Error())
 		for _, p := range res.Problems {
 			r.log.Warn("checkpoint record that cannot be used", "problem", p)
