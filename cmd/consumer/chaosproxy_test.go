@@ -89,9 +89,11 @@ func (p *tearProxy) pipe(c net.Conn) {
 		}
 		if tear && p.armed.CompareAndSwap(true, false) {
 			pid := connPID(c.RemoteAddr().(*net.TCPAddr).Port, p.ln.Addr().(*net.TCPAddr).Port)
-			if pid > 0 {
-				syscall.Kill(pid, syscall.SIGKILL)
+			if pid <= 0 { // the sender is not found (gone already): the next one
+				p.armed.Store(true)
+				continue
 			}
+			syscall.Kill(pid, syscall.SIGKILL)
 			p.killed <- pid
 			return
 		}
