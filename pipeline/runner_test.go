@@ -451,14 +451,7 @@ func crashAtStep(t *testing.T, arm func(h *harness, sink *testSink), dups func(i
 	})
 	arm(h, sink)
 	g.upto.Store(int64(crashAt)) // the next record triggers the sixth checkpoint
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the runner did not stop at the crash")
-	}
+	stoppedAtCrash(t, done)
 	final := h.finish(2)
 	if got, want := h.check(final), dups(predictionsIn(h.feed.recs, crashAt-h.every, crashAt)); got != want {
 		t.Fatalf("%d duplicate predictions, want %d", got, want)
@@ -1017,5 +1010,19 @@ func TestDoGetsTheWriteBehindsFailure(t *testing.T) {
 	}
 	if n := obs.checkpoints.Load(); n != 0 {
 		t.Fatalf("%d checkpoints reported", n)
+	}
+}
+
+// stoppedAtCrash waits for a runner's Run, stopped by an injected crash,
+// to return without error.
+func stoppedAtCrash(t *testing.T, done <-chan error) {
+	t.Helper()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the runner did not stop at the crash")
 	}
 }

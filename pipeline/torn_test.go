@@ -96,14 +96,7 @@ func tornAndRestored(t *testing.T, cfg Config, durable func([]checkpoint.KeyReco
 		return d
 	})
 	g.upto.Store(int64(crashAt))
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the runner did not stop at the crash")
-	}
+	stoppedAtCrash(t, done)
 	if torn == 0 {
 		t.Fatal("the torn checkpoint wrote no key record")
 	}
