@@ -437,18 +437,8 @@ func TestCrashAtEveryCheckpointStep(t *testing.T) {
 func crashAtStep(t *testing.T, arm func(h *harness, sink *testSink), dups func(interval int) int, cacheKeys int) {
 	h := newHarness(t, 1200, 9, false)
 	h.cacheKeys = cacheKeys
-	ctx := context.Background()
 	// A first runner checkpoints 5 times, then crashes in the 6th.
-	crashAt := 6 * h.every
-	sink := &testSink{out: h.out}
-	obs := &progress{}
-	g := newGate(int64(crashAt - 1))
-	r := h.runner(1, g, sink, obs)
-	done := make(chan error, 1)
-	go func() { done <- r.Run(ctx) }()
-	eventually(t, "the first runner's progress and 5 checkpoints written", func() bool {
-		return obs.last.Load() == int64(crashAt-2) && obs.checkpoints.Load() == 5
-	})
+	crashAt, sink, g, done := h.beforeSixthCheckpoint()
 	arm(h, sink)
 	g.upto.Store(int64(crashAt)) // the next record triggers the sixth checkpoint
 	stoppedAtCrash(t, done)
@@ -1025,4 +1015,23 @@ func stoppedAtCrash(t *testing.T, done <-chan error) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the runner did not stop at the crash")
 	}
+}
+
+// beforeSixthCheckpoint runs a first runner (generation 1) until it has
+// written 5 checkpoints and processed all but the last record of the 6th
+// interval, held at its gate g: the next record (g.upto = crashAt) triggers
+// the 6th checkpoint, where a test injects its crash. done gets Run's result.
+func (h *harness) beforeSixthCheckpoint() (crashAt int, sink *testSink, g *gate, done <-chan error) {
+	h.t.Helper()
+	crashAt = 6 * h.every
+	sink = &testSink{out: h.out}
+	obs := &progress{}
+	g = newGate(int64(crashAt - 1))
+	r := h.runner(1, g, sink, obs)
+	ch := make(chan error, 1)
+	go func() { ch <- r.Run(context.Background()) }()
+	eventually(h.t, "the first runner's progress and 5 checkpoints written", func() bool {
+		return obs.last.Load() == int64(crashAt-2) && obs.checkpoints.Load() == 5
+	})
+	return crashAt, sink, g, ch
 }

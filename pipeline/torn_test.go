@@ -75,16 +75,7 @@ func (c compaction) String() string {
 func tornAndRestored(t *testing.T, cfg Config, durable func([]checkpoint.KeyRecord) []checkpoint.KeyRecord, compacted compaction) {
 	h := newHarness(t, 1500, 40, false)
 	h.cfg = cfg
-	crashAt := 6 * h.every
-	sink := &testSink{out: h.out}
-	obs := &progress{}
-	g := newGate(int64(crashAt - 1))
-	r := h.runner(1, g, sink, obs)
-	done := make(chan error, 1)
-	go func() { done <- r.Run(context.Background()) }()
-	eventually(t, "the first runner's progress and 5 checkpoints written", func() bool {
-		return obs.last.Load() == int64(crashAt-2) && obs.checkpoints.Load() == 5
-	})
+	crashAt, _, g, done := h.beforeSixthCheckpoint()
 	torn := 0
 	h.store.write.set(&fault{times: 1, lost: true})
 	h.store.tear(func(keys []checkpoint.KeyRecord) []checkpoint.KeyRecord {
